@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds everything and runs every test. Exits non-zero on any failure.
+#   1. installs missing Debian packages (tools/setup.sh);
+#   2. builds the whole tree as a machine without CUDA would (toolkit hidden):
+#      GPU code is replaced by implementations that report Unimplemented;
+#   3. builds the whole tree with CUDA (when the toolkit is present) and runs
+#      `bazel test //...`; Bazel's summary line ends the output.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== test.sh: checking dependencies"
+tools/setup.sh
+
+echo "== test.sh: bazel build //... with the CUDA toolkit hidden (MOETUNE_CUDA_PATH=/nonexistent)"
+bazel build --repo_env=MOETUNE_CUDA_PATH=/nonexistent //...
+echo "== test.sh: kernels tests without CUDA (GPU probes must answer Unimplemented)"
+bazel test --repo_env=MOETUNE_CUDA_PATH=/nonexistent //kernels/...
+
+echo "== test.sh: bazel test //... (CUDA toolkit: ${MOETUNE_CUDA_PATH:-/usr/local/cuda})"
+bazel test //...
