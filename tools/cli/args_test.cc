@@ -1,0 +1,46 @@
+#include "tools/cli/args.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace moetune::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::vector<FlagSpec> kSpecs = {
+    {"model", false, "model"}, {"gpus", false, "gpus"}, {"explain", true, "why"}};
+
+TEST(ArgsTest, ParsesBothValueFormsBooleansAndPositionals) {
+  auto args = Args::Parse({"JOB7", "--model", "deepseek-v3", "--gpus=1024", "--explain"}, kSpecs);
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ(args->GetOr("model", ""), "deepseek-v3");
+  EXPECT_EQ(*args->GetInt("gpus").value(), 1024);
+  EXPECT_TRUE(args->Has("explain"));
+  EXPECT_EQ(args->positional(), std::vector<std::string>{"JOB7"});
+}
+
+TEST(ArgsTest, UnknownFlagIsNamed) {
+  auto args = Args::Parse({"--modle", "x"}, kSpecs);
+  EXPECT_EQ(args.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(args.status().message()), HasSubstr("--modle"));
+}
+
+TEST(ArgsTest, MissingValueAndBadIntegerAreNamed) {
+  EXPECT_THAT(std::string(Args::Parse({"--gpus"}, kSpecs).status().message()),
+              HasSubstr("--gpus needs a value"));
+  auto args = Args::Parse({"--gpus", "12x"}, kSpecs);
+  ASSERT_TRUE(args.ok());
+  auto gpus = args->GetInt("gpus");
+  EXPECT_EQ(gpus.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(gpus.status().message()), HasSubstr("'12x'"));
+}
+
+TEST(ArgsTest, AbsentFlagIsEmptyNotZero) {
+  auto args = Args::Parse({}, kSpecs);
+  ASSERT_TRUE(args.ok());
+  EXPECT_FALSE(args->GetInt("gpus").value().has_value());
+}
+
+}  // namespace
+}  // namespace moetune::cli
