@@ -1,0 +1,216 @@
+// Per-term cost primitives behind one interface: a roofline prior from the
+// datasheet (DatasheetCostModel) and tables fitted from probe measurements
+// (CalibratedCostModel) that fall back to the prior per term and say so.
+// All costs are seconds on one GPU.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/hardware.h"
+#include "planner/precision.h"
+
+namespace moetune::planner {
+
+enum class CostSource { kDatasheetPrior, kCalibrated };
+std::string_view CostSourceName(CostSource source);
+
+struct Cost {
+  double seconds = 0;
+  CostSource source = CostSource::kDatasheetPrior;
+};
+
+enum class CollectiveKind {
+  kAllReduce,
+  kAllGather,      // bytes = the gathered (output) buffer per rank
+  kReduceScatter,  // bytes = the input buffer per rank
+  kAllToAll,       // bytes = the send buffer per rank
+  kSendRecv,       // bytes = the message
+};
+std::string_view CollectiveKindName(CollectiveKind kind);
+
+// Where a group's ranks sit: all inside one NVLink domain, or spread over
+// several (then the scale-out NICs carry the traffic).
+enum class LinkSpan { kNvlinkDomain, kScaleOut };
+std::string_view LinkSpanName(LinkSpan span);
+
+// Routed experts on one GPU as one grouped GEMM (or a loop of GEMMs):
+// num_experts local experts, tokens_per_expert on average, the most loaded
+// expert holding imbalance x that; each expert multiplies [tokens x k] by
+// [k x n].
+struct GroupedGemmShape {
+  int num_experts = 1;
+  double tokens_per_expert = 0;
+  double imbalance = 1.0;  // max / mean tokens per expert (>= 1)
+  int64_t n = 0;
+  int64_t k = 0;
+  Precision precision = Precision::kBf16;
+  bool grouped = true;  // false: one GEMM launch per expert
+};
+
+// EP dispatch (or combine, same volume) for one micro-batch on one GPU.
+struct DispatchShape {
+  double tokens = 0;         // tokens entering the MoE layer on this GPU
+  double bytes_per_token = 0;  // hidden x element bytes
+  int top_k = 1;
+  int ep = 1;                // EP group size
+  int ep_gpus_per_domain = 1;  // EP ranks inside one NVLink domain
+  bool dedup = false;        // fused de-duplicated dispatch (DeepEP/HybridEP)
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+
+  virtual const ClusterSpec& cluster() const = 0;
+
+  // [m x k] x [k x n] on one GPU.
+  virtual Cost DenseGemm(double m, double n, double k,
+                         Precision precision) const = 0;
+  virtual Cost GroupedGemm(const GroupedGemmShape& shape) const = 0;
+  // Flash attention forward for `queries` query tokens each attending to
+  // `context` keys on average, `heads` heads (BF16).
+  virtual Cost AttentionForward(double queries, double context, int heads,
+                                int qk_head_dim, int v_head_dim) const = 0;
+  // Memory-bound kernels moving `bytes` through HBM.
+  virtual Cost MemoryBound(double bytes) const = 0;
+  virtual Cost Collective(CollectiveKind kind, double bytes, int group_size,
+                          LinkSpan span) const = 0;
+  virtual Cost Dispatch(const DispatchShape& shape) const = 0;
+  // Moving `bytes` between GPU and pinned host memory (one direction).
+  virtual Cost HostOffload(double bytes) const = 0;
+  // Factor (>= 1) by which compute slows while communication kernels run
+  // beside it on `num_comm_streams` streams (they take SMs and HBM).
+  virtual double OverlapSlowdown(int num_comm_streams) const = 0;
+  // Fixed cost of one kernel launch as seen by the GPU timeline.
+  virtual double KernelLaunchSeconds(bool cuda_graphs) const = 0;
+};
+
+// Named, sourced efficiency constants of the roofline prior; one set per GPU
+// generation. See cost_model.cc for the values and their justification.
+struct PriorConstants {
+  // Fraction of the dense peak a large GEMM reaches, per precision.
+  double gemm_efficiency[kNumPrecisions] = {0, 0, 0, 0};
+  // GEMM size (FLOPs) at which efficiency is half its large-size value.
+  double gemm_half_efficiency_flops = 0;
+  double attention_efficiency = 0;  // flash attention fwd vs BF16 peak
+  double attention_bwd_over_fwd = 0;
+  double hbm_efficiency = 0;
+  double nvlink_efficiency = 0;    // achieved bus bandwidth / peak
+  double scaleout_efficiency = 0;
+  double host_link_efficiency = 0;
+  double overlap_slowdown_per_stream = 0;
+  double kernel_launch_s = 0;
+  double kernel_launch_graphs_s = 0;
+};
+PriorConstants PriorConstantsFor(const GpuSpec& gpu);
+
+class DatasheetCostModel : public CostModel {
+ public:
+  explicit DatasheetCostModel(ClusterSpec cluster);
+  const ClusterSpec& cluster() const override { return cluster_; }
+  const PriorConstants& constants() const { return k_; }
+
+  Cost DenseGemm(double m, double n, double k,
+                 Precision precision) const override;
+  Cost GroupedGemm(const GroupedGemmShape& shape) const override;
+  Cost AttentionForward(double queries, double context, int heads,
+                        int qk_head_dim, int v_head_dim) const override;
+  Cost MemoryBound(double bytes) const override;
+  Cost Collective(CollectiveKind kind, double bytes, int group_size,
+                  LinkSpan span) const override;
+  Cost Dispatch(const DispatchShape& shape) const override;
+  Cost HostOffload(double bytes) const override;
+  double OverlapSlowdown(int num_comm_streams) const override;
+  double KernelLaunchSeconds(bool cuda_graphs) const override;
+
+ private:
+  ClusterSpec cluster_;
+  PriorConstants k_;
+  double peak_flops_[kNumPrecisions];  // 0 where unsupported (never used)
+};
+
+// A measured curve: (size, seconds) points sorted by size. Interpolated
+// piecewise-linearly in log(size) on the achieved rate (size / seconds);
+// outside the measured range the edge rate is held.
+struct MeasuredCurve {
+  std::vector<double> sizes;    // bytes or FLOPs, strictly increasing
+  std::vector<double> seconds;  // same length
+};
+// Seconds for `size` on the curve; requires a non-empty curve.
+double InterpolateSeconds(const MeasuredCurve& curve, double size);
+
+struct GemmTable {
+  Precision precision = Precision::kBf16;
+  MeasuredCurve flops_curve;  // size = 2 m n k
+};
+struct GroupedGemmTable {
+  Precision precision = Precision::kBf16;
+  bool grouped = true;
+  MeasuredCurve flops_curve;  // size = total 2 m n k over the group
+};
+struct CollectiveTable {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  LinkSpan span = LinkSpan::kNvlinkDomain;
+  int group_size = 0;
+  MeasuredCurve bytes_curve;
+};
+struct DispatchTable {
+  bool dedup = false;
+  int ep = 0;
+  int ep_gpus_per_domain = 0;
+  MeasuredCurve bytes_curve;  // size = tokens x top_k x bytes_per_token
+};
+struct OverlapPoint {
+  int num_comm_streams = 1;
+  double slowdown = 1.0;
+};
+
+// What the server fits from probe measurements for one cluster and GPU
+// model. Any table may be empty; the prior answers for what is missing.
+struct CalibrationTables {
+  std::string cluster_name;
+  std::string gpu_name;
+  std::vector<GemmTable> dense_gemm;
+  std::vector<GroupedGemmTable> grouped_gemm;
+  std::vector<CollectiveTable> collectives;
+  std::vector<DispatchTable> dispatch;
+  MeasuredCurve host_offload;  // bytes -> seconds
+  std::vector<OverlapPoint> overlap;
+};
+
+// Checks the tables (increasing sizes, positive seconds, equal lengths).
+absl::Status ValidateCalibrationTables(const CalibrationTables& tables);
+
+class CalibratedCostModel : public CostModel {
+ public:
+  // InvalidArgument when a table is malformed.
+  static absl::StatusOr<std::unique_ptr<CalibratedCostModel>> Create(
+      CalibrationTables tables, std::shared_ptr<const CostModel> prior);
+
+  const ClusterSpec& cluster() const override { return prior_->cluster(); }
+  Cost DenseGemm(double m, double n, double k,
+                 Precision precision) const override;
+  Cost GroupedGemm(const GroupedGemmShape& shape) const override;
+  Cost AttentionForward(double queries, double context, int heads,
+                        int qk_head_dim, int v_head_dim) const override;
+  Cost MemoryBound(double bytes) const override;
+  Cost Collective(CollectiveKind kind, double bytes, int group_size,
+                  LinkSpan span) const override;
+  Cost Dispatch(const DispatchShape& shape) const override;
+  Cost HostOffload(double bytes) const override;
+  double OverlapSlowdown(int num_comm_streams) const override;
+  double KernelLaunchSeconds(bool cuda_graphs) const override;
+
+ private:
+  CalibratedCostModel(CalibrationTables tables,
+                      std::shared_ptr<const CostModel> prior);
+  CalibrationTables tables_;
+  std::shared_ptr<const CostModel> prior_;
+};
+
+}  // namespace moetune::planner

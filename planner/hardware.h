@@ -1,0 +1,75 @@
+// GPUs and clusters as plain data. Every field carries its unit in its name.
+// Presets come from ../shared/hardware/datasheets.json (copied into
+// hardware.cc with their source strings); any other cluster is described in
+// JSON (ParseClusterJson). Nothing here probes a device.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/precision.h"
+
+namespace moetune::planner {
+
+struct GpuSpec {
+  std::string name;        // "NVIDIA H100 SXM5 (80GB)"
+  std::string generation;  // "hopper", "blackwell", "blackwell_ultra"
+  // Dense (non-sparse) tensor-core peaks, the MFU denominators NVIDIA uses.
+  double bf16_dense_flops_per_sec = 0;
+  double fp8_dense_flops_per_sec = 0;
+  // Unset: the GPU has no such tensor-core mode (Hopper: no MXFP8/NVFP4).
+  std::optional<double> mxfp8_dense_flops_per_sec;
+  std::optional<double> nvfp4_dense_flops_per_sec;
+  double hbm_bytes = 0;
+  double hbm_bytes_per_sec = 0;
+  int sm_count = 0;
+  double tdp_watts = 0;
+};
+
+// The peak for a precision; nullopt when the GPU lacks that mode.
+std::optional<double> PeakDenseFlopsPerSec(const GpuSpec& gpu,
+                                           Precision precision);
+
+struct ClusterSpec {
+  std::string name;  // preset name or from the JSON
+  GpuSpec gpu;
+  int gpus_per_node = 8;       // GPUs sharing one host (and its host link)
+  int nvlink_domain_gpus = 8;  // GPUs behind one NVSwitch fabric
+  double nvlink_bytes_per_sec = 0;  // per GPU, per direction
+  double nvlink_latency_s = 0;      // one NVLink collective step
+  double scaleout_bytes_per_sec = 0;  // per GPU NIC, per direction
+  double scaleout_latency_s = 0;      // one inter-node message
+  // GPU <-> host memory, per GPU per direction (PCIe Gen5 x16 or its share of
+  // NVLink-C2C), and the pinned host memory per GPU available for offload.
+  double host_link_bytes_per_sec = 0;
+  double host_memory_bytes_per_gpu = 0;
+  std::vector<std::string> sources;  // where each number came from
+};
+
+// Presets: h100-sxm, h800, h200, b200, b300, gb200-nvl72, gb300-nvl72.
+// Unknown name: NotFound listing the known ones.
+absl::StatusOr<ClusterSpec> LoadClusterPreset(std::string_view name);
+std::vector<std::string> ClusterPresetNames();
+
+// JSON form (units in the key names; optional keys marked (opt)):
+//   {"name": "my-cluster",
+//    "gpu": {"name": "...", "generation": "hopper",
+//            "bf16_dense_flops_per_sec": 9.894e14,
+//            "fp8_dense_flops_per_sec": 1.979e15,
+//            "mxfp8_dense_flops_per_sec": (opt), "nvfp4_dense_flops_per_sec": (opt),
+//            "hbm_bytes": 8e10, "hbm_bytes_per_sec": 3.35e12,
+//            "sm_count": 132 (opt), "tdp_watts": 700 (opt)},
+//    "gpus_per_node": 8, "nvlink_domain_gpus": 8,
+//    "nvlink_bytes_per_sec": 4.5e11, "nvlink_latency_s": (opt),
+//    "scaleout_bytes_per_sec": 5e10, "scaleout_latency_s": (opt),
+//    "host_link_bytes_per_sec": 6.4e10 (opt), "host_memory_bytes_per_gpu": (opt),
+//    "sources": ["..."] (opt)}
+// Or {"preset": "h100-sxm", ...overrides of top-level numeric keys}.
+// Missing required key or non-positive value: InvalidArgument naming it.
+absl::StatusOr<ClusterSpec> ParseClusterJson(std::string_view json);
+std::string ClusterSpecToJson(const ClusterSpec& cluster);
+
+}  // namespace moetune::planner

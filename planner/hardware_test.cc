@@ -1,0 +1,97 @@
+#include "planner/hardware.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/internal/status_matchers.h"
+#include "planner/units.h"
+
+namespace moetune::planner {
+namespace {
+
+using ::moetune::planner::testing::StatusIs;
+using ::testing::HasSubstr;
+using units::kGB;
+using units::kTFLOP;
+
+TEST(HardwareTest, PresetsMatchDatasheets) {
+  struct Row {
+    const char* name;
+    double bf16_tflops;
+    double hbm_gb;
+    double nvlink_gb_s;
+    int domain;
+    double nic_gb_s;
+  };
+  // From ../shared/hardware/datasheets.json (NVIDIA MFU denominators;
+  // NVLink per direction = bidirectional / 2; NIC Gbit/s / 8).
+  const Row rows[] = {
+      {"h100-sxm", 989, 80, 450, 8, 50},     {"h800", 989, 80, 200, 8, 50},
+      {"h200", 989, 141, 450, 8, 50},        {"b200", 2250, 180, 900, 8, 50},
+      {"b300", 2250, 270, 900, 8, 100},      {"gb200-nvl72", 2450, 186, 900, 72, 50},
+      {"gb300-nvl72", 2450, 279, 900, 72, 100},
+  };
+  for (const Row& r : rows) {
+    absl::StatusOr<ClusterSpec> c = LoadClusterPreset(r.name);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->gpu.bf16_dense_flops_per_sec, r.bf16_tflops * kTFLOP) << r.name;
+    EXPECT_EQ(c->gpu.hbm_bytes, r.hbm_gb * kGB) << r.name;
+    EXPECT_EQ(c->nvlink_bytes_per_sec, r.nvlink_gb_s * kGB) << r.name;
+    EXPECT_EQ(c->nvlink_domain_gpus, r.domain) << r.name;
+    EXPECT_EQ(c->scaleout_bytes_per_sec, r.nic_gb_s * kGB) << r.name;
+    EXPECT_FALSE(c->sources.empty()) << r.name;
+  }
+}
+
+TEST(HardwareTest, PrecisionSupport) {
+  absl::StatusOr<ClusterSpec> h100 = LoadClusterPreset("h100-sxm");
+  ASSERT_TRUE(h100.ok());
+  EXPECT_FALSE(PeakDenseFlopsPerSec(h100->gpu, Precision::kMxfp8).has_value());
+  EXPECT_FALSE(PeakDenseFlopsPerSec(h100->gpu, Precision::kNvfp4).has_value());
+  EXPECT_EQ(*PeakDenseFlopsPerSec(h100->gpu, Precision::kFp8), 1979 * kTFLOP);
+  absl::StatusOr<ClusterSpec> gb300 = LoadClusterPreset("GB300-NVL72");
+  ASSERT_TRUE(gb300.ok());
+  EXPECT_EQ(*PeakDenseFlopsPerSec(gb300->gpu, Precision::kNvfp4),
+            14700 * kTFLOP);
+}
+
+TEST(HardwareTest, JsonRoundTrip) {
+  for (const std::string& name : ClusterPresetNames()) {
+    absl::StatusOr<ClusterSpec> c = LoadClusterPreset(name);
+    ASSERT_TRUE(c.ok());
+    absl::StatusOr<ClusterSpec> back = ParseClusterJson(ClusterSpecToJson(*c));
+    ASSERT_TRUE(back.ok()) << name << ": " << back.status();
+    EXPECT_EQ(back->gpu.fp8_dense_flops_per_sec, c->gpu.fp8_dense_flops_per_sec);
+    EXPECT_EQ(back->gpu.nvfp4_dense_flops_per_sec,
+              c->gpu.nvfp4_dense_flops_per_sec);
+    EXPECT_EQ(back->scaleout_bytes_per_sec, c->scaleout_bytes_per_sec);
+    EXPECT_EQ(back->host_link_bytes_per_sec, c->host_link_bytes_per_sec);
+  }
+}
+
+TEST(HardwareTest, PresetOverride) {
+  absl::StatusOr<ClusterSpec> c = ParseClusterJson(
+      R"({"preset": "h100-sxm", "name": "slow-ib",
+          "scaleout_bytes_per_sec": 25e9})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->name, "slow-ib");
+  EXPECT_EQ(c->scaleout_bytes_per_sec, 25 * kGB);
+  EXPECT_EQ(c->nvlink_bytes_per_sec, 450 * kGB);
+}
+
+TEST(HardwareTest, JsonErrorsNameTheField) {
+  EXPECT_THAT(ParseClusterJson(R"({"name": "x"})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("missing field 'gpu'")));
+  EXPECT_THAT(
+      ParseClusterJson(R"({"preset": "h100-sxm", "nvlink_bytes_per_sec": -1})"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("'nvlink_bytes_per_sec'")));
+  EXPECT_THAT(ParseClusterJson(R"({"preset": "tpu-v5"})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown cluster preset 'tpu-v5'")));
+  EXPECT_THAT(LoadClusterPreset("a100"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("h100-sxm")));
+}
+
+}  // namespace
+}  // namespace moetune::planner

@@ -1,0 +1,129 @@
+// The architecture of a transformer language model, as the step model needs
+// it: shapes only, no weights. Parsed from a Hugging Face config.json, from
+// the native JSON form below, or taken from a built-in preset.
+//
+// Native JSON form ("format": "moetune.model.v1"); every field is the
+// ModelSpec field of the same name; fields marked (opt) may be omitted and
+// take the default shown in the struct:
+//   {
+//     "format": "moetune.model.v1",
+//     "name": "my-moe",
+//     "num_layers": 24, "hidden_size": 2048, "vocab_size": 32000,
+//     "num_attention_heads": 16, "num_kv_heads": 4, "head_dim": 128,
+//     "v_head_dim": 128 (opt, = head_dim),
+//     "attention": "gqa" | "mla" (opt, "gqa"; MHA is gqa with kv = heads),
+//     "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim"
+//         (required when attention is "mla"; q_lora_rank 0 = no q LoRA),
+//     "ffn_hidden_size": 8192, "gated_mlp": true (opt),
+//     "num_routed_experts": 64 (opt, 0 = dense), "moe_top_k": 8,
+//     "num_shared_experts": 0 (opt), "moe_ffn_hidden_size": 1024,
+//     "first_k_dense": 0 (opt), "moe_layer_freq": 1 (opt),
+//     "sliding_window": 0 (opt), "sliding_window_layers": [true, false, ...]
+//         (opt; one entry per layer),
+//     "mtp_layers": 0 (opt), "tie_word_embeddings": false (opt),
+//     "attention_bias": false (opt)
+//   }
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace moetune::planner {
+
+enum class AttentionType {
+  kGqa,  // multi-head / grouped-query attention (MHA: kv heads = heads)
+  kMla,  // multi-head latent attention (DeepSeek-V2/V3, Kimi-K2)
+};
+
+struct ModelSpec {
+  std::string name;        // preset name, or from the config
+  std::string model_type;  // config.json "model_type", or "native"
+
+  int num_layers = 0;  // transformer blocks (without MTP layers)
+  int64_t hidden_size = 0;
+  int64_t vocab_size = 0;  // unpadded; see PaddedVocabSize()
+
+  // Attention.
+  AttentionType attention = AttentionType::kGqa;
+  int num_attention_heads = 0;
+  int num_kv_heads = 0;  // = num_attention_heads for MHA; unused for MLA
+  int head_dim = 0;      // q/k head dim (GQA)
+  int v_head_dim = 0;    // v head dim (GQA: = head_dim; MLA: v_head_dim)
+  bool attention_bias = false;
+  // MLA ranks (attention == kMla only).
+  int q_lora_rank = 0;  // 0: queries are projected directly from hidden
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  // Sliding window (0: none). sliding_window_layers has one entry per layer
+  // (true: that layer attends to the last sliding_window tokens only);
+  // empty means no layer slides.
+  int sliding_window = 0;
+  std::vector<bool> sliding_window_layers;
+
+  // Dense MLP (all layers of a dense model; the first_k_dense layers of a
+  // MoE model). gated_mlp: SwiGLU (3 matrices) vs GELU (2 matrices).
+  int64_t ffn_hidden_size = 0;
+  bool gated_mlp = true;
+
+  // Mixture of experts (num_routed_experts == 0: dense model).
+  int num_routed_experts = 0;
+  int moe_top_k = 0;
+  int num_shared_experts = 0;       // each of width moe_ffn_hidden_size
+  int64_t moe_ffn_hidden_size = 0;  // per routed expert
+  int first_k_dense = 0;            // leading dense layers
+  int moe_layer_freq = 1;           // layer l >= first_k_dense is MoE iff
+                                    // l % moe_layer_freq == 0
+  // Explicit per-layer MoE pattern (true: MoE); overrides the two fields
+  // above when non-empty (Qwen3 "mlp_only_layers").
+  std::vector<bool> moe_layer_pattern;
+
+  // Multi-token prediction layers (DeepSeek-V3: 1).
+  int mtp_layers = 0;
+  bool tie_word_embeddings = false;
+
+  bool IsMoe() const { return num_routed_experts > 0; }
+  bool IsMoeLayer(int layer) const;
+  bool IsSlidingLayer(int layer) const;
+  int NumMoeLayers() const;
+  // Megatron pads the vocabulary to a multiple of 128
+  // (--make-vocab-size-divisible-by 128; times TP, ignored here).
+  int64_t PaddedVocabSize() const;
+  // Query/key head dim as used by core attention.
+  int QkHeadDim() const;
+
+  // Parameter counts (elements, not bytes).
+  double AttentionParamsPerLayer() const;
+  double DenseMlpParams() const;
+  double ExpertParams() const;  // one routed expert
+  double EmbeddingParams() const;
+  double TotalParams() const;  // with MTP layers and both embeddings
+  double ActiveParamsPerToken() const;
+};
+
+// Parses a Hugging Face config.json for model_type deepseek_v3, kimi_k2,
+// qwen3_moe, mixtral, llama, gpt_oss or gpt2. Unknown model_type or a missing
+// required field: InvalidArgument naming it.
+absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view json);
+
+// Parses the native form documented at the top of this file.
+absl::StatusOr<ModelSpec> ParseNativeModelJson(std::string_view json);
+
+// Either form: native if it has "format": "moetune.model.v1", else HF.
+absl::StatusOr<ModelSpec> ParseModelJson(std::string_view json);
+
+// Serializes to the native form (round-trips through ParseNativeModelJson).
+std::string ModelSpecToNativeJson(const ModelSpec& spec);
+
+// Built-in presets (embedded config.json files from planner/data/models/):
+// deepseek-v3, kimi-k2, qwen3-235b-a22b, qwen3-30b-a3b, gpt-oss-120b,
+// llama3-8b, llama3-70b, llama3.1-405b, mixtral-8x7b, mixtral-8x22b,
+// gpt3-175b. Unknown name: NotFound listing the known ones.
+absl::StatusOr<ModelSpec> LoadModelPreset(std::string_view name);
+std::vector<std::string> ModelPresetNames();
+
+}  // namespace moetune::planner

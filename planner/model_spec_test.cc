@@ -1,0 +1,148 @@
+#include "planner/model_spec.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/internal/status_matchers.h"
+
+namespace moetune::planner {
+namespace {
+
+using ::moetune::planner::testing::StatusIs;
+using ::testing::HasSubstr;
+
+TEST(ModelSpecTest, EveryPresetLoads) {
+  const std::vector<std::string> names = ModelPresetNames();
+  EXPECT_EQ(names.size(), 11u);
+  for (const std::string& name : names) {
+    absl::StatusOr<ModelSpec> spec = LoadModelPreset(name);
+    ASSERT_TRUE(spec.ok()) << name << ": " << spec.status();
+    EXPECT_EQ(spec->name, name);
+  }
+}
+
+TEST(ModelSpecTest, DeepSeekV3Fields) {
+  absl::StatusOr<ModelSpec> m = LoadModelPreset("deepseek-v3");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->attention, AttentionType::kMla);
+  EXPECT_EQ(m->num_layers, 61);
+  EXPECT_EQ(m->hidden_size, 7168);
+  EXPECT_EQ(m->q_lora_rank, 1536);
+  EXPECT_EQ(m->kv_lora_rank, 512);
+  EXPECT_EQ(m->QkHeadDim(), 192);
+  EXPECT_EQ(m->num_routed_experts, 256);
+  EXPECT_EQ(m->moe_top_k, 8);
+  EXPECT_EQ(m->num_shared_experts, 1);
+  EXPECT_EQ(m->first_k_dense, 3);
+  EXPECT_EQ(m->NumMoeLayers(), 58);
+  EXPECT_FALSE(m->IsMoeLayer(2));
+  EXPECT_TRUE(m->IsMoeLayer(3));
+  EXPECT_EQ(m->mtp_layers, 1);
+  // Published: 671B main model + 14B MTP module (whose embedding and head
+  // copies, 2 x 0.93B, training shares) = 685B in the checkpoint; 37B
+  // activated. Here: 671 + 11.6 (one MoE layer + 2h x h projection).
+  EXPECT_NEAR(m->TotalParams() / 1e9, 682.6, 2.0);
+  EXPECT_NEAR(m->ActiveParamsPerToken() / 1e9, 37.5, 1.5);
+}
+
+TEST(ModelSpecTest, DenseAndSlidingModels) {
+  absl::StatusOr<ModelSpec> llama = LoadModelPreset("llama3-70b");
+  ASSERT_TRUE(llama.ok());
+  EXPECT_FALSE(llama->IsMoe());
+  EXPECT_EQ(llama->head_dim, 128);  // 8192 / 64
+  EXPECT_EQ(llama->num_kv_heads, 8);
+  EXPECT_NEAR(llama->TotalParams() / 1e9, 70.6, 0.5);
+
+  absl::StatusOr<ModelSpec> oss = LoadModelPreset("gpt-oss-120b");
+  ASSERT_TRUE(oss.ok());
+  EXPECT_EQ(oss->sliding_window, 128);
+  EXPECT_TRUE(oss->IsSlidingLayer(0));
+  EXPECT_FALSE(oss->IsSlidingLayer(1));
+  EXPECT_EQ(oss->NumMoeLayers(), 36);
+  // 116.8B total in the model card (attention + 128 experts x 36 layers).
+  EXPECT_NEAR(oss->TotalParams() / 1e9, 116.8, 2.0);
+
+  absl::StatusOr<ModelSpec> gpt3 = LoadModelPreset("gpt3-175b");
+  ASSERT_TRUE(gpt3.ok());
+  EXPECT_FALSE(gpt3->gated_mlp);
+  EXPECT_TRUE(gpt3->tie_word_embeddings);
+  EXPECT_NEAR(gpt3->TotalParams() / 1e9, 174.6, 1.0);
+}
+
+TEST(ModelSpecTest, PaddedVocab) {
+  ModelSpec m;
+  m.vocab_size = 50257;  // GPT-2: padded to 50304 = 393 x 128
+  EXPECT_EQ(m.PaddedVocabSize(), 50304);
+  m.vocab_size = 128256;  // already a multiple of 128
+  EXPECT_EQ(m.PaddedVocabSize(), 128256);
+}
+
+TEST(ModelSpecTest, UnknownModelTypeIsNamed) {
+  EXPECT_THAT(ParseHfConfig(R"({"model_type": "mamba"})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unsupported model_type 'mamba'")));
+}
+
+TEST(ModelSpecTest, MissingFieldIsNamed) {
+  EXPECT_THAT(ParseHfConfig(R"({"model_type": "llama", "hidden_size": 4096,
+                                "num_hidden_layers": 32, "vocab_size": 32000,
+                                "num_attention_heads": 32})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("missing field 'intermediate_size'")));
+  EXPECT_THAT(ParseHfConfig(R"({"hidden_size": 4096})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("missing field 'model_type'")));
+  EXPECT_THAT(ParseHfConfig("not json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("not valid JSON")));
+}
+
+TEST(ModelSpecTest, WrongTypeIsNamed) {
+  EXPECT_THAT(ParseHfConfig(R"({"model_type": "llama", "hidden_size": "big",
+                                "num_hidden_layers": 32, "vocab_size": 32000,
+                                "num_attention_heads": 32,
+                                "intermediate_size": 11008})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("'hidden_size'")));
+}
+
+TEST(ModelSpecTest, NativeFormRoundTrips) {
+  for (const char* name : {"deepseek-v3", "gpt-oss-120b", "qwen3-30b-a3b",
+                           "gpt3-175b"}) {
+    absl::StatusOr<ModelSpec> m = LoadModelPreset(name);
+    ASSERT_TRUE(m.ok());
+    absl::StatusOr<ModelSpec> back = ParseModelJson(ModelSpecToNativeJson(*m));
+    ASSERT_TRUE(back.ok()) << name << ": " << back.status();
+    EXPECT_EQ(back->TotalParams(), m->TotalParams()) << name;
+    EXPECT_EQ(back->NumMoeLayers(), m->NumMoeLayers()) << name;
+    EXPECT_EQ(back->sliding_window_layers, m->sliding_window_layers) << name;
+  }
+}
+
+TEST(ModelSpecTest, NativeFormErrors) {
+  EXPECT_THAT(ParseNativeModelJson(R"({"format": "v0"})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown model format 'v0'")));
+  EXPECT_THAT(
+      ParseNativeModelJson(R"({"format": "moetune.model.v1", "num_layers": 2,
+          "hidden_size": 64, "vocab_size": 100, "num_attention_heads": 4,
+          "head_dim": 16, "num_routed_experts": 8, "moe_top_k": 2})"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("missing field 'moe_ffn_hidden_size'")));
+  EXPECT_THAT(
+      ParseNativeModelJson(R"({"format": "moetune.model.v1", "num_layers": 2,
+          "hidden_size": 64, "vocab_size": 100, "num_attention_heads": 4,
+          "num_kv_heads": 3, "head_dim": 16, "ffn_hidden_size": 128})"),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("num_kv_heads=3 does not divide")));
+}
+
+TEST(ModelSpecTest, UnknownPresetListsKnownOnes) {
+  EXPECT_THAT(LoadModelPreset("gpt5"),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("deepseek-v3")));
+}
+
+}  // namespace
+}  // namespace moetune::planner

@@ -1,0 +1,91 @@
+// What the step model answers for one configuration.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "planner/cost_model.h"
+#include "planner/hardware.h"
+#include "planner/model_spec.h"
+#include "planner/training_config.h"
+
+namespace moetune::planner {
+
+enum class TermKind {
+  kComputeAttention,    // core attention (flash attention), fwd + bwd
+  kComputeDenseGemm,    // projections, dense MLP, shared experts, logits
+  kComputeGroupedGemm,  // routed experts
+  kComputeOther,        // memory-bound kernels, launches, router, loss
+  kRecompute,           // forward work repeated in backward
+  kCommTpExposed,
+  kCommTpHidden,
+  kCommEpExposed,
+  kCommEpHidden,
+  kCommCpExposed,
+  kCommCpHidden,
+  kCommPpExposed,
+  kCommPpHidden,
+  kCommDpExposed,
+  kCommDpHidden,
+  kPipelineBubble,
+  kOptimizer,
+  kOffloadExposed,
+  kOffloadHidden,
+};
+std::string_view TermKindName(TermKind kind);
+// Hidden terms run in parallel with others and are not on the critical path.
+bool IsHidden(TermKind kind);
+
+struct Term {
+  std::string name;  // "moe.dispatch", "attention.core", ...
+  TermKind kind;
+  double seconds = 0;  // per optimizer step, on the slowest pipeline rank
+  CostSource source = CostSource::kDatasheetPrior;
+};
+
+struct MemoryBreakdown {
+  double weights_bytes = 0;
+  double grads_bytes = 0;
+  double optimizer_bytes = 0;  // fp32 master weights + Adam moments, sharded
+  double activations_bytes = 0;
+  double comm_buffers_bytes = 0;
+  double reserve_bytes = 0;  // allocator fragmentation, CUDA context, workspaces
+  double Total() const {
+    return weights_bytes + grads_bytes + optimizer_bytes + activations_bytes +
+           comm_buffers_bytes + reserve_bytes;
+  }
+};
+
+struct Prediction {
+  double step_time_s = 0;
+  double tokens_per_sec_per_gpu = 0;
+  double model_flops_per_token = 0;  // Megatron-Bridge counting rule
+  double model_tflops_per_gpu = 0;
+  double mfu = 0;  // vs the dense peak of the chosen precision
+  MemoryBreakdown memory;
+  double peak_memory_bytes = 0;  // on the most loaded pipeline rank
+  double hbm_bytes = 0;
+  bool fits = false;
+  std::vector<Term> breakdown;  // exposed terms sum to step_time_s
+  // True when every term came from calibration data.
+  bool fully_calibrated = false;
+
+  // The resolved inputs, echoed in ToJson.
+  ModelSpec model;
+  std::string cluster_name;
+  TrainingShape shape;
+  ParallelConfig parallel;  // dp resolved
+  Knobs knobs;
+};
+
+// One JSON object: tokens_per_sec_per_gpu, model_tflops_per_gpu,
+// step_time_s, mfu, peak_memory_gib, fits, memory, breakdown and config
+// (model, cluster, shape, parallel, knobs), and "cost_source"
+// ("calibrated", "datasheet_prior" or "mixed").
+nlohmann::json ToJson(const Prediction& prediction);
+nlohmann::json ToJson(const ParallelConfig& parallel);
+nlohmann::json ToJson(const Knobs& knobs);
+
+}  // namespace moetune::planner

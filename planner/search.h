@@ -1,0 +1,141 @@
+// The autotuner: problem -> candidates -> score -> compare -> derive.
+//
+//   problem     SearchProblem: model, cluster, training shape (printable).
+//   candidates  search_space.h: every (layout, knobs) pair of the space.
+//   score       StepModel::Quick() for each candidate the search evaluates:
+//               step time, tokens/s/GPU and peak memory; a candidate is
+//               feasible when its layout is valid and its peak memory is at
+//               most max_memory_fraction x HBM.
+//   compare     by tokens/s/GPU, ties broken by enumeration order, so the
+//               result does not depend on thread timing.
+//   derive      the best plan's full Prediction (StepModel::Predict), the top
+//               K layouts, the Pareto front, counts and pruning reasons.
+//
+// Default mode is an exact branch-and-bound over layouts:
+//   1. a layout whose weights alone exceed the memory limit is dropped
+//      (rule kWeightsExceedMemory);
+//   2. for each remaining layout and each (precision, dispatcher, overlap)
+//      group, the group's head -- no recompute, no offload, grouped GEMM,
+//      CUDA graphs -- is scored: its throughput bounds every member of the
+//      group from above (rule kBoundBelowTopK prunes groups whose head is
+//      below the K-th best layout found);
+//   3. groups are then visited best head first; a visited group's members
+//      are scored and its best feasible member competes for the top K.
+// Exhaustive mode scores every candidate of the space and applies only the
+// memory check; it must find the same best plan (search_test.cc checks it).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "planner/cost_model.h"
+#include "planner/hardware.h"
+#include "planner/model_spec.h"
+#include "planner/prediction.h"
+#include "planner/search_space.h"
+#include "planner/training_config.h"
+
+namespace moetune::planner {
+
+// What to plan for.
+struct SearchProblem {
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingShape shape;
+};
+// "deepseek-v3 on 1024 x gb200-nvl72 (NVIDIA GB200 ...), seq 4096, gbs 8192,
+// pretrain".
+std::string ToString(const SearchProblem& problem);
+
+struct SearchProgress {
+  uint64_t candidates_total = 0;  // the whole space
+  uint64_t candidates_done = 0;   // evaluated or pruned so far
+  uint64_t candidates_evaluated = 0;
+  double seconds = 0;
+  double best_tokens_per_sec_per_gpu = 0;  // 0 until a feasible plan exists
+};
+
+struct SearchOptions {
+  int top_k = 5;            // layouts reported in SearchResult::top (>= 1)
+  bool exhaustive = false;  // score every candidate; memory check only
+  SpaceConstraints constraints;
+  // A plan fits when its peak memory <= max_memory_fraction x HBM. (0, 1].
+  double max_memory_fraction = 1.0;
+  int threads = 0;  // 0: one per hardware thread
+  // Called from the calling thread about every progress_interval_s while the
+  // search runs, and once at the end. May be empty.
+  std::function<void(const SearchProgress&)> progress;
+  double progress_interval_s = 0.1;
+};
+
+// Why candidates were not scored (or not kept). One-line reasons in
+// PruneRuleText().
+enum class PruneRule {
+  kInvalidLayout,         // CheckLayout() rejected the layout (see detail)
+  kWeightsExceedMemory,   // default mode: weights alone over the limit
+  kBoundBelowTopK,        // default mode: group head below the K-th best
+  kOverMemory,            // scored, peak memory over the limit
+  kUnsupportedByModel,    // scored, the step model rejected the knobs
+};
+inline constexpr int kNumPruneRules = 5;
+std::string_view PruneRuleName(PruneRule rule);
+std::string_view PruneRuleText(PruneRule rule);
+
+struct PruneCount {
+  PruneRule rule;
+  std::string detail;    // e.g. "tp_does_not_divide_heads" for kInvalidLayout
+  uint64_t candidates = 0;
+  std::string example;   // one pruned candidate, with its numbers
+};
+
+struct Plan {
+  ParallelConfig parallel;  // dp resolved
+  Knobs knobs;
+};
+std::string ToString(const Plan& plan);
+
+struct RankedPlan {
+  Plan plan;
+  Prediction prediction;  // full prediction with breakdown
+};
+
+struct SearchResult {
+  SearchProblem problem;
+  bool exhaustive = false;
+  RankedPlan best;
+  std::vector<RankedPlan> top;     // best first; one entry per layout
+  std::vector<RankedPlan> pareto;  // tokens/s/GPU vs peak memory, by memory
+  uint64_t candidates_total = 0;
+  uint64_t candidates_evaluated = 0;
+  uint64_t candidates_feasible = 0;  // evaluated and fits in memory
+  std::vector<PruneCount> pruned;    // every rule that removed something
+  double search_seconds = 0;
+  double memory_limit_bytes = 0;
+};
+
+// Runs the search with the step model over `cost_model`.
+//   InvalidArgument / Unimplemented: bad options or constraints (message names
+//     the value).
+//   FailedPrecondition: no candidate is feasible; the message names the
+//     tightest constraint, e.g. "no plan fits in memory: weights alone need
+//     96.0 GiB per GPU at best (tp=8 pp=16 ep=8 ...), the limit is 80.0 GiB".
+absl::StatusOr<SearchResult> Search(const SearchProblem& problem,
+                                    std::shared_ptr<const CostModel> cost_model,
+                                    const SearchOptions& options);
+
+// JSON: best (Prediction ToJson), top, pareto (each a Prediction ToJson),
+// candidates_total, candidates_evaluated, candidates_feasible, pruned (a list
+// of {rule, detail, reason, candidates, example}), search_seconds, mode,
+// problem.
+nlohmann::json ToJson(const SearchResult& result);
+
+// The --explain table: per rule, candidates removed, its one-line reason and
+// one example.
+std::string ExplainPruning(const SearchResult& result);
+
+}  // namespace moetune::planner

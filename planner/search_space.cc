@@ -1,0 +1,524 @@
+#include "planner/search_space.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace moetune::planner {
+namespace {
+
+constexpr const char* kIntKeys[] = {"tp",  "pp", "vp",  "ep",
+                                    "etp", "cp", "dp",  "mbs",
+                                    "first_stage_layers", "last_stage_layers"};
+constexpr const char* kOtherKeys[] = {"recompute",   "offload",
+                                      "dispatcher",  "grouped_gemm",
+                                      "overlap",     "comm_streams",
+                                      "cuda_graphs", "precision"};
+
+std::string KnownKeys() {
+  std::vector<std::string> keys;
+  for (const char* k : kIntKeys) keys.push_back(k);
+  for (const char* k : kOtherKeys) keys.push_back(k);
+  return absl::StrJoin(keys, ", ");
+}
+
+absl::Status FixError(std::string_view key, std::string_view value,
+                      std::string_view why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("--fix ", key, "=", value, ": ", why));
+}
+
+absl::StatusOr<bool> ParseBool(std::string_view key, std::string_view value) {
+  const std::string v = absl::AsciiStrToLower(value);
+  if (v == "true" || v == "on" || v == "1" || v == "yes") return true;
+  if (v == "false" || v == "off" || v == "0" || v == "no") return false;
+  return FixError(key, value, "expected true/false (or on/off, 1/0)");
+}
+
+absl::StatusOr<Recompute> ParseRecomputeValue(std::string_view value) {
+  const std::string v = absl::AsciiStrToLower(value);
+  Recompute r;
+  if (v == "none") return r;
+  if (v == "full") {
+    r.mode = RecomputeMode::kFull;
+    return r;
+  }
+  r.mode = RecomputeMode::kSelective;
+  if (v == "selective") {
+    r.modules = kRecomputeCoreAttn;  // Megatron's default module
+    return r;
+  }
+  absl::StatusOr<uint32_t> modules =
+      ParseRecomputeModules(absl::StrReplaceAll(v, {{"+", ","}}));
+  if (!modules.ok()) {
+    return FixError("recompute", value,
+                    absl::StrCat("expected none, full, selective or modules "
+                                 "joined by '+': ",
+                                 modules.status().message()));
+  }
+  r.modules = *modules;
+  return r;
+}
+
+absl::StatusOr<uint32_t> ParseOffloadValue(std::string_view value) {
+  const std::string v = absl::AsciiStrToLower(value);
+  if (v == "none") return 0u;
+  if (v == "all") {
+    return uint32_t{kOffloadAttnNorm | kOffloadCoreAttn | kOffloadAttnProj |
+                    kOffloadMlpNorm | kOffloadExpertFc1 | kOffloadMoeAct};
+  }
+  absl::StatusOr<uint32_t> modules =
+      ParseOffloadModules(absl::StrReplaceAll(v, {{"+", ","}}));
+  if (!modules.ok()) {
+    return FixError("offload", value,
+                    absl::StrCat("expected none, all or modules joined by "
+                                 "'+': ",
+                                 modules.status().message()));
+  }
+  return *modules;
+}
+
+std::optional<int>* IntField(FixedKnobs& f, std::string_view key) {
+  if (key == "tp") return &f.tp;
+  if (key == "pp") return &f.pp;
+  if (key == "vp") return &f.vp;
+  if (key == "ep") return &f.ep;
+  if (key == "etp") return &f.etp;
+  if (key == "cp") return &f.cp;
+  if (key == "dp") return &f.dp;
+  if (key == "mbs") return &f.mbs;
+  if (key == "first_stage_layers") return &f.first_stage_layers;
+  if (key == "last_stage_layers") return &f.last_stage_layers;
+  return nullptr;
+}
+
+std::string BoolName(bool b) { return b ? "true" : "false"; }
+
+std::string RecomputeValueName(const Recompute& r) {
+  switch (r.mode) {
+    case RecomputeMode::kNone:
+      return "none";
+    case RecomputeMode::kFull:
+      return "full";
+    case RecomputeMode::kSelective:
+      return absl::StrReplaceAll(RecomputeModulesName(r.modules),
+                                 {{",", "+"}});
+  }
+  return "none";
+}
+
+// Tokens each CP rank keeps at least: below this the per-rank attention
+// GEMMs are tiny and the ring's 2 * cp steps dominate (Megatron-Core applies
+// CP from 8k-token sequences on).
+constexpr int kMinTokensPerCpRank = 512;
+
+bool Allowed(const std::optional<int>& fixed, int value) {
+  return !fixed.has_value() || *fixed == value;
+}
+
+}  // namespace
+
+absl::StatusOr<FixedKnobs> ParseFixSpec(std::string_view spec) {
+  FixedKnobs f;
+  std::vector<std::string> seen;
+  for (std::string_view raw : absl::StrSplit(spec, ',')) {
+    const std::string_view entry = absl::StripAsciiWhitespace(raw);
+    if (entry.empty()) {
+      if (absl::StripAsciiWhitespace(spec).empty()) break;
+      return absl::InvalidArgumentError(
+          absl::StrCat("--fix '", spec, "': empty entry (expected key=value,key=value)"));
+    }
+    const size_t eq = entry.find('=');
+    if (eq == std::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--fix '", entry, "': expected key=value"));
+    }
+    const std::string key =
+        absl::AsciiStrToLower(absl::StripAsciiWhitespace(entry.substr(0, eq)));
+    const std::string_view value =
+        absl::StripAsciiWhitespace(entry.substr(eq + 1));
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      return FixError(key, value, "key given twice");
+    }
+    seen.push_back(key);
+    if (value.empty()) return FixError(key, value, "empty value");
+
+    if (std::optional<int>* field = IntField(f, key)) {
+      int n = 0;
+      const bool layers = key == "first_stage_layers" || key == "last_stage_layers";
+      if (!absl::SimpleAtoi(value, &n) || n < (layers ? 0 : 1)) {
+        return FixError(key, value,
+                        layers ? "expected a non-negative integer"
+                               : "expected a positive integer");
+      }
+      *field = n;
+    } else if (key == "recompute") {
+      absl::StatusOr<Recompute> r = ParseRecomputeValue(value);
+      if (!r.ok()) return r.status();
+      f.recompute = *r;
+    } else if (key == "offload") {
+      absl::StatusOr<uint32_t> o = ParseOffloadValue(value);
+      if (!o.ok()) return o.status();
+      f.offload_modules = *o;
+    } else if (key == "dispatcher") {
+      absl::StatusOr<Dispatcher> d = ParseDispatcher(value);
+      if (!d.ok()) return FixError(key, value, d.status().message());
+      f.dispatcher = *d;
+    } else if (key == "grouped_gemm" || key == "overlap" ||
+               key == "cuda_graphs") {
+      absl::StatusOr<bool> b = ParseBool(key, value);
+      if (!b.ok()) return b.status();
+      (key == "grouped_gemm" ? f.grouped_gemm
+                             : key == "overlap" ? f.overlap : f.cuda_graphs) = *b;
+    } else if (key == "comm_streams") {
+      int n = 0;
+      if (!absl::SimpleAtoi(value, &n) || n < 1 || n > 8) {
+        return FixError(key, value, "expected an integer from 1 to 8");
+      }
+      f.comm_streams = n;
+    } else if (key == "precision") {
+      absl::StatusOr<Precision> p = ParsePrecision(value);
+      if (!p.ok()) return FixError(key, value, p.status().message());
+      f.precision = *p;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--fix: unknown key '", key, "' (known: ", KnownKeys(), ")"));
+    }
+  }
+  return f;
+}
+
+std::string ToString(const FixedKnobs& f) {
+  std::vector<std::string> parts;
+  FixedKnobs copy = f;
+  for (const char* key : kIntKeys) {
+    const std::optional<int>* field = IntField(copy, key);
+    if (field->has_value()) parts.push_back(absl::StrCat(key, "=", **field));
+  }
+  if (f.recompute) {
+    parts.push_back(absl::StrCat("recompute=", RecomputeValueName(*f.recompute)));
+  }
+  if (f.offload_modules) {
+    parts.push_back(absl::StrCat(
+        "offload=", *f.offload_modules == 0
+                        ? std::string("none")
+                        : absl::StrReplaceAll(
+                              OffloadModulesName(*f.offload_modules),
+                              {{",", "+"}})));
+  }
+  if (f.dispatcher) {
+    parts.push_back(absl::StrCat("dispatcher=", DispatcherName(*f.dispatcher)));
+  }
+  if (f.grouped_gemm) {
+    parts.push_back(absl::StrCat("grouped_gemm=", BoolName(*f.grouped_gemm)));
+  }
+  if (f.overlap) parts.push_back(absl::StrCat("overlap=", BoolName(*f.overlap)));
+  if (f.comm_streams) {
+    parts.push_back(absl::StrCat("comm_streams=", *f.comm_streams));
+  }
+  if (f.cuda_graphs) {
+    parts.push_back(absl::StrCat("cuda_graphs=", BoolName(*f.cuda_graphs)));
+  }
+  if (f.precision) {
+    parts.push_back(absl::StrCat("precision=", PrecisionName(*f.precision)));
+  }
+  return absl::StrJoin(parts, ",");
+}
+
+std::vector<Precision> SupportedPrecisions(const GpuSpec& gpu) {
+  std::vector<Precision> out;
+  for (int i = 0; i < kNumPrecisions; ++i) {
+    const Precision p = static_cast<Precision>(i);
+    if (PeakDenseFlopsPerSec(gpu, p).has_value()) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<int> Divisors(int n) {
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d) {
+    if (n % d == 0) out.push_back(d);
+  }
+  return out;
+}
+
+absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
+                                       const ClusterSpec& cluster,
+                                       const SpaceConstraints& c) {
+  const FixedKnobs& f = c.fixed;
+  KnobAxes axes;
+
+  // Precision.
+  std::vector<Precision> allowed =
+      c.precisions.empty() ? std::vector<Precision>{Precision::kBf16}
+                           : c.precisions;
+  if (f.precision) {
+    if (!c.precisions.empty() &&
+        std::find(allowed.begin(), allowed.end(), *f.precision) ==
+            allowed.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--fix precision=", PrecisionName(*f.precision),
+          " is not among the allowed precisions"));
+    }
+    allowed = {*f.precision};
+  }
+  for (Precision p : allowed) {
+    if (!PeakDenseFlopsPerSec(cluster.gpu, p).has_value()) {
+      return absl::UnimplementedError(absl::StrCat(
+          cluster.name, " (", cluster.gpu.name, ") has no ", PrecisionName(p),
+          " tensor-core mode"));
+    }
+    if (std::find(axes.precisions.begin(), axes.precisions.end(), p) ==
+        axes.precisions.end()) {
+      axes.precisions.push_back(p);
+    }
+  }
+
+  // Recompute, least first. Module sets only name modules the model has.
+  const bool moe = model.IsMoe();
+  const bool mla = model.attention == AttentionType::kMla;
+  const bool has_dense_layers = model.NumMoeLayers() < model.num_layers;
+  if (f.recompute) {
+    axes.recompute.push_back({"fixed", *f.recompute});
+  } else {
+    uint32_t light = kRecomputeLayerNorm;
+    if (moe) light |= kRecomputeMoeAct;
+    if (mla) light |= kRecomputeMlaUpProj;
+    const uint32_t attn = light | kRecomputeCoreAttn;
+    uint32_t mlp = attn;
+    if (has_dense_layers) mlp |= kRecomputeMlp;
+    if (moe) mlp |= kRecomputeMoe;
+    if (moe && model.num_shared_experts > 0) mlp |= kRecomputeSharedExperts;
+    axes.recompute.push_back({"none", Recompute{}});
+    axes.recompute.push_back(
+        {"selective_light", Recompute{RecomputeMode::kSelective, light, 0}});
+    axes.recompute.push_back(
+        {"selective_attn", Recompute{RecomputeMode::kSelective, attn, 0}});
+    axes.recompute.push_back(
+        {"selective_mlp", Recompute{RecomputeMode::kSelective, mlp, 0}});
+    axes.recompute.push_back({"full", Recompute{RecomputeMode::kFull, 0, 0}});
+  }
+
+  // Offload, least first.
+  if (f.offload_modules) {
+    axes.offload.push_back({"fixed", *f.offload_modules});
+  } else {
+    const uint32_t attn_all =
+        kOffloadAttnNorm | kOffloadCoreAttn | kOffloadAttnProj | kOffloadMlpNorm;
+    axes.offload.push_back({"none", 0});
+    if (moe) {
+      axes.offload.push_back({"moe", kOffloadExpertFc1 | kOffloadMoeAct});
+      axes.offload.push_back(
+          {"all", attn_all | kOffloadExpertFc1 | kOffloadMoeAct});
+    } else {
+      axes.offload.push_back({"attn", kOffloadCoreAttn | kOffloadAttnProj});
+      axes.offload.push_back({"all", attn_all});
+    }
+  }
+
+  // Dispatcher (MoE only; used at ep > 1).
+  std::vector<Dispatcher> dispatchers =
+      c.dispatchers.empty()
+          ? std::vector<Dispatcher>{Dispatcher::kFusedDedup,
+                                    Dispatcher::kAllToAll}
+          : c.dispatchers;
+  if (f.dispatcher) {
+    if (!c.dispatchers.empty() &&
+        std::find(dispatchers.begin(), dispatchers.end(), *f.dispatcher) ==
+            dispatchers.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--fix dispatcher=", DispatcherName(*f.dispatcher),
+          " is not among the allowed dispatchers"));
+    }
+    dispatchers = {*f.dispatcher};
+  }
+  for (Dispatcher d : dispatchers) {
+    if (std::find(axes.dispatchers.begin(), axes.dispatchers.end(), d) ==
+        axes.dispatchers.end()) {
+      axes.dispatchers.push_back(d);
+    }
+  }
+
+  axes.grouped_gemm = f.grouped_gemm ? std::vector<bool>{*f.grouped_gemm}
+                                     : std::vector<bool>{true, false};
+
+  // Overlap levels.
+  Overlap none;
+  none.tp_comm = none.ep_comm = none.dp_comm = none.pp_comm = false;
+  none.num_comm_streams = 1;
+  auto all_on = [](int streams) {
+    Overlap o;
+    o.num_comm_streams = streams;
+    return o;
+  };
+  if (f.overlap.has_value() && !*f.overlap) {
+    axes.overlap.push_back({"none", none});
+  } else if (f.comm_streams) {
+    axes.overlap.push_back({"all", all_on(*f.comm_streams)});
+    if (!f.overlap.has_value()) axes.overlap.push_back({"none", none});
+  } else {
+    axes.overlap.push_back({"all_2_streams", all_on(2)});
+    axes.overlap.push_back({"all_1_stream", all_on(1)});
+    if (!f.overlap.has_value()) axes.overlap.push_back({"none", none});
+  }
+
+  axes.cuda_graphs = f.cuda_graphs ? std::vector<bool>{*f.cuda_graphs}
+                                   : std::vector<bool>{true, false};
+  return axes;
+}
+
+KnobSet BuildKnobSet(const KnobAxes& axes, const ModelSpec& model,
+                     bool expert_parallel) {
+  const bool moe = model.IsMoe();
+  const std::vector<Dispatcher> dispatchers =
+      moe && expert_parallel
+          ? axes.dispatchers
+          : std::vector<Dispatcher>{axes.dispatchers.empty()
+                                        ? Dispatcher::kFusedDedup
+                                        : axes.dispatchers.front()};
+  const std::vector<bool> grouped =
+      moe ? axes.grouped_gemm
+          : std::vector<bool>{axes.grouped_gemm.empty()
+                                  ? true
+                                  : axes.grouped_gemm.front()};
+  KnobSet set;
+  set.group_size = static_cast<int>(axes.recompute.size() * axes.offload.size() *
+                                    grouped.size() * axes.cuda_graphs.size());
+  for (Precision p : axes.precisions) {
+    for (Dispatcher d : dispatchers) {
+      for (const OverlapLevel& o : axes.overlap) {
+        // One group: the head first (index 0 of every fastest-first axis).
+        for (const RecomputeLevel& r : axes.recompute) {
+          for (const OffloadLevel& off : axes.offload) {
+            for (bool g : grouped) {
+              for (bool graphs : axes.cuda_graphs) {
+                Knobs k;
+                k.precision = p;
+                k.dispatcher = d;
+                k.overlap = o.overlap;
+                k.recompute = r.recompute;
+                k.offload_activations = off.modules != 0;
+                k.offload_modules = off.modules;
+                k.grouped_gemm = g;
+                k.cuda_graphs = graphs;
+                set.combos.push_back(k);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return set;
+}
+
+std::vector<ParallelConfig> EnumerateLayouts(
+    const ModelSpec& model, const ClusterSpec& cluster,
+    const TrainingShape& shape, const FixedKnobs& f,
+    const std::function<void(const LayoutRejection&)>& on_reject) {
+  std::vector<ParallelConfig> out;
+  if (shape.gpus <= 0 || shape.global_batch <= 0 || shape.seq_len <= 0) {
+    return out;
+  }
+  const int domain = std::max(1, cluster.nvlink_domain_gpus);
+  auto check = [&](const ParallelConfig& p) {
+    const Infeasibility reason = CheckLayout(model, shape, p);
+    if (reason == Infeasibility::kNone) {
+      out.push_back(p);
+    } else if (on_reject) {
+      on_reject(LayoutRejection{reason, p});
+    }
+  };
+  const std::vector<int> experts =
+      model.IsMoe() ? Divisors(model.num_routed_experts) : std::vector<int>{1};
+  for (int tp : Divisors(shape.gpus)) {
+    if (!Allowed(f.tp, tp) || (!f.tp && tp > domain)) continue;
+    for (int cp : Divisors(shape.gpus / tp)) {
+      if (!Allowed(f.cp, cp)) continue;
+      if (!f.cp && cp > 1 && shape.seq_len / cp < kMinTokensPerCpRank) continue;
+      for (int pp : Divisors(shape.gpus / tp / cp)) {
+        if (!Allowed(f.pp, pp)) continue;
+        if (!f.pp && pp > model.num_layers) continue;
+        const int dp = shape.gpus / tp / cp / pp;
+        if (!Allowed(f.dp, dp)) continue;
+        const int expert_group = tp * cp * dp;
+        for (int ep : experts) {
+          if (!Allowed(f.ep, ep)) continue;
+          if (!f.ep && expert_group % ep != 0) continue;
+          for (int etp : Divisors(std::max(1, expert_group / ep))) {
+            if (!Allowed(f.etp, etp)) continue;
+            if (!f.etp && (etp > domain || (!model.IsMoe() && etp > 1))) {
+              continue;
+            }
+            const int max_vp =
+                pp == 1 ? 1
+                        : std::max(1, std::min(kMaxVirtualStages,
+                                               model.num_layers / pp));
+            std::vector<int> vps;
+            if (f.vp) {
+              vps = {*f.vp};
+            } else {
+              for (int vp = 1; vp <= max_vp; ++vp) vps.push_back(vp);
+            }
+            std::vector<int> mbss;
+            if (f.mbs) {
+              mbss = {*f.mbs};
+            } else if (shape.global_batch % dp != 0) {
+              mbss = {1};  // rejected below as kBatchNotDivisible
+            } else {
+              for (int mbs : Divisors(shape.global_batch / dp)) {
+                if (mbs <= kMaxMicroBatch) mbss.push_back(mbs);
+              }
+            }
+            for (int vp : vps) {
+              for (int mbs : mbss) {
+                ParallelConfig p;
+                p.tp = tp;
+                p.cp = cp;
+                p.pp = pp;
+                p.dp = dp;
+                p.ep = ep;
+                p.etp = etp;
+                p.vp = vp;
+                p.mbs = mbs;
+                p.first_stage_layers = f.first_stage_layers;
+                p.last_stage_layers = f.last_stage_layers;
+                check(p);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+double WeightsFloorBytes(const ModelSpec& model, const ParallelConfig& layout,
+                         double bytes_per_param) {
+  double expert = 0;
+  double expert_incl_mtp = 0;
+  if (model.IsMoe()) {
+    const double per_layer = model.ExpertParams() * model.num_routed_experts;
+    expert = per_layer * model.NumMoeLayers();
+    expert_incl_mtp = per_layer * (model.NumMoeLayers() + model.mtp_layers);
+  }
+  // MTP experts are left out of both parts: a lower bound either way.
+  const double non_expert = std::max(0.0, model.TotalParams() - expert_incl_mtp);
+  const double per_gpu =
+      (non_expert / layout.tp + expert / (double(layout.ep) * layout.etp)) /
+      layout.pp;
+  return per_gpu * bytes_per_param;
+}
+
+}  // namespace moetune::planner

@@ -1,0 +1,149 @@
+// The training job: shape (GPUs, sequence, batch), parallel layout and the
+// software knobs, each printable and parseable.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "planner/model_spec.h"
+#include "planner/precision.h"
+
+namespace moetune::planner {
+
+// What the step trains. kLora: frozen base weights, so the backward pass
+// computes activation gradients only (no weight-gradient GEMMs, no base
+// weight gradients, optimizer or DP gradient traffic).
+enum class Objective { kPretrain, kFinetune, kLora };
+std::string_view ObjectiveName(Objective objective);
+absl::StatusOr<Objective> ParseObjective(std::string_view name);
+
+struct TrainingShape {
+  int gpus = 0;
+  int seq_len = 0;
+  int global_batch = 0;  // sequences per optimizer step
+  Objective objective = Objective::kPretrain;
+};
+
+struct ParallelConfig {
+  int tp = 1;   // tensor parallel (with sequence parallel when > 1)
+  int pp = 1;   // pipeline stages
+  int vp = 1;   // virtual (interleaved) stages per pipeline rank
+  int ep = 1;   // expert parallel
+  int etp = 1;  // expert tensor parallel
+  int cp = 1;   // context parallel
+  int dp = 0;   // data parallel; 0 = derive gpus / (tp * pp * cp)
+  int mbs = 1;  // micro-batch size (sequences)
+  // Uneven pipeline: transformer layers on the first / last virtual stage
+  // (Megatron --decoder-first/last-pipeline-num-layers). Unset: chosen to
+  // balance the embedding, output layer, loss and MTP layers.
+  std::optional<int> first_stage_layers;
+  std::optional<int> last_stage_layers;
+};
+
+enum class RecomputeMode { kNone, kSelective, kFull };
+// Modules for selective recompute (Megatron --recompute-modules).
+enum RecomputeModule : uint32_t {
+  kRecomputeCoreAttn = 1u << 0,
+  kRecomputeMlaUpProj = 1u << 1,
+  kRecomputeLayerNorm = 1u << 2,
+  kRecomputeMoeAct = 1u << 3,
+  kRecomputeMlp = 1u << 4,
+  kRecomputeMoe = 1u << 5,
+  kRecomputeSharedExperts = 1u << 6,
+};
+struct Recompute {
+  RecomputeMode mode = RecomputeMode::kNone;
+  uint32_t modules = 0;  // RecomputeModule bits, for kSelective
+  int num_layers = 0;    // kFull: layers per stage recomputed; 0 = all
+};
+
+// Activations offloaded to host memory during forward and fetched back for
+// backward (Megatron --fine-grained-activation-offloading modules).
+enum OffloadModule : uint32_t {
+  kOffloadAttnNorm = 1u << 0,
+  kOffloadCoreAttn = 1u << 1,
+  kOffloadAttnProj = 1u << 2,
+  kOffloadMlpNorm = 1u << 3,
+  kOffloadExpertFc1 = 1u << 4,
+  kOffloadMoeAct = 1u << 5,
+};
+
+enum class Dispatcher {
+  kAllToAll,   // NCCL all-to-all, every (token, expert) copy sent
+  kFusedDedup  // DeepEP/HybridEP: one copy per (token, destination node/GPU)
+};
+
+struct Overlap {
+  bool tp_comm = true;  // TP all-gather/reduce-scatter with the GEMMs
+  bool ep_comm = true;  // EP dispatch/combine with the other micro-batch
+  bool dp_comm = true;  // DP reduce-scatter/all-gather with backward/forward
+  bool pp_comm = true;  // PP send/recv with compute
+  int num_comm_streams = 2;
+};
+
+struct Knobs {
+  Recompute recompute;
+  bool offload_activations = false;
+  uint32_t offload_modules = 0;  // OffloadModule bits
+  Dispatcher dispatcher = Dispatcher::kFusedDedup;
+  bool grouped_gemm = true;  // false: a loop of one GEMM per local expert
+  Overlap overlap;
+  bool cuda_graphs = true;
+  Precision precision = Precision::kBf16;
+};
+
+// Enum <-> string. Parsers are case-insensitive and return InvalidArgument
+// naming the bad value.
+std::string_view RecomputeModeName(RecomputeMode mode);
+absl::StatusOr<RecomputeMode> ParseRecomputeMode(std::string_view name);
+// Comma-separated module names: "core_attn,mla_up_proj,layernorm,moe_act,
+// mlp,moe,shared_experts".
+std::string RecomputeModulesName(uint32_t modules);
+absl::StatusOr<uint32_t> ParseRecomputeModules(std::string_view names);
+// Comma-separated: "attn_norm,core_attn,attn_proj,mlp_norm,expert_fc1,moe_act".
+std::string OffloadModulesName(uint32_t modules);
+absl::StatusOr<uint32_t> ParseOffloadModules(std::string_view names);
+// "alltoall", "fused_dedup" (also accepts "deepep", "hybridep", "flex").
+std::string_view DispatcherName(Dispatcher dispatcher);
+absl::StatusOr<Dispatcher> ParseDispatcher(std::string_view name);
+
+// Why a layout cannot run. kNone: it can.
+enum class Infeasibility {
+  kNone,
+  kNonPositiveValue,
+  kGpusNotDivisible,        // gpus % (tp * pp * cp * dp) != 0 or dp mismatch
+  kTpDoesNotDivideHeads,    // heads % tp != 0 (or kv heads % tp for GQA)
+  kEpDoesNotDivideExperts,  // experts % ep != 0
+  kExpertLayoutMismatch,    // (tp * cp * dp) % (ep * etp) != 0
+  kEpWithoutExperts,        // ep or etp > 1 on a dense model
+  kBatchNotDivisible,       // global_batch % (mbs * dp) != 0
+  kTooFewLayers,            // fewer layers than pp * vp virtual stages
+  kSeqNotDivisible,         // seq_len % (2 * cp) != 0 (or % tp with SP)
+  kVpWithoutPp,             // vp > 1 with pp == 1
+  kBadUnevenStages,         // first/last stage layers do not fit
+  kFfnNotDivisible,         // ffn / expert ffn % tp (etp) != 0
+  kPrecisionUnsupported,    // the GPU lacks the precision (checked later)
+};
+std::string_view InfeasibilityName(Infeasibility reason);
+
+// Cheap check (no allocation), for the search.
+Infeasibility CheckLayout(const ModelSpec& model, const TrainingShape& shape,
+                          const ParallelConfig& parallel);
+
+// Same check; InvalidArgument with a one-line reason naming the values
+// ("tp=3 does not divide num_attention_heads=64").
+absl::Status Validate(const ModelSpec& model, const TrainingShape& shape,
+                      const ParallelConfig& parallel);
+
+// dp as given, or derived from the GPUs; micro-batches per step per DP rank.
+int ResolvedDp(const TrainingShape& shape, const ParallelConfig& parallel);
+int NumMicroBatches(const TrainingShape& shape, const ParallelConfig& parallel);
+
+std::string ToString(const ParallelConfig& parallel);
+std::string ToString(const Knobs& knobs);
+
+}  // namespace moetune::planner
