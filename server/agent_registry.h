@@ -1,0 +1,76 @@
+// AgentRegistry: which agents exist, which are live, and their sessions.
+//
+// An agent is live while its heartbeats (or any call) arrive within the
+// liveness timeout. Registration starts a new session; calls quoting an
+// unknown session get NotFound so that the agent registers again (e.g. after
+// a server restart). Agent descriptions are mirrored to the Store, so that
+// ListAgents shows agents from before a restart (as LOST until they return).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "proto/common.pb.h"
+#include "server/store.h"
+
+namespace moetune::server {
+
+using Clock = std::function<absl::Time()>;
+
+class AgentRegistry {
+ public:
+  struct Options {
+    absl::Duration liveness_timeout = absl::Seconds(10);
+    absl::Duration heartbeat_interval = absl::Seconds(2);
+  };
+  AgentRegistry(Store* store, Clock clock, Options options);
+
+  // Loads agents known from earlier runs (all LOST).
+  absl::Status Recover();
+
+  struct Session {
+    std::string agent_id;
+    std::string session_id;
+  };
+  // InvalidArgument naming the field when node or cluster is empty or not a
+  // plain name ([A-Za-z0-9._-], at most 128 characters).
+  absl::StatusOr<Session> Register(const moetune::v1::AgentInfo& info);
+  // Marks the agent seen. NotFound when the session is unknown.
+  absl::Status Touch(const std::string& agent_id, const std::string& session_id,
+                     const std::string& current_task_id = "");
+
+  // Agents whose last call is older than the liveness timeout become LOST;
+  // returns their ids (each reported once per loss).
+  std::vector<std::string> ExpireLost();
+
+  std::vector<moetune::v1::AgentInfo> List(const std::string& cluster) const;
+  // Live agents of a cluster, ordered by id.
+  std::vector<moetune::v1::AgentInfo> Live(const std::string& cluster) const;
+  bool IsLive(const std::string& agent_id) const;
+  void SetStragglers(const std::string& agent_id,
+                     std::vector<moetune::v1::StragglerFlag> flags);
+
+  const Options& options() const { return options_; }
+
+ private:
+  Store* store_;
+  Clock clock_;
+  Options options_;
+  mutable absl::Mutex mu_;
+  struct Entry {
+    moetune::v1::AgentInfo info;
+    std::string session_id;  // empty: not connected since the last restart
+    absl::Time last_seen = absl::InfinitePast();
+  };
+  std::map<std::string, Entry> agents_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
+};
+
+}  // namespace moetune::server

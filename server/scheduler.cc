@@ -1,0 +1,354 @@
+#include "server/scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "server/campaign_planner.h"
+
+namespace moetune::server {
+namespace {
+namespace v1 = ::moetune::v1;
+}  // namespace
+
+Scheduler::Scheduler(Store* store, RendezvousTable* rendezvous, Clock clock,
+                     LiveAgentsFn live_agents, Options options, std::string epoch)
+    : store_(store),
+      rendezvous_(rendezvous),
+      clock_(std::move(clock)),
+      live_agents_(std::move(live_agents)),
+      options_(options),
+      epoch_(std::move(epoch)) {}
+
+absl::Status Scheduler::Recover() {
+  absl::StatusOr<std::vector<StoredCampaign>> loaded = store_->LoadCampaigns();
+  if (!loaded.ok()) return loaded.status();
+  absl::MutexLock lock(&mu_);
+  for (StoredCampaign& c : *loaded) {
+    CampaignRt rt;
+    for (StoredTask& st : c.tasks) {
+      TaskRt t;
+      t.cluster = c.cluster;
+      t.next_attempt = st.attempts + 1;
+      t.stored = std::move(st);
+      rt.task_ids.push_back(t.stored.task.task_id());
+      tasks_[t.stored.task.task_id()] = std::move(t);
+    }
+    c.tasks.clear();
+    rt.meta = std::move(c);
+    std::string id = rt.meta.campaign_id;
+    campaign_order_.push_back(id);
+    campaigns_[id] = std::move(rt);
+    UpdateCampaignStateLocked(id);
+  }
+  ++version_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Campaign> Scheduler::StartCampaign(const std::string& cluster,
+                                                      v1::CampaignProfile profile,
+                                                      const std::vector<v1::AgentInfo>& agents) {
+  if (profile == v1::CAMPAIGN_PROFILE_UNSPECIFIED) profile = v1::CAMPAIGN_PROFILE_STANDARD;
+  absl::Time now = clock_();
+  std::string id;
+  {
+    absl::MutexLock lock(&mu_);
+    id = absl::StrFormat("cal-%d-%s-%d", absl::ToUnixSeconds(now), epoch_, next_campaign_++);
+  }
+  absl::StatusOr<std::vector<v1::ProbeTask>> planned = PlanCampaign(id, profile, agents);
+  if (!planned.ok()) {
+    return absl::Status(planned.status().code(),
+                        absl::StrCat("cluster '", cluster, "': ", planned.status().message()));
+  }
+  StoredCampaign c;
+  c.campaign_id = id;
+  c.cluster = cluster;
+  c.profile = profile;
+  c.state = v1::CAMPAIGN_STATE_RUNNING;
+  c.created_unix_ms = absl::ToUnixMillis(now);
+  for (v1::ProbeTask& task : *planned) {
+    StoredTask& st = c.tasks.emplace_back();
+    st.task = std::move(task);
+  }
+  if (absl::Status st = store_->CreateCampaign(c); !st.ok()) return st;
+  absl::MutexLock lock(&mu_);
+  CampaignRt rt;
+  for (StoredTask& st : c.tasks) {
+    TaskRt t;
+    t.cluster = cluster;
+    t.stored = std::move(st);
+    rt.task_ids.push_back(t.stored.task.task_id());
+    tasks_[t.stored.task.task_id()] = std::move(t);
+  }
+  c.tasks.clear();
+  rt.meta = std::move(c);
+  campaign_order_.push_back(id);
+  auto& inserted = campaigns_[id] = std::move(rt);
+  ++version_;
+  return ToProtoLocked(inserted, /*with_tasks=*/false);
+}
+
+bool Scheduler::Forming(const TaskRt& t) const {
+  if (t.attempt == 0) return false;
+  return std::any_of(t.ranks.begin(), t.ranks.end(), [](const std::string& a) { return a.empty(); });
+}
+
+v1::ProbeTask Scheduler::AssignRankLocked(TaskRt& t, int rank, const std::string& agent_id) {
+  t.ranks[rank] = agent_id;
+  t.ranks_busy[rank] = true;
+  agent_task_[agent_id] = t.stored.task.task_id();
+  v1::ProbeTask out = t.stored.task;
+  out.set_rank(rank);
+  out.set_attempt(t.attempt);
+  out.set_rendezvous_prefix(t.prefix);
+  out.set_rendezvous_timeout_ms(
+      static_cast<int32_t>(absl::ToInt64Milliseconds(options_.rendezvous_timeout)));
+  ++version_;
+  return out;
+}
+
+std::optional<v1::ProbeTask> Scheduler::TryAssignLocked(const std::string& agent_id,
+                                                        const std::string& cluster) {
+  // An agent asking for work while holding a task has lost it (restarted).
+  if (auto it = agent_task_.find(agent_id); it != agent_task_.end()) {
+    auto t = tasks_.find(it->second);
+    agent_task_.erase(it);
+    if (t != tasks_.end() && t->second.attempt != 0) {
+      FailAttemptLocked(t->second,
+                        absl::StrCat("agent ", agent_id, " asked for work while running it"));
+    }
+  }
+  // 1. Join a forming multi-rank attempt.
+  for (auto& [id, t] : tasks_) {
+    if (t.cluster != cluster || !Forming(t)) continue;
+    if (std::find(t.ranks.begin(), t.ranks.end(), agent_id) != t.ranks.end()) continue;
+    int rank = static_cast<int>(std::find(t.ranks.begin(), t.ranks.end(), "") - t.ranks.begin());
+    return AssignRankLocked(t, rank, agent_id);
+  }
+  // 2. The first pending task this agent may start.
+  bool group_forming = false;
+  for (const auto& [id, t] : tasks_) group_forming |= (t.cluster == cluster && Forming(t));
+  size_t live = 0;
+  bool live_known = false;
+  for (const std::string& cid : campaign_order_) {
+    const CampaignRt& c = campaigns_.at(cid);
+    if (c.meta.cluster != cluster || c.meta.state != v1::CAMPAIGN_STATE_RUNNING) continue;
+    for (const std::string& tid : c.task_ids) {
+      TaskRt& t = tasks_.at(tid);
+      if (t.stored.state != TaskState::kPending || t.attempt != 0) continue;
+      const v1::ProbeTask& task = t.stored.task;
+      if (!task.pinned_agent_id().empty() && task.pinned_agent_id() != agent_id) continue;
+      const int world = std::max(1, task.world_size());
+      if (world > 1) {
+        if (group_forming) continue;
+        if (!live_known) {
+          live = live_agents_(cluster).size();
+          live_known = true;
+        }
+        if (live < static_cast<size_t>(world)) continue;
+      }
+      t.attempt = t.next_attempt++;
+      t.prefix = absl::StrCat(tid, "/", epoch_, "/a", t.attempt, "/");
+      t.ranks.assign(world, "");
+      t.ranks_busy.assign(world, false);
+      if (world > 1) rendezvous_->Open(t.prefix);
+      return AssignRankLocked(t, 0, agent_id);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<v1::ProbeTask> Scheduler::NextTask(const std::string& agent_id,
+                                                 const std::string& cluster,
+                                                 absl::Duration wait) {
+  const absl::Time deadline = absl::Now() + wait;
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    if (std::optional<v1::ProbeTask> t = TryAssignLocked(agent_id, cluster)) return t;
+    const uint64_t seen = version_;
+    auto changed = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return version_ != seen; };
+    if (!mu_.AwaitWithDeadline(absl::Condition(&changed), deadline)) return std::nullopt;
+  }
+}
+
+void Scheduler::Notify() {
+  absl::MutexLock lock(&mu_);
+  ++version_;
+}
+
+void Scheduler::ReleaseAttemptLocked(TaskRt& t) {
+  if (t.attempt == 0) return;
+  if (t.ranks.size() > 1) rendezvous_->Close(t.prefix);
+  for (const std::string& agent : t.ranks) {
+    auto it = agent_task_.find(agent);
+    if (!agent.empty() && it != agent_task_.end() && it->second == t.stored.task.task_id()) {
+      agent_task_.erase(it);
+    }
+  }
+  t.attempt = 0;
+  t.prefix.clear();
+  t.ranks.clear();
+  t.ranks_busy.clear();
+  ++version_;
+}
+
+void Scheduler::FailAttemptLocked(TaskRt& t, const std::string& why) {
+  ReleaseAttemptLocked(t);
+  ++t.failures;
+  t.stored.last_error = why;
+  if (t.failures >= options_.max_attempts) {
+    TaskUpdate u{t.stored.task.campaign_id(), t.stored.task.task_id(), TaskState::kFailed,
+                 t.next_attempt - 1, why};
+    // If this write fails the task stays pending in memory and in the store;
+    // it will be retried (and fail again) rather than be lost.
+    if (store_->UpdateTask(u).ok()) {
+      t.stored.state = TaskState::kFailed;
+      t.stored.attempts = u.attempts;
+      UpdateCampaignStateLocked(t.stored.task.campaign_id());
+    }
+  }
+}
+
+absl::StatusOr<bool> Scheduler::Report(const std::string& agent_id,
+                                       const v1::ProbeResult& result) {
+  absl::MutexLock lock(&mu_);
+  auto it = tasks_.find(result.task_id());
+  if (it == tasks_.end()) {
+    // Not a campaign task (an ad-hoc probe, or a campaign this store never
+    // had): stored as a measurement, no task advances.
+    return store_->PutResult(result, std::nullopt);
+  }
+  TaskRt& t = it->second;
+  const int world = std::max(1, t.stored.task.world_size());
+  const bool ok = result.error_code() == 0;
+  std::optional<TaskUpdate> update;
+  if (t.stored.state == TaskState::kPending && ok && result.rank() >= 0 &&
+      result.rank() < world) {
+    std::set<int> ranks = t.ok_ranks[result.attempt()];
+    ranks.insert(result.rank());
+    if (static_cast<int>(ranks.size()) == world) {
+      update = TaskUpdate{t.stored.task.campaign_id(), t.stored.task.task_id(), TaskState::kDone,
+                          std::max(result.attempt(), t.next_attempt - 1), ""};
+    }
+  }
+  absl::StatusOr<bool> stored = store_->PutResult(result, update);
+  if (!stored.ok() || !*stored) return stored;
+
+  // Durable: now advance the in-memory state.
+  if (ok) t.ok_ranks[result.attempt()].insert(result.rank());
+  const bool current_attempt = t.attempt != 0 && result.attempt() == t.attempt;
+  if (current_attempt && result.rank() >= 0 && result.rank() < static_cast<int>(t.ranks.size()) &&
+      t.ranks[result.rank()] == agent_id) {
+    t.ranks_busy[result.rank()] = false;
+    auto a = agent_task_.find(agent_id);
+    if (a != agent_task_.end() && a->second == t.stored.task.task_id()) agent_task_.erase(a);
+  }
+  if (update) {
+    t.stored.state = TaskState::kDone;
+    t.stored.attempts = update->attempts;
+    t.stored.last_error.clear();
+    ReleaseAttemptLocked(t);
+    t.ok_ranks.clear();
+    UpdateCampaignStateLocked(t.stored.task.campaign_id());
+  } else if (!ok && current_attempt && t.stored.state == TaskState::kPending) {
+    FailAttemptLocked(t, absl::StrCat("rank ", result.rank(), " on ", agent_id, ": ",
+                                      result.error_message()));
+  } else if (current_attempt) {
+    // A rank finished; the attempt is over when no rank is busy any more
+    // (some rank's success was not enough: e.g. results of mixed attempts).
+    bool busy = std::any_of(t.ranks_busy.begin(), t.ranks_busy.end(), [](bool b) { return b; });
+    bool forming = Forming(t);
+    if (!busy && !forming) ReleaseAttemptLocked(t);
+  }
+  ++version_;
+  return true;
+}
+
+void Scheduler::AgentsLost(const std::vector<std::string>& agent_ids) {
+  absl::MutexLock lock(&mu_);
+  for (const std::string& agent : agent_ids) {
+    auto it = agent_task_.find(agent);
+    if (it == agent_task_.end()) continue;
+    auto t = tasks_.find(it->second);
+    agent_task_.erase(it);
+    if (t != tasks_.end() && t->second.attempt != 0) {
+      FailAttemptLocked(t->second, absl::StrCat("agent ", agent, " was lost"));
+    }
+  }
+  ++version_;
+}
+
+void Scheduler::UpdateCampaignStateLocked(const std::string& campaign_id) {
+  auto it = campaigns_.find(campaign_id);
+  if (it == campaigns_.end()) return;
+  CampaignRt& c = it->second;
+  int done = 0, failed = 0;
+  for (const std::string& tid : c.task_ids) {
+    TaskState s = tasks_.at(tid).stored.state;
+    done += s == TaskState::kDone;
+    failed += s == TaskState::kFailed;
+  }
+  v1::CampaignState state = v1::CAMPAIGN_STATE_RUNNING;
+  if (done + failed == static_cast<int>(c.task_ids.size())) {
+    state = failed > 0 ? v1::CAMPAIGN_STATE_FAILED : v1::CAMPAIGN_STATE_SUCCEEDED;
+  }
+  if (state != c.meta.state) {
+    // The campaign state is derived from its tasks again on recovery, so a
+    // failed write here loses nothing.
+    (void)store_->SetCampaignState(campaign_id, state);
+    c.meta.state = state;
+  }
+}
+
+v1::Campaign Scheduler::ToProtoLocked(const CampaignRt& c, bool with_tasks) const {
+  v1::Campaign out;
+  out.set_campaign_id(c.meta.campaign_id);
+  out.set_cluster(c.meta.cluster);
+  out.set_state(c.meta.state);
+  out.set_created_unix_ms(c.meta.created_unix_ms);
+  out.set_profile(c.meta.profile);
+  out.set_tasks_total(static_cast<int32_t>(c.task_ids.size()));
+  int done = 0, failed = 0, running = 0;
+  for (const std::string& tid : c.task_ids) {
+    const TaskRt& t = tasks_.at(tid);
+    done += t.stored.state == TaskState::kDone;
+    failed += t.stored.state == TaskState::kFailed;
+    running += t.attempt != 0;
+    if (!with_tasks) continue;
+    v1::CampaignTaskStatus* s = out.add_tasks();
+    s->set_task_id(tid);
+    s->set_kind(t.stored.task.kind());
+    s->set_world_size(std::max(1, t.stored.task.world_size()));
+    s->set_state(t.attempt != 0 ? "running" : TaskStateName(t.stored.state));
+    s->set_attempts(std::max(t.stored.attempts, t.next_attempt - 1));
+    for (const std::string& a : t.ranks) s->add_agents(a);
+    s->set_last_error(t.stored.last_error);
+  }
+  out.set_tasks_done(done);
+  out.set_tasks_failed(failed);
+  out.set_tasks_running(running);
+  return out;
+}
+
+absl::StatusOr<v1::Campaign> Scheduler::GetCampaign(const std::string& campaign_id,
+                                                    bool with_tasks) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = campaigns_.find(campaign_id);
+  if (it == campaigns_.end()) {
+    return absl::NotFoundError(absl::StrCat("campaign '", campaign_id, "' not found"));
+  }
+  return ToProtoLocked(it->second, with_tasks);
+}
+
+std::vector<v1::Campaign> Scheduler::ListCampaigns() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<v1::Campaign> out;
+  for (const std::string& id : campaign_order_) {
+    out.push_back(ToProtoLocked(campaigns_.at(id), false));
+  }
+  return out;
+}
+
+}  // namespace moetune::server

@@ -1,0 +1,258 @@
+#include "server/scheduler.h"
+
+#include <map>
+#include <memory>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/internal/test_util.h"
+#include "server/sqlite_store.h"
+
+namespace moetune::server {
+namespace {
+
+namespace v1 = ::moetune::v1;
+using ::moetune::server::testing::FakeClock;
+using ::moetune::server::testing::StatusIs;
+using ::moetune::server::testing::TempDbPath;
+using ::testing::HasSubstr;
+
+v1::AgentInfo Agent(const std::string& node) {
+  v1::AgentInfo a;
+  a.set_agent_id("ci/" + node);
+  a.set_node(node);
+  a.set_cluster("ci");
+  a.set_backend(v1::BACKEND_CPU);
+  a.add_devices()->set_name("cpu");
+  return a;
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { path_ = TempDbPath("sched.db"); Reopen(); }
+
+  // A fresh store and scheduler on the same file: a server restart.
+  void Reopen() {
+    scheduler_.reset();
+    store_.reset();
+    auto store = SqliteStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    rendezvous_ = std::make_unique<RendezvousTable>();
+    scheduler_ = std::make_unique<Scheduler>(
+        store_.get(), rendezvous_.get(), [this] { return clock_.Now(); },
+        [this](const std::string&) { return live_; }, options_, absl::StrCat("e", ++epoch_));
+    ASSERT_TRUE(scheduler_->Recover().ok());
+  }
+
+  v1::ProbeResult Ok(const v1::ProbeTask& t, const std::string& agent) {
+    v1::ProbeResult r;
+    r.set_result_id(absl::StrCat("r", ++next_result_));
+    r.set_task_id(t.task_id());
+    r.set_campaign_id(t.campaign_id());
+    r.set_attempt(t.attempt());
+    r.set_rank(t.rank());
+    r.set_kind(t.kind());
+    r.mutable_provenance()->set_cluster("ci");
+    r.mutable_provenance()->set_agent_id(agent);
+    r.set_received_unix_ms(1);
+    return r;
+  }
+
+  // Simulated agents: each holds at most one task; a multi-rank task is
+  // reported only once all its ranks are handed out (as after a rendezvous).
+  // Returns rounds used; stops after `max_reports` reports when > 0.
+  int Drive(const std::string& campaign_id, int max_reports = 0) {
+    std::map<std::string, v1::ProbeTask> held;
+    int reports = 0;
+    for (int round = 1; round <= 500; ++round) {
+      for (const std::string& agent : live_) {
+        if (held.count(agent)) continue;
+        auto t = scheduler_->NextTask(agent, "ci", absl::ZeroDuration());
+        if (t) held[agent] = *t;
+      }
+      std::map<std::string, int> ranks_held;
+      for (const auto& [agent, t] : held) ranks_held[t.task_id() + "#" + std::to_string(t.attempt())]++;
+      for (auto it = held.begin(); it != held.end();) {
+        const v1::ProbeTask& t = it->second;
+        int world = std::max(1, t.world_size());
+        if (ranks_held[t.task_id() + "#" + std::to_string(t.attempt())] < world) {
+          ++it;
+          continue;
+        }
+        if (world > 1) {
+          EXPECT_TRUE(rendezvous_->IsOpen(t.rendezvous_prefix())) << t.task_id();
+        }
+        world_of_[t.task_id()].insert(it->first);
+        auto stored = scheduler_->Report(it->first, Ok(t, it->first));
+        EXPECT_TRUE(stored.ok()) << stored.status();
+        it = held.erase(it);
+        if (max_reports > 0 && ++reports >= max_reports) return round;
+      }
+      auto c = scheduler_->GetCampaign(campaign_id, false);
+      if (c.ok() && c->state() != v1::CAMPAIGN_STATE_RUNNING) return round;
+    }
+    return -1;
+  }
+
+  std::string path_;
+  FakeClock clock_;
+  std::vector<std::string> live_ = {"ci/n1", "ci/n2", "ci/n3"};
+  Scheduler::Options options_;
+  int epoch_ = 0;
+  int next_result_ = 0;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<RendezvousTable> rendezvous_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::map<std::string, std::set<std::string>> world_of_;  // task -> agents that ran it
+};
+
+TEST_F(SchedulerTest, QuickCampaignOnThreeAgentsCompletesWithAThreeRankDispatch) {
+  auto campaign = scheduler_->StartCampaign(
+      "ci", v1::CAMPAIGN_PROFILE_QUICK, {Agent("n1"), Agent("n2"), Agent("n3")});
+  ASSERT_TRUE(campaign.ok()) << campaign.status();
+  // Per agent: 2 token counts x 2 distributions of grouped GEMM + 1 offload
+  // = 5, x 3 agents = 15; collectives over groups {2, 3} x 2 ops = 4;
+  // dispatch/combine over ep {3, 2} x 2 modes = 4; overlap over 2 = 1.
+  EXPECT_EQ(campaign->tasks_total(), 24);
+  ASSERT_GT(Drive(campaign->campaign_id()), 0);
+  auto done = scheduler_->GetCampaign(campaign->campaign_id(), true);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->state(), v1::CAMPAIGN_STATE_SUCCEEDED);
+  EXPECT_EQ(done->tasks_done(), 24);
+  int three_rank_dispatch = 0;
+  for (const auto& t : done->tasks()) {
+    if (t.kind() == v1::PROBE_KIND_DISPATCH_COMBINE && t.world_size() == 3) {
+      ++three_rank_dispatch;
+      EXPECT_EQ(world_of_[t.task_id()].size(), 3u) << "ranks ran on distinct agents";
+    }
+  }
+  EXPECT_EQ(three_rank_dispatch, 2);
+  EXPECT_EQ(rendezvous_->open_prefixes(), 0u);
+  auto n = store_->CountResults({"", campaign->campaign_id(), 0});
+  ASSERT_TRUE(n.ok());
+  // 15 single-rank + 4 collectives (2+3+2+3 ranks) + 4 dispatch (3+3+2+2)
+  // + overlap 2 = 15 + 10 + 10 + 2 results.
+  EXPECT_EQ(*n, 37);
+}
+
+TEST_F(SchedulerTest, RestartKeepsDoneTasksAndRerunsTheRest) {
+  auto campaign = scheduler_->StartCampaign(
+      "ci", v1::CAMPAIGN_PROFILE_QUICK, {Agent("n1"), Agent("n2"), Agent("n3")});
+  ASSERT_TRUE(campaign.ok());
+  ASSERT_GT(Drive(campaign->campaign_id(), /*max_reports=*/8), 0);
+  auto before = scheduler_->GetCampaign(campaign->campaign_id(), false);
+  ASSERT_TRUE(before.ok());
+  EXPECT_GT(before->tasks_done(), 0);
+  EXPECT_LT(before->tasks_done(), 24);
+  auto results_before = store_->CountResults({});
+  ASSERT_TRUE(results_before.ok());
+
+  Reopen();
+  auto after = scheduler_->GetCampaign(campaign->campaign_id(), false);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->tasks_done(), before->tasks_done());
+  EXPECT_EQ(after->tasks_running(), 0);
+  EXPECT_EQ(after->state(), v1::CAMPAIGN_STATE_RUNNING);
+  auto results_after = store_->CountResults({});
+  EXPECT_EQ(*results_after, *results_before);
+  ASSERT_GT(Drive(campaign->campaign_id()), 0);
+  auto done = scheduler_->GetCampaign(campaign->campaign_id(), false);
+  EXPECT_EQ(done->state(), v1::CAMPAIGN_STATE_SUCCEEDED);
+}
+
+TEST_F(SchedulerTest, DuplicateReportIsStoredOnce) {
+  live_ = {"ci/n1"};
+  auto campaign = scheduler_->StartCampaign("ci", v1::CAMPAIGN_PROFILE_QUICK, {Agent("n1")});
+  ASSERT_TRUE(campaign.ok());
+  auto t = scheduler_->NextTask("ci/n1", "ci", absl::ZeroDuration());
+  ASSERT_TRUE(t.has_value());
+  v1::ProbeResult r = Ok(*t, "ci/n1");
+  auto first = scheduler_->Report("ci/n1", r);
+  auto second = scheduler_->Report("ci/n1", r);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_TRUE(*first);
+  EXPECT_FALSE(*second);
+  EXPECT_EQ(*store_->CountResults({}), 1);
+  EXPECT_EQ(scheduler_->GetCampaign(campaign->campaign_id(), false)->tasks_done(), 1);
+}
+
+TEST_F(SchedulerTest, LostAgentAbortsItsAttemptAndTheTaskIsReassigned) {
+  live_ = {"ci/n1", "ci/n2"};
+  auto campaign =
+      scheduler_->StartCampaign("ci", v1::CAMPAIGN_PROFILE_QUICK, {Agent("n1"), Agent("n2")});
+  ASSERT_TRUE(campaign.ok());
+  // Finish the pinned single-rank tasks first.
+  std::optional<v1::ProbeTask> t;
+  for (;;) {
+    t = scheduler_->NextTask("ci/n1", "ci", absl::ZeroDuration());
+    ASSERT_TRUE(t.has_value());
+    if (t->world_size() > 1) break;
+    ASSERT_TRUE(scheduler_->Report("ci/n1", Ok(*t, "ci/n1")).ok());
+  }
+  // n1 holds rank 0 of a 2-rank probe; n2 joins as rank 1 (after its own
+  // pinned tasks, which it runs first only if no group is forming).
+  std::optional<v1::ProbeTask> r1 = scheduler_->NextTask("ci/n2", "ci", absl::ZeroDuration());
+  ASSERT_TRUE(r1.has_value());
+  ASSERT_EQ(r1->task_id(), t->task_id());
+  EXPECT_EQ(r1->rank(), 1);
+  EXPECT_EQ(r1->rendezvous_prefix(), t->rendezvous_prefix());
+  ASSERT_TRUE(rendezvous_->IsOpen(t->rendezvous_prefix()));
+
+  scheduler_->AgentsLost({"ci/n2"});
+  EXPECT_FALSE(rendezvous_->IsOpen(t->rendezvous_prefix()));
+  EXPECT_THAT(rendezvous_->Get(t->rendezvous_prefix() + "rank0", absl::ZeroDuration()),
+              StatusIs(absl::StatusCode::kAborted, HasSubstr("no scheduled probe attempt")));
+  // A late success of the abandoned attempt's rank 0 is stored but does not
+  // finish the task alone.
+  ASSERT_TRUE(scheduler_->Report("ci/n1", Ok(*t, "ci/n1")).ok());
+  auto status = scheduler_->GetCampaign(campaign->campaign_id(), true);
+  for (const auto& ts : status->tasks()) {
+    if (ts.task_id() == t->task_id()) {
+      EXPECT_EQ(ts.state(), "pending");
+      EXPECT_THAT(ts.last_error(), HasSubstr("ci/n2 was lost"));
+    }
+  }
+  // The next attempt gets a new prefix.
+  auto again = scheduler_->NextTask("ci/n1", "ci", absl::ZeroDuration());
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->task_id(), t->task_id());
+  EXPECT_EQ(again->attempt(), t->attempt() + 1);
+  EXPECT_NE(again->rendezvous_prefix(), t->rendezvous_prefix());
+}
+
+TEST_F(SchedulerTest, TaskFailingOnEveryAttemptFailsTheCampaign) {
+  live_ = {"ci/n1"};
+  options_.max_attempts = 2;
+  Reopen();
+  auto campaign = scheduler_->StartCampaign("ci", v1::CAMPAIGN_PROFILE_QUICK, {Agent("n1")});
+  ASSERT_TRUE(campaign.ok());
+  std::string failing;
+  for (int i = 0; i < 100; ++i) {
+    auto t = scheduler_->NextTask("ci/n1", "ci", absl::ZeroDuration());
+    if (!t) break;
+    v1::ProbeResult r = Ok(*t, "ci/n1");
+    if (failing.empty()) failing = t->task_id();
+    if (t->task_id() == failing) {
+      r.set_error_code(static_cast<int>(absl::StatusCode::kDataLoss));
+      r.set_error_message("max_rel_error 0.3 above tolerance");
+    }
+    ASSERT_TRUE(scheduler_->Report("ci/n1", r).ok());
+  }
+  auto c = scheduler_->GetCampaign(campaign->campaign_id(), true);
+  EXPECT_EQ(c->state(), v1::CAMPAIGN_STATE_FAILED);
+  EXPECT_EQ(c->tasks_failed(), 1);
+  EXPECT_EQ(c->tasks_done(), c->tasks_total() - 1);
+  EXPECT_THAT(c->tasks(0).last_error(), HasSubstr("max_rel_error 0.3"));
+  EXPECT_EQ(c->tasks(0).attempts(), 2);
+}
+
+TEST_F(SchedulerTest, NoLiveAgentIsAFailedPrecondition) {
+  EXPECT_THAT(scheduler_->StartCampaign("ci", v1::CAMPAIGN_PROFILE_QUICK, {}),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("'ci'")));
+}
+
+}  // namespace
+}  // namespace moetune::server
