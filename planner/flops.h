@@ -39,8 +39,9 @@ struct LayerMacs {
 // MACs of `layer` per token at `seq_len` (full context for dense attention,
 // window for sliding layers; not halved).
 LayerMacs LayerMacsPerToken(const ModelSpec& model, int layer, int seq_len);
-// Average causal context of a layer: (seq + 1) / 2 for full attention;
-// for a window w < seq: (w (w + 1) / 2 + (seq - w) w) / seq.
+// Average causal context of a layer (keys per query): seq / 2 for full
+// attention (the Megatron convention); for a window w < seq:
+// (w (w + 1) / 2 + (seq - w) w) / seq.
 double AverageCausalContext(const ModelSpec& model, int layer, int seq_len);
 double LogitsMacsPerToken(const ModelSpec& model);
 // One MTP module: projection [2h -> h] + a transformer layer (shaped as the

@@ -19,8 +19,15 @@
 //      CUDA graphs -- is scored: its throughput bounds every member of the
 //      group from above (rule kBoundBelowTopK prunes groups whose head is
 //      below the K-th best layout found);
-//   3. groups are then visited best head first; a visited group's members
-//      are scored and its best feasible member competes for the top K.
+//      A group whose head fits needs nothing more: its head is its best
+//      feasible member (rule kDominatedInGroup);
+//   3. groups whose head does not fit are then visited best head first; a
+//      visited group's members are scored and its best feasible member
+//      competes for the top K.
+// The bound rests on the order of each knob axis (search_space.h): less
+// recompute, less offload, grouped GEMM and CUDA graphs never slow a step.
+// The Pareto front of the default mode covers the candidates it scored; the
+// exhaustive front covers the whole space.
 // Exhaustive mode scores every candidate of the space and applies only the
 // memory check; it must find the same best plan (search_test.cc checks it).
 #pragma once
@@ -79,16 +86,19 @@ enum class PruneRule {
   kInvalidLayout,         // CheckLayout() rejected the layout (see detail)
   kWeightsExceedMemory,   // default mode: weights alone over the limit
   kBoundBelowTopK,        // default mode: group head below the K-th best
+  kDominatedInGroup,      // default mode: group head fits, so it is the best
   kOverMemory,            // scored, peak memory over the limit
-  kUnsupportedByModel,    // scored, the step model rejected the knobs
+  kUnsupportedByModel,    // the step model rejected the configuration
 };
-inline constexpr int kNumPruneRules = 5;
+inline constexpr int kNumPruneRules = 6;
 std::string_view PruneRuleName(PruneRule rule);
 std::string_view PruneRuleText(PruneRule rule);
 
 struct PruneCount {
   PruneRule rule;
-  std::string detail;    // e.g. "tp_does_not_divide_heads" for kInvalidLayout
+  std::string detail;    // the Infeasibility, for kInvalidLayout and
+                         // kUnsupportedByModel
+  bool evaluated = false;  // scored then rejected (vs never scored)
   uint64_t candidates = 0;
   std::string example;   // one pruned candidate, with its numbers
 };
@@ -130,8 +140,10 @@ absl::StatusOr<SearchResult> Search(const SearchProblem& problem,
 
 // JSON: best (Prediction ToJson), top, pareto (each a Prediction ToJson),
 // candidates_total, candidates_evaluated, candidates_feasible, pruned (a list
-// of {rule, detail, reason, candidates, example}), search_seconds, mode,
-// problem.
+// of {rule, detail, reason, evaluated, candidates, example}), search_seconds,
+// mode, problem, memory_limit_gib. Accounting: candidates_total =
+// candidates_evaluated + the pruned entries with evaluated = false, and
+// candidates_feasible = candidates_evaluated - those with evaluated = true.
 nlohmann::json ToJson(const SearchResult& result);
 
 // The --explain table: per rule, candidates removed, its one-line reason and

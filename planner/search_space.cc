@@ -13,6 +13,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "planner/internal/strings.h"
 
 namespace moetune::planner {
 namespace {
@@ -32,20 +33,22 @@ std::string KnownKeys() {
   return absl::StrJoin(keys, ", ");
 }
 
-absl::Status FixError(std::string_view key, std::string_view value,
-                      std::string_view why) {
+using internal::Sv;
+
+absl::Status FixError(absl::string_view key, absl::string_view value,
+                      absl::string_view why) {
   return absl::InvalidArgumentError(
       absl::StrCat("--fix ", key, "=", value, ": ", why));
 }
 
-absl::StatusOr<bool> ParseBool(std::string_view key, std::string_view value) {
+absl::StatusOr<bool> ParseBool(absl::string_view key, absl::string_view value) {
   const std::string v = absl::AsciiStrToLower(value);
   if (v == "true" || v == "on" || v == "1" || v == "yes") return true;
   if (v == "false" || v == "off" || v == "0" || v == "no") return false;
   return FixError(key, value, "expected true/false (or on/off, 1/0)");
 }
 
-absl::StatusOr<Recompute> ParseRecomputeValue(std::string_view value) {
+absl::StatusOr<Recompute> ParseRecomputeValue(absl::string_view value) {
   const std::string v = absl::AsciiStrToLower(value);
   Recompute r;
   if (v == "none") return r;
@@ -70,7 +73,7 @@ absl::StatusOr<Recompute> ParseRecomputeValue(std::string_view value) {
   return r;
 }
 
-absl::StatusOr<uint32_t> ParseOffloadValue(std::string_view value) {
+absl::StatusOr<uint32_t> ParseOffloadValue(absl::string_view value) {
   const std::string v = absl::AsciiStrToLower(value);
   if (v == "none") return 0u;
   if (v == "all") {
@@ -78,7 +81,7 @@ absl::StatusOr<uint32_t> ParseOffloadValue(std::string_view value) {
                     kOffloadMlpNorm | kOffloadExpertFc1 | kOffloadMoeAct};
   }
   absl::StatusOr<uint32_t> modules =
-      ParseOffloadModules(absl::StrReplaceAll(v, {{"+", ","}}));
+      ParseOffloadModules(std::string(absl::StrReplaceAll(v, {{"+", ","}})));
   if (!modules.ok()) {
     return FixError("offload", value,
                     absl::StrCat("expected none, all or modules joined by "
@@ -88,7 +91,7 @@ absl::StatusOr<uint32_t> ParseOffloadValue(std::string_view value) {
   return *modules;
 }
 
-std::optional<int>* IntField(FixedKnobs& f, std::string_view key) {
+std::optional<int>* IntField(FixedKnobs& f, absl::string_view key) {
   if (key == "tp") return &f.tp;
   if (key == "pp") return &f.pp;
   if (key == "vp") return &f.vp;
@@ -111,8 +114,7 @@ std::string RecomputeValueName(const Recompute& r) {
     case RecomputeMode::kFull:
       return "full";
     case RecomputeMode::kSelective:
-      return absl::StrReplaceAll(RecomputeModulesName(r.modules),
-                                 {{",", "+"}});
+      return absl::StrReplaceAll(RecomputeModulesName(r.modules), {{",", "+"}});
   }
   return "none";
 }
@@ -122,30 +124,26 @@ std::string RecomputeValueName(const Recompute& r) {
 // CP from 8k-token sequences on).
 constexpr int kMinTokensPerCpRank = 512;
 
-bool Allowed(const std::optional<int>& fixed, int value) {
-  return !fixed.has_value() || *fixed == value;
-}
-
 }  // namespace
 
 absl::StatusOr<FixedKnobs> ParseFixSpec(std::string_view spec) {
   FixedKnobs f;
   std::vector<std::string> seen;
-  for (std::string_view raw : absl::StrSplit(spec, ',')) {
-    const std::string_view entry = absl::StripAsciiWhitespace(raw);
+  for (absl::string_view raw : absl::StrSplit(Sv(spec), ',')) {
+    const absl::string_view entry = absl::StripAsciiWhitespace(raw);
     if (entry.empty()) {
-      if (absl::StripAsciiWhitespace(spec).empty()) break;
-      return absl::InvalidArgumentError(
-          absl::StrCat("--fix '", spec, "': empty entry (expected key=value,key=value)"));
+      if (absl::StripAsciiWhitespace(Sv(spec)).empty()) break;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--fix '", Sv(spec), "': empty entry (expected key=value,...)"));
     }
     const size_t eq = entry.find('=');
-    if (eq == std::string_view::npos) {
+    if (eq == absl::string_view::npos) {
       return absl::InvalidArgumentError(
           absl::StrCat("--fix '", entry, "': expected key=value"));
     }
     const std::string key =
         absl::AsciiStrToLower(absl::StripAsciiWhitespace(entry.substr(0, eq)));
-    const std::string_view value =
+    const absl::string_view value =
         absl::StripAsciiWhitespace(entry.substr(eq + 1));
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
       return FixError(key, value, "key given twice");
@@ -171,7 +169,8 @@ absl::StatusOr<FixedKnobs> ParseFixSpec(std::string_view spec) {
       if (!o.ok()) return o.status();
       f.offload_modules = *o;
     } else if (key == "dispatcher") {
-      absl::StatusOr<Dispatcher> d = ParseDispatcher(value);
+      absl::StatusOr<Dispatcher> d =
+          ParseDispatcher(std::string_view(value.data(), value.size()));
       if (!d.ok()) return FixError(key, value, d.status().message());
       f.dispatcher = *d;
     } else if (key == "grouped_gemm" || key == "overlap" ||
@@ -187,7 +186,8 @@ absl::StatusOr<FixedKnobs> ParseFixSpec(std::string_view spec) {
       }
       f.comm_streams = n;
     } else if (key == "precision") {
-      absl::StatusOr<Precision> p = ParsePrecision(value);
+      absl::StatusOr<Precision> p =
+          ParsePrecision(std::string_view(value.data(), value.size()));
       if (!p.ok()) return FixError(key, value, p.status().message());
       f.precision = *p;
     } else {
@@ -217,7 +217,8 @@ std::string ToString(const FixedKnobs& f) {
                               {{",", "+"}})));
   }
   if (f.dispatcher) {
-    parts.push_back(absl::StrCat("dispatcher=", DispatcherName(*f.dispatcher)));
+    parts.push_back(
+        absl::StrCat("dispatcher=", Sv(DispatcherName(*f.dispatcher))));
   }
   if (f.grouped_gemm) {
     parts.push_back(absl::StrCat("grouped_gemm=", BoolName(*f.grouped_gemm)));
@@ -230,7 +231,8 @@ std::string ToString(const FixedKnobs& f) {
     parts.push_back(absl::StrCat("cuda_graphs=", BoolName(*f.cuda_graphs)));
   }
   if (f.precision) {
-    parts.push_back(absl::StrCat("precision=", PrecisionName(*f.precision)));
+    parts.push_back(
+        absl::StrCat("precision=", Sv(PrecisionName(*f.precision))));
   }
   return absl::StrJoin(parts, ",");
 }
@@ -267,7 +269,7 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
         std::find(allowed.begin(), allowed.end(), *f.precision) ==
             allowed.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--fix precision=", PrecisionName(*f.precision),
+          "--fix precision=", Sv(PrecisionName(*f.precision)),
           " is not among the allowed precisions"));
     }
     allowed = {*f.precision};
@@ -275,7 +277,7 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
   for (Precision p : allowed) {
     if (!PeakDenseFlopsPerSec(cluster.gpu, p).has_value()) {
       return absl::UnimplementedError(absl::StrCat(
-          cluster.name, " (", cluster.gpu.name, ") has no ", PrecisionName(p),
+          cluster.name, " (", cluster.gpu.name, ") has no ", Sv(PrecisionName(p)),
           " tensor-core mode"));
     }
     if (std::find(axes.precisions.begin(), axes.precisions.end(), p) ==
@@ -337,7 +339,7 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
         std::find(dispatchers.begin(), dispatchers.end(), *f.dispatcher) ==
             dispatchers.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--fix dispatcher=", DispatcherName(*f.dispatcher),
+          "--fix dispatcher=", Sv(DispatcherName(*f.dispatcher)),
           " is not among the allowed dispatchers"));
     }
     dispatchers = {*f.dispatcher};
@@ -441,47 +443,83 @@ std::vector<ParallelConfig> EnumerateLayouts(
   };
   const std::vector<int> experts =
       model.IsMoe() ? Divisors(model.num_routed_experts) : std::vector<int>{1};
+  // An axis fixed by the user takes exactly that value, even outside the
+  // space limits or the divisors of the GPU count (CheckLayout then says why
+  // it cannot run); unfixed axes take divisors within the limits.
+  auto values = [](const std::optional<int>& fixed, std::vector<int> free) {
+    return fixed ? std::vector<int>{*fixed} : free;
+  };
+  std::vector<int> tps;
   for (int tp : Divisors(shape.gpus)) {
-    if (!Allowed(f.tp, tp) || (!f.tp && tp > domain)) continue;
+    if (tp <= domain) tps.push_back(tp);
+  }
+  for (int tp : values(f.tp, tps)) {
+    if (tp <= 0 || shape.gpus % tp != 0) {
+      ParallelConfig p;
+      p.tp = tp;
+      check(p);
+      continue;
+    }
+    std::vector<int> cps;
     for (int cp : Divisors(shape.gpus / tp)) {
-      if (!Allowed(f.cp, cp)) continue;
-      if (!f.cp && cp > 1 && shape.seq_len / cp < kMinTokensPerCpRank) continue;
+      if (cp == 1 || shape.seq_len / cp >= kMinTokensPerCpRank) cps.push_back(cp);
+    }
+    for (int cp : values(f.cp, cps)) {
+      if (cp <= 0 || (shape.gpus / tp) % cp != 0) {
+        ParallelConfig p;
+        p.tp = tp;
+        p.cp = cp;
+        check(p);
+        continue;
+      }
+      std::vector<int> pps;
       for (int pp : Divisors(shape.gpus / tp / cp)) {
-        if (!Allowed(f.pp, pp)) continue;
-        if (!f.pp && pp > model.num_layers) continue;
+        if (pp <= model.num_layers) pps.push_back(pp);
+      }
+      for (int pp : values(f.pp, pps)) {
+        if (pp <= 0 || (shape.gpus / tp / cp) % pp != 0) {
+          ParallelConfig p;
+          p.tp = tp;
+          p.cp = cp;
+          p.pp = pp;
+          check(p);
+          continue;
+        }
         const int dp = shape.gpus / tp / cp / pp;
-        if (!Allowed(f.dp, dp)) continue;
+        if (f.dp && *f.dp != dp) continue;  // another (tp, cp, pp) gives it
         const int expert_group = tp * cp * dp;
+        std::vector<int> eps;
         for (int ep : experts) {
-          if (!Allowed(f.ep, ep)) continue;
-          if (!f.ep && expert_group % ep != 0) continue;
-          for (int etp : Divisors(std::max(1, expert_group / ep))) {
-            if (!Allowed(f.etp, etp)) continue;
-            if (!f.etp && (etp > domain || (!model.IsMoe() && etp > 1))) {
-              continue;
+          if (expert_group % ep == 0) eps.push_back(ep);
+        }
+        for (int ep : values(f.ep, eps)) {
+          std::vector<int> etps;
+          if (ep > 0 && expert_group % ep == 0) {
+            for (int etp : Divisors(expert_group / ep)) {
+              if (etp <= domain && (model.IsMoe() || etp == 1)) {
+                etps.push_back(etp);
+              }
             }
+          } else {
+            etps = {1};
+          }
+          for (int etp : values(f.etp, etps)) {
             const int max_vp =
                 pp == 1 ? 1
                         : std::max(1, std::min(kMaxVirtualStages,
                                                model.num_layers / pp));
             std::vector<int> vps;
-            if (f.vp) {
-              vps = {*f.vp};
-            } else {
-              for (int vp = 1; vp <= max_vp; ++vp) vps.push_back(vp);
-            }
+            for (int vp = 1; vp <= max_vp; ++vp) vps.push_back(vp);
             std::vector<int> mbss;
-            if (f.mbs) {
-              mbss = {*f.mbs};
-            } else if (shape.global_batch % dp != 0) {
-              mbss = {1};  // rejected below as kBatchNotDivisible
+            if (shape.global_batch % dp != 0) {
+              mbss = {1};  // rejected by CheckLayout as kBatchNotDivisible
             } else {
               for (int mbs : Divisors(shape.global_batch / dp)) {
                 if (mbs <= kMaxMicroBatch) mbss.push_back(mbs);
               }
             }
-            for (int vp : vps) {
-              for (int mbs : mbss) {
+            for (int vp : values(f.vp, vps)) {
+              for (int mbs : values(f.mbs, mbss)) {
                 ParallelConfig p;
                 p.tp = tp;
                 p.cp = cp;

@@ -1,0 +1,777 @@
+#include "planner/search.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "planner/parallel_for.h"
+#include "planner/pareto.h"
+#include "planner/step_model.h"
+#include "planner/units.h"
+
+namespace moetune::planner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kNumInfeasibilities =
+    static_cast<int>(Infeasibility::kPrecisionUnsupported) + 1;
+constexpr uint32_t kNoCombo = std::numeric_limits<uint32_t>::max();
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string Gib(double bytes) {
+  return absl::StrFormat("%.1f GiB", bytes / units::kGiB);
+}
+
+// One scored candidate: a layout index and a knob-combination index into
+// that layout's KnobSet.
+struct Scored {
+  double tokens_per_sec = -1;
+  double peak_bytes = 0;
+  uint32_t layout = 0;
+  uint32_t combo = kNoCombo;
+  bool valid() const { return combo != kNoCombo; }
+};
+
+// Deterministic order: throughput, then enumeration order.
+bool Better(const Scored& a, const Scored& b) {
+  if (!b.valid()) return a.valid();
+  if (!a.valid()) return false;
+  if (a.tokens_per_sec != b.tokens_per_sec) {
+    return a.tokens_per_sec > b.tokens_per_sec;
+  }
+  if (a.layout != b.layout) return a.layout < b.layout;
+  return a.combo < b.combo;
+}
+
+uint64_t CandidateId(uint32_t layout, uint32_t combo) {
+  return (uint64_t{layout} << 32) | combo;
+}
+
+// Pruning tallies, keyed by (rule, detail index, evaluated).
+struct Example {
+  bool set = false;
+  uint32_t layout = 0;
+  uint32_t combo = kNoCombo;
+  double a = 0, b = 0;  // rule-specific numbers
+};
+struct Tally {
+  uint64_t count[kNumPruneRules][kNumInfeasibilities][2] = {};
+  Example example[kNumPruneRules][kNumInfeasibilities][2];
+  void Add(PruneRule rule, int detail, bool evaluated, uint64_t n,
+           const Example& ex) {
+    const int r = static_cast<int>(rule);
+    count[r][detail][evaluated] += n;
+    if (!example[r][detail][evaluated].set) example[r][detail][evaluated] = ex;
+  }
+  void Merge(const Tally& o) {
+    for (int r = 0; r < kNumPruneRules; ++r) {
+      for (int d = 0; d < kNumInfeasibilities; ++d) {
+        for (int e = 0; e < 2; ++e) {
+          count[r][d][e] += o.count[r][d][e];
+          if (!example[r][d][e].set) example[r][d][e] = o.example[r][d][e];
+        }
+      }
+    }
+  }
+};
+
+// Per-worker state; merged after each phase. No locks on the hot path.
+struct Worker {
+  uint64_t evaluated = 0;
+  uint64_t feasible = 0;
+  Tally tally;
+  ParetoFront front;
+  Scored least_memory;  // the scored valid candidate with the lowest peak
+  double floor_bytes = std::numeric_limits<double>::infinity();
+  uint32_t floor_layout = 0;
+};
+
+// The K best layouts, one entry per layout (its best candidate). Small K:
+// a sorted vector.
+class TopLayouts {
+ public:
+  explicit TopLayouts(int k) : k_(k) {}
+  // Offers a layout's candidate; keeps the layout's best.
+  void Offer(const Scored& s) {
+    for (Scored& e : best_) {
+      if (e.layout == s.layout) {
+        if (Better(s, e)) e = s;
+        Sort();
+        return;
+      }
+    }
+    if (static_cast<int>(best_.size()) < k_) {
+      best_.push_back(s);
+    } else if (Better(s, best_.back())) {
+      best_.back() = s;
+    } else {
+      return;
+    }
+    Sort();
+  }
+  // Throughput a group's bound must reach to matter (strictly below: pruned).
+  double threshold() const {
+    return static_cast<int>(best_.size()) < k_ ? -1.0
+                                               : best_.back().tokens_per_sec;
+  }
+  const std::vector<Scored>& best() const { return best_; }
+
+ private:
+  void Sort() { std::sort(best_.begin(), best_.end(), Better); }
+  int k_;
+  std::vector<Scored> best_;
+};
+
+// A group of one layout whose head did not fit: its members may.
+struct OpenGroup {
+  double head_tokens_per_sec;
+  uint32_t layout;
+  uint32_t group;
+};
+
+class Searcher {
+ public:
+  Searcher(const SearchProblem& problem, const StepModel& model,
+           const SearchOptions& options, KnobAxes axes)
+      : problem_(problem),
+        model_(model),
+        options_(options),
+        axes_(std::move(axes)),
+        limit_bytes_(options.max_memory_fraction * problem.cluster.gpu.hbm_bytes),
+        top_(options.top_k) {
+    knobs_ep_ = BuildKnobSet(axes_, problem.model, /*expert_parallel=*/true);
+    knobs_no_ep_ = BuildKnobSet(axes_, problem.model, /*expert_parallel=*/false);
+    min_weight_bytes_ = std::numeric_limits<double>::infinity();
+    for (Precision p : axes_.precisions) {
+      min_weight_bytes_ = std::min(min_weight_bytes_, GemmOperandBytes(p));
+    }
+  }
+
+  absl::StatusOr<SearchResult> Run();
+
+ private:
+  const KnobSet& KnobsOf(const ParallelConfig& p) const {
+    return p.ep > 1 ? knobs_ep_ : knobs_no_ep_;
+  }
+  // Scores one candidate; updates the worker. Returns the score (invalid when
+  // the candidate is infeasible for any reason).
+  Scored Score(uint32_t layout, uint32_t combo, Worker& w);
+  void ScoreLayoutExhaustive(uint32_t layout, Worker& w);
+  // Default mode, phase 1: floor check and group heads.
+  void ScoreLayoutHeads(uint32_t layout, Worker& w,
+                        std::vector<OpenGroup>& open, TopLayouts& top);
+  void Progress(bool force);
+  std::string Describe(uint32_t layout, uint32_t combo) const;
+  std::string ExampleText(PruneRule rule, int detail, bool evaluated,
+                          const Example& ex) const;
+  absl::Status NoFeasiblePlan(const Worker& all) const;
+  absl::StatusOr<RankedPlan> Derive(const Scored& s) const;
+
+  const SearchProblem& problem_;
+  const StepModel& model_;
+  const SearchOptions& options_;
+  KnobAxes axes_;
+  double limit_bytes_;
+  double min_weight_bytes_;
+  KnobSet knobs_ep_, knobs_no_ep_;
+  std::vector<ParallelConfig> layouts_;
+  Tally rejections_;  // invalid layouts, found during enumeration
+  uint64_t total_ = 0;
+  uint64_t enumerated_layouts_ = 0;
+
+  // Shared progress counters.
+  Clock::time_point start_;
+  Clock::time_point last_progress_;
+  std::atomic<uint64_t> done_{0};
+  std::atomic<uint64_t> evaluated_{0};
+  std::atomic<double> best_tps_{0};
+
+  std::mutex mu_;  // guards top_ in phase 2
+  TopLayouts top_;
+};
+
+Scored Searcher::Score(uint32_t layout, uint32_t combo, Worker& w) {
+  const ParallelConfig& p = layouts_[layout];
+  const Knobs& k = KnobsOf(p).combos[combo];
+  const Estimate e = model_.Quick(p, k);
+  ++w.evaluated;
+  Scored s;
+  s.layout = layout;
+  if (e.reason != Infeasibility::kNone) {
+    w.tally.Add(PruneRule::kUnsupportedByModel, static_cast<int>(e.reason),
+                /*evaluated=*/true, 1, Example{true, layout, combo, 0, 0});
+    return s;
+  }
+  if (!w.least_memory.valid() || e.peak_memory_bytes < w.least_memory.peak_bytes) {
+    w.least_memory = Scored{e.tokens_per_sec_per_gpu, e.peak_memory_bytes,
+                            layout, combo};
+  }
+  if (e.peak_memory_bytes > limit_bytes_) {
+    w.tally.Add(PruneRule::kOverMemory, 0, /*evaluated=*/true, 1,
+                Example{true, layout, combo, e.peak_memory_bytes, limit_bytes_});
+    return s;
+  }
+  ++w.feasible;
+  s.tokens_per_sec = e.tokens_per_sec_per_gpu;
+  s.peak_bytes = e.peak_memory_bytes;
+  s.combo = combo;
+  w.front.Offer(ParetoPoint{s.peak_bytes, s.tokens_per_sec,
+                            CandidateId(layout, combo)});
+  return s;
+}
+
+void Searcher::ScoreLayoutExhaustive(uint32_t layout, Worker& w) {
+  const KnobSet& ks = KnobsOf(layouts_[layout]);
+  Scored best;
+  for (uint32_t c = 0; c < ks.combos.size(); ++c) {
+    const Scored s = Score(layout, c, w);
+    if (Better(s, best)) best = s;
+  }
+  const double floor =
+      WeightsFloorBytes(problem_.model, layouts_[layout], min_weight_bytes_);
+  if (floor < w.floor_bytes) {
+    w.floor_bytes = floor;
+    w.floor_layout = layout;
+  }
+  if (best.valid()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    top_.Offer(best);
+  }
+  done_.fetch_add(ks.combos.size(), std::memory_order_relaxed);
+  evaluated_.fetch_add(ks.combos.size(), std::memory_order_relaxed);
+}
+
+void Searcher::ScoreLayoutHeads(uint32_t layout, Worker& w,
+                                std::vector<OpenGroup>& open,
+                                TopLayouts& top) {
+  const ParallelConfig& p = layouts_[layout];
+  const KnobSet& ks = KnobsOf(p);
+  const double floor = WeightsFloorBytes(problem_.model, p, min_weight_bytes_);
+  if (floor < w.floor_bytes) {
+    w.floor_bytes = floor;
+    w.floor_layout = layout;
+  }
+  if (floor > limit_bytes_) {
+    w.tally.Add(PruneRule::kWeightsExceedMemory, 0, false, ks.combos.size(),
+                Example{true, layout, kNoCombo, floor, limit_bytes_});
+    done_.fetch_add(ks.combos.size(), std::memory_order_relaxed);
+    return;
+  }
+  const uint64_t before = w.evaluated;
+  const size_t open_before = open.size();
+  const uint32_t members = static_cast<uint32_t>(ks.group_size - 1);
+  for (int g = 0; g < ks.num_groups(); ++g) {
+    const uint32_t head = static_cast<uint32_t>(g * ks.group_size);
+    const ParallelConfig& lp = layouts_[layout];
+    const Estimate e = model_.Quick(lp, ks.combos[head]);
+    ++w.evaluated;
+    if (e.reason != Infeasibility::kNone) {
+      // Layout-level reasons: every member shares them.
+      w.tally.Add(PruneRule::kUnsupportedByModel, static_cast<int>(e.reason),
+                  true, 1, Example{true, layout, head, 0, 0});
+      if (members > 0) {
+        w.tally.Add(PruneRule::kUnsupportedByModel, static_cast<int>(e.reason),
+                    false, members, Example{true, layout, head + 1, 0, 0});
+      }
+      continue;
+    }
+    if (!w.least_memory.valid() ||
+        e.peak_memory_bytes < w.least_memory.peak_bytes) {
+      w.least_memory =
+          Scored{e.tokens_per_sec_per_gpu, e.peak_memory_bytes, layout, head};
+    }
+    if (e.peak_memory_bytes <= limit_bytes_) {
+      ++w.feasible;
+      const Scored s{e.tokens_per_sec_per_gpu, e.peak_memory_bytes, layout,
+                     head};
+      w.front.Offer(ParetoPoint{s.peak_bytes, s.tokens_per_sec,
+                                CandidateId(layout, head)});
+      top.Offer(s);
+      // The head is the group's fastest member and it fits: the group's
+      // best feasible candidate is known.
+      if (members > 0) {
+        w.tally.Add(PruneRule::kDominatedInGroup, 0, false, members,
+                    Example{true, layout, head + 1, s.tokens_per_sec, 0});
+      }
+    } else {
+      w.tally.Add(PruneRule::kOverMemory, 0, true, 1,
+                  Example{true, layout, head, e.peak_memory_bytes,
+                          limit_bytes_});
+      if (members > 0) {
+        open.push_back(OpenGroup{e.tokens_per_sec_per_gpu, layout,
+                                 static_cast<uint32_t>(g)});
+      }
+    }
+  }
+  evaluated_.fetch_add(w.evaluated - before, std::memory_order_relaxed);
+  // Members of groups left open are counted when phase 2 settles them.
+  done_.fetch_add(ks.combos.size() - uint64_t{members} * (open.size() - open_before),
+                  std::memory_order_relaxed);
+}
+
+void Searcher::Progress(bool force) {
+  if (!options_.progress) return;
+  const Clock::time_point now = Clock::now();
+  if (!force && std::chrono::duration<double>(now - last_progress_).count() <
+                    options_.progress_interval_s) {
+    return;
+  }
+  last_progress_ = now;
+  SearchProgress p;
+  p.candidates_total = total_;
+  p.candidates_done = std::min(total_, done_.load(std::memory_order_relaxed));
+  p.candidates_evaluated = evaluated_.load(std::memory_order_relaxed);
+  p.seconds = SecondsSince(start_);
+  p.best_tokens_per_sec_per_gpu = best_tps_.load(std::memory_order_relaxed);
+  options_.progress(p);
+}
+
+std::string Searcher::Describe(uint32_t layout, uint32_t combo) const {
+  const ParallelConfig& p = layouts_[layout];
+  if (combo == kNoCombo) return ToString(p);
+  return absl::StrCat(ToString(p), " ", ToString(KnobsOf(p).combos[combo]));
+}
+
+absl::StatusOr<RankedPlan> Searcher::Derive(const Scored& s) const {
+  const ParallelConfig& p = layouts_[s.layout];
+  const Knobs& k = KnobsOf(p).combos[s.combo];
+  absl::StatusOr<Prediction> pred = model_.Predict(p, k);
+  if (!pred.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "the step model scored ", Describe(s.layout, s.combo),
+        " but cannot predict it: ", pred.status().message()));
+  }
+  RankedPlan r;
+  r.plan.parallel = pred->parallel;
+  r.plan.knobs = k;
+  r.prediction = *std::move(pred);
+  return r;
+}
+
+absl::Status Searcher::NoFeasiblePlan(const Worker& all) const {
+  const std::string limit = absl::StrCat(
+      Gib(limit_bytes_), " (HBM ", Gib(problem_.cluster.gpu.hbm_bytes), " x ",
+      absl::StrFormat("%.2f", options_.max_memory_fraction), ")");
+  if (!all.least_memory.valid() || all.floor_bytes > limit_bytes_) {
+    // Nothing was scored as valid, or every layout's weights alone are over.
+    if (std::isfinite(all.floor_bytes)) {
+      const ParallelConfig& p = layouts_[all.floor_layout];
+      return absl::FailedPreconditionError(absl::StrCat(
+          "no plan fits in memory: weights alone need ", Gib(all.floor_bytes),
+          " per GPU even at the most sharded layout (", ToString(p),
+          ", pp<=", p.pp, "), the limit is ", limit));
+    }
+  }
+  if (all.least_memory.valid()) {
+    const Scored& s = all.least_memory;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no plan fits in memory: the least any candidate needs is ",
+        Gib(s.peak_bytes), " per GPU (", Describe(s.layout, s.combo),
+        "; its weights alone need at least ",
+        Gib(WeightsFloorBytes(problem_.model, layouts_[s.layout],
+                              min_weight_bytes_)),
+        "), the limit is ", limit));
+  }
+  return absl::FailedPreconditionError(
+      "no plan: the step model rejected every candidate (see --explain)");
+}
+
+std::string Searcher::ExampleText(PruneRule rule, int detail, bool evaluated,
+                                  const Example& ex) const {
+  if (!ex.set) return "";
+  const std::string what = Describe(ex.layout, ex.combo);
+  switch (rule) {
+    case PruneRule::kInvalidLayout:
+      return "";  // filled from Validate() by the caller
+    case PruneRule::kWeightsExceedMemory:
+      return absl::StrCat(what, ": weights alone >= ", Gib(ex.a), " > ",
+                          Gib(ex.b));
+    case PruneRule::kBoundBelowTopK:
+      return absl::StrCat(what, " and its group: at most ",
+                          absl::StrFormat("%.1f", ex.a),
+                          " tokens/s/GPU < ", absl::StrFormat("%.1f", ex.b),
+                          " (K-th best layout)");
+    case PruneRule::kDominatedInGroup:
+      return absl::StrCat(what, ": its group head fits at ",
+                          absl::StrFormat("%.1f", ex.a), " tokens/s/GPU");
+    case PruneRule::kOverMemory:
+      return absl::StrCat(what, ": peak ", Gib(ex.a), " > ", Gib(ex.b));
+    case PruneRule::kUnsupportedByModel:
+      return absl::StrCat(what, ": ",
+                          InfeasibilityName(static_cast<Infeasibility>(detail)),
+                          evaluated ? "" : " (as its group head)");
+  }
+  return what;
+}
+
+absl::StatusOr<SearchResult> Searcher::Run() {
+  start_ = Clock::now();
+  last_progress_ = start_;
+
+  // Candidates: enumerate layouts; tally the invalid ones.
+  std::vector<LayoutRejection> rejected_examples(kNumInfeasibilities);
+  layouts_ = EnumerateLayouts(
+      problem_.model, problem_.cluster, problem_.shape,
+      options_.constraints.fixed, [&](const LayoutRejection& r) {
+        const uint64_t n = KnobsOf(r.layout).combos.size();
+        const int d = static_cast<int>(r.reason);
+        rejections_.count[static_cast<int>(PruneRule::kInvalidLayout)][d][0] += n;
+        if (rejected_examples[d].reason == Infeasibility::kNone) {
+          rejected_examples[d] = r;
+        }
+        total_ += n;
+        ++enumerated_layouts_;
+      });
+  for (const ParallelConfig& p : layouts_) total_ += KnobsOf(p).combos.size();
+  enumerated_layouts_ += layouts_.size();
+  if (layouts_.size() > std::numeric_limits<uint32_t>::max() / 2) {
+    return absl::ResourceExhaustedError("search space too large");
+  }
+  done_ = total_ - [&] {
+    uint64_t valid = 0;
+    for (const ParallelConfig& p : layouts_) valid += KnobsOf(p).combos.size();
+    return valid;
+  }();
+
+  // Invalid-layout examples carry Validate()'s one-line reason.
+  std::vector<std::string> invalid_text(kNumInfeasibilities);
+  for (int d = 0; d < kNumInfeasibilities; ++d) {
+    if (rejected_examples[d].reason != Infeasibility::kNone) {
+      invalid_text[d] = absl::StrCat(
+          ToString(rejected_examples[d].layout), ": ",
+          Validate(problem_.model, problem_.shape, rejected_examples[d].layout)
+              .message());
+    }
+  }
+  if (layouts_.empty()) {
+    const bool fixed_layout =
+        !ToString(options_.constraints.fixed).empty();
+    int worst = -1;
+    uint64_t worst_n = 0;
+    for (int d = 0; d < kNumInfeasibilities; ++d) {
+      const uint64_t n =
+          rejections_.count[static_cast<int>(PruneRule::kInvalidLayout)][d][0];
+      if (n > worst_n) {
+        worst_n = n;
+        worst = d;
+      }
+    }
+    std::string why =
+        worst < 0 ? std::string("no layout of the space matches")
+                  : absl::StrCat("every layout is invalid, e.g. ",
+                                 invalid_text[worst]);
+    if (fixed_layout) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--fix ", ToString(options_.constraints.fixed), ": ", why));
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("no valid parallel layout for ", ToString(problem_), ": ",
+                     why));
+  }
+
+  const int threads = ResolveThreadCount(options_.threads);
+  std::vector<Worker> workers(static_cast<size_t>(threads));
+  const uint32_t num_layouts = static_cast<uint32_t>(layouts_.size());
+
+  if (options_.exhaustive) {
+    ParallelFor(threads, num_layouts, [&](size_t i, int wi) {
+      ScoreLayoutExhaustive(static_cast<uint32_t>(i), workers[wi]);
+      if (wi == 0) {
+        best_tps_.store(std::max(0.0, top_.best().empty()
+                                          ? 0.0
+                                          : top_.best()[0].tokens_per_sec),
+                        std::memory_order_relaxed);
+        Progress(false);
+      }
+    });
+  } else {
+    // Phase 1: floors and group heads, per worker.
+    std::vector<std::vector<OpenGroup>> open(workers.size());
+    std::vector<TopLayouts> tops(workers.size(), TopLayouts(options_.top_k));
+    ParallelFor(threads, num_layouts, [&](size_t i, int wi) {
+      ScoreLayoutHeads(static_cast<uint32_t>(i), workers[wi], open[wi],
+                       tops[wi]);
+      if (wi == 0) {
+        if (!tops[0].best().empty()) {
+          best_tps_.store(std::max(best_tps_.load(std::memory_order_relaxed),
+                                   tops[0].best()[0].tokens_per_sec),
+                          std::memory_order_relaxed);
+        }
+        Progress(false);
+      }
+    });
+    for (const TopLayouts& t : tops) {
+      for (const Scored& s : t.best()) top_.Offer(s);
+    }
+    // Phase 2: open groups, best head first, against the K-th best layout.
+    std::vector<OpenGroup> groups;
+    for (auto& v : open) groups.insert(groups.end(), v.begin(), v.end());
+    std::sort(groups.begin(), groups.end(),
+              [](const OpenGroup& a, const OpenGroup& b) {
+                return std::tie(b.head_tokens_per_sec, a.layout, a.group) <
+                       std::tie(a.head_tokens_per_sec, b.layout, b.group);
+              });
+    std::vector<char> pruned(groups.size(), 0);
+    std::atomic<double> threshold{top_.threshold()};
+    ParallelFor(threads, groups.size(), [&](size_t i, int wi) {
+      const OpenGroup& g = groups[i];
+      const KnobSet& ks = KnobsOf(layouts_[g.layout]);
+      Worker& w = workers[wi];
+      if (g.head_tokens_per_sec < threshold.load(std::memory_order_relaxed)) {
+        pruned[i] = 1;
+        done_.fetch_add(ks.group_size - 1, std::memory_order_relaxed);
+      } else {
+        const uint32_t head = g.group * static_cast<uint32_t>(ks.group_size);
+        Scored best;
+        const uint64_t before = w.evaluated;
+        for (uint32_t c = head + 1; c < head + ks.group_size; ++c) {
+          const Scored s = Score(g.layout, c, w);
+          if (Better(s, best)) best = s;
+        }
+        evaluated_.fetch_add(w.evaluated - before, std::memory_order_relaxed);
+        done_.fetch_add(ks.group_size - 1, std::memory_order_relaxed);
+        if (best.valid()) {
+          std::lock_guard<std::mutex> lock(mu_);
+          top_.Offer(best);
+          threshold.store(top_.threshold(), std::memory_order_relaxed);
+          best_tps_.store(top_.best()[0].tokens_per_sec,
+                          std::memory_order_relaxed);
+        }
+      }
+      if (wi == 0) Progress(false);
+    });
+    // Tally the pruned groups; the example is the nearest miss (the list is
+    // sorted by head throughput).
+    Worker& w0 = workers[0];
+    for (size_t i = 0; i < groups.size(); ++i) {
+      if (!pruned[i]) continue;
+      const OpenGroup& g = groups[i];
+      const KnobSet& ks = KnobsOf(layouts_[g.layout]);
+      w0.tally.Add(PruneRule::kBoundBelowTopK, 0, false, ks.group_size - 1,
+                   Example{true, g.layout,
+                           g.group * static_cast<uint32_t>(ks.group_size),
+                           g.head_tokens_per_sec, top_.threshold()});
+    }
+  }
+  Progress(true);
+
+  // Merge the workers.
+  Worker all;
+  for (const Worker& w : workers) {
+    all.evaluated += w.evaluated;
+    all.feasible += w.feasible;
+    all.tally.Merge(w.tally);
+    all.front.Merge(w.front);
+    if (w.least_memory.valid() &&
+        (!all.least_memory.valid() ||
+         w.least_memory.peak_bytes < all.least_memory.peak_bytes)) {
+      all.least_memory = w.least_memory;
+    }
+    if (w.floor_bytes < all.floor_bytes) {
+      all.floor_bytes = w.floor_bytes;
+      all.floor_layout = w.floor_layout;
+    }
+  }
+  all.tally.Merge(rejections_);
+
+  if (top_.best().empty()) return NoFeasiblePlan(all);
+
+  SearchResult result;
+  result.problem = problem_;
+  result.exhaustive = options_.exhaustive;
+  result.candidates_total = total_;
+  result.candidates_evaluated = all.evaluated;
+  result.candidates_feasible = all.feasible;
+  result.memory_limit_bytes = limit_bytes_;
+  for (const Scored& s : top_.best()) {
+    absl::StatusOr<RankedPlan> r = Derive(s);
+    if (!r.ok()) return r.status();
+    result.top.push_back(*std::move(r));
+  }
+  result.best = result.top.front();
+  for (const ParetoPoint& p : all.front.points()) {
+    Scored s;
+    s.layout = static_cast<uint32_t>(p.id >> 32);
+    s.combo = static_cast<uint32_t>(p.id & 0xffffffffu);
+    absl::StatusOr<RankedPlan> r = Derive(s);
+    if (!r.ok()) return r.status();
+    result.pareto.push_back(*std::move(r));
+  }
+  for (int r = 0; r < kNumPruneRules; ++r) {
+    for (int d = 0; d < kNumInfeasibilities; ++d) {
+      for (int e = 0; e < 2; ++e) {
+        const uint64_t n = all.tally.count[r][d][e];
+        if (n == 0) continue;
+        const PruneRule rule = static_cast<PruneRule>(r);
+        PruneCount pc;
+        pc.rule = rule;
+        pc.evaluated = e == 1;
+        if (rule == PruneRule::kInvalidLayout ||
+            rule == PruneRule::kUnsupportedByModel) {
+          pc.detail = std::string(InfeasibilityName(static_cast<Infeasibility>(d)));
+        }
+        pc.candidates = n;
+        pc.example = rule == PruneRule::kInvalidLayout
+                         ? invalid_text[d]
+                         : ExampleText(rule, d, e == 1, all.tally.example[r][d][e]);
+        result.pruned.push_back(std::move(pc));
+      }
+    }
+  }
+  result.search_seconds = SecondsSince(start_);
+  return result;
+}
+
+}  // namespace
+
+std::string ToString(const SearchProblem& problem) {
+  const char* objective = "";
+  switch (problem.shape.objective) {
+    case Objective::kPretrain:
+      objective = "pretrain";
+      break;
+    case Objective::kFinetune:
+      objective = "finetune";
+      break;
+    case Objective::kLora:
+      objective = "lora";
+      break;
+  }
+  return absl::StrCat(problem.model.name, " on ", problem.shape.gpus, " x ",
+                      problem.cluster.name, " (", problem.cluster.gpu.name,
+                      "), seq ", problem.shape.seq_len, ", gbs ",
+                      problem.shape.global_batch, ", ", objective);
+}
+
+std::string_view PruneRuleName(PruneRule rule) {
+  switch (rule) {
+    case PruneRule::kInvalidLayout:
+      return "invalid_layout";
+    case PruneRule::kWeightsExceedMemory:
+      return "weights_exceed_memory";
+    case PruneRule::kBoundBelowTopK:
+      return "bound_below_top_k";
+    case PruneRule::kDominatedInGroup:
+      return "dominated_in_group";
+    case PruneRule::kOverMemory:
+      return "over_memory";
+    case PruneRule::kUnsupportedByModel:
+      return "rejected_by_step_model";
+  }
+  return "unknown";
+}
+
+std::string_view PruneRuleText(PruneRule rule) {
+  switch (rule) {
+    case PruneRule::kInvalidLayout:
+      return "the layout cannot run (sizes do not divide)";
+    case PruneRule::kWeightsExceedMemory:
+      return "the layout's weights alone exceed the memory limit";
+    case PruneRule::kBoundBelowTopK:
+      return "even the group's fastest setting is below the K-th best layout";
+    case PruneRule::kDominatedInGroup:
+      return "the group's fastest setting already fits, so no other member "
+             "can beat it";
+    case PruneRule::kOverMemory:
+      return "scored: peak memory over the limit";
+    case PruneRule::kUnsupportedByModel:
+      return "the step model rejects the configuration";
+  }
+  return "";
+}
+
+std::string ToString(const Plan& plan) {
+  return absl::StrCat(ToString(plan.parallel), " ", ToString(plan.knobs));
+}
+
+absl::StatusOr<SearchResult> Search(const SearchProblem& problem,
+                                    std::shared_ptr<const CostModel> cost_model,
+                                    const SearchOptions& options) {
+  if (options.top_k < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("top K must be at least 1, got ", options.top_k));
+  }
+  if (!(options.max_memory_fraction > 0 && options.max_memory_fraction <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max memory fraction must be in (0, 1], got ",
+                     options.max_memory_fraction));
+  }
+  if (options.threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads must be >= 0, got ", options.threads));
+  }
+  absl::StatusOr<KnobAxes> axes =
+      BuildKnobAxes(problem.model, problem.cluster, options.constraints);
+  if (!axes.ok()) return axes.status();
+  absl::StatusOr<StepModel> model = StepModel::Create(
+      problem.model, problem.cluster, problem.shape, std::move(cost_model));
+  if (!model.ok()) return model.status();
+  Searcher searcher(problem, *model, options, *std::move(axes));
+  return searcher.Run();
+}
+
+nlohmann::json ToJson(const SearchResult& r) {
+  nlohmann::json j;
+  j["mode"] = r.exhaustive ? "exhaustive" : "default";
+  j["problem"] = ToString(r.problem);
+  j["best"] = ToJson(r.best.prediction);
+  j["top"] = nlohmann::json::array();
+  for (const RankedPlan& p : r.top) j["top"].push_back(ToJson(p.prediction));
+  j["pareto"] = nlohmann::json::array();
+  for (const RankedPlan& p : r.pareto) {
+    j["pareto"].push_back(ToJson(p.prediction));
+  }
+  j["candidates_total"] = r.candidates_total;
+  j["candidates_evaluated"] = r.candidates_evaluated;
+  j["candidates_feasible"] = r.candidates_feasible;
+  j["memory_limit_gib"] = r.memory_limit_bytes / units::kGiB;
+  j["pruned"] = nlohmann::json::array();
+  for (const PruneCount& p : r.pruned) {
+    nlohmann::json e;
+    e["rule"] = PruneRuleName(p.rule);
+    if (!p.detail.empty()) e["detail"] = p.detail;
+    e["reason"] = PruneRuleText(p.rule);
+    e["evaluated"] = p.evaluated;
+    e["candidates"] = p.candidates;
+    e["example"] = p.example;
+    j["pruned"].push_back(std::move(e));
+  }
+  j["search_seconds"] = r.search_seconds;
+  return j;
+}
+
+std::string ExplainPruning(const SearchResult& r) {
+  std::string out = absl::StrCat(
+      "search: ", r.exhaustive ? "exhaustive" : "default", ", ",
+      r.candidates_total, " candidates, ", r.candidates_evaluated,
+      " scored, ", r.candidates_feasible, " feasible, ",
+      absl::StrFormat("%.3f", r.search_seconds), " s\n");
+  for (const PruneCount& p : r.pruned) {
+    absl::StrAppend(&out, absl::StrFormat("%14u  ", p.candidates),
+                    PruneRuleName(p.rule),
+                    p.detail.empty() ? "" : absl::StrCat(" (", p.detail, ")"),
+                    p.evaluated ? " [scored]" : "", ": ", PruneRuleText(p.rule),
+                    "\n                e.g. ", p.example, "\n");
+  }
+  return out;
+}
+
+}  // namespace moetune::planner
