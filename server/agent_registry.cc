@@ -73,7 +73,7 @@ absl::StatusOr<AgentRegistry::Session> AgentRegistry::Register(const v1::AgentIn
   return Session{e.info.agent_id(), e.session_id};
 }
 
-absl::Status AgentRegistry::Touch(const std::string& agent_id, const std::string& session_id,
+absl::StatusOr<std::string> AgentRegistry::Touch(const std::string& agent_id, const std::string& session_id,
                                   const std::string& current_task_id) {
   absl::MutexLock lock(&mu_);
   auto it = agents_.find(agent_id);
@@ -87,7 +87,7 @@ absl::Status AgentRegistry::Touch(const std::string& agent_id, const std::string
   e.info.set_last_seen_unix_ms(UnixMs(e.last_seen));
   e.info.set_state(v1::AGENT_STATE_LIVE);
   e.info.set_current_task_id(current_task_id);
-  return absl::OkStatus();
+  return e.info.cluster();
 }
 
 std::vector<std::string> AgentRegistry::ExpireLost() {

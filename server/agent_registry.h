@@ -42,8 +42,9 @@ class AgentRegistry {
   // InvalidArgument naming the field when node or cluster is empty or not a
   // plain name ([A-Za-z0-9._-], at most 128 characters).
   absl::StatusOr<Session> Register(const moetune::v1::AgentInfo& info);
-  // Marks the agent seen. NotFound when the session is unknown.
-  absl::Status Touch(const std::string& agent_id, const std::string& session_id,
+  // Marks the agent seen and returns its cluster. NotFound when the session
+  // is unknown.
+  absl::StatusOr<std::string> Touch(const std::string& agent_id, const std::string& session_id,
                      const std::string& current_task_id = "");
 
   // Agents whose last call is older than the liveness timeout become LOST;

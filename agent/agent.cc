@@ -1,0 +1,270 @@
+#include "agent/agent.h"
+
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/grpc_rendezvous.h"
+#include "agent/task_convert.h"
+
+namespace moetune::agent {
+namespace {
+
+namespace v1 = ::moetune::v1;
+namespace k = ::moetune::kernels;
+
+void Log(const std::string& line) { std::cerr << "moetune-agent: " << line << std::endl; }
+
+void SetDeadline(grpc::ClientContext* ctx, absl::Duration d) {
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + d));
+}
+
+std::string Describe(const grpc::Status& s) {
+  return absl::StrCat(s.error_code(), " ", s.error_message());
+}
+
+}  // namespace
+
+Agent::Agent(AgentOptions options, std::shared_ptr<v1::AgentService::StubInterface> stub,
+             std::unique_ptr<ResultSpool> spool, ProbeRunner runner)
+    : options_(std::move(options)),
+      stub_(std::move(stub)),
+      spool_(std::move(spool)),
+      runner_(std::move(runner)),
+      backoff_(options_.min_backoff) {}
+
+Agent::~Agent() = default;
+
+void Agent::Sleep(absl::Duration d, const std::atomic<bool>* stop) {
+  const absl::Time until = absl::Now() + d;
+  while (!stop->load() && absl::Now() < until) {
+    absl::SleepFor(std::min(absl::Milliseconds(50), until - absl::Now()));
+  }
+}
+
+void Agent::Backoff(const std::atomic<bool>* stop) {
+  // Full jitter in [backoff/2, backoff], then double up to max_backoff.
+  absl::BitGen gen;
+  double f = absl::Uniform(gen, 0.5, 1.0);
+  Sleep(backoff_ * f, stop);
+  backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+}
+
+void Agent::SessionLost() {
+  absl::MutexLock lock(&mu_);
+  session_id_.clear();
+}
+
+bool Agent::Register() {
+  v1::RegisterRequest req;
+  *req.mutable_agent() = options_.info;
+  v1::RegisterResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, options_.rpc_timeout);
+  grpc::Status s = stub_->Register(&ctx, req, &resp);
+  if (!s.ok()) {
+    Log(absl::StrCat("register failed: ", Describe(s)));
+    return false;
+  }
+  absl::MutexLock lock(&mu_);
+  agent_id_ = resp.agent_id();
+  session_id_ = resp.session_id();
+  if (resp.heartbeat_interval_ms() > 0) {
+    heartbeat_interval_ = absl::Milliseconds(resp.heartbeat_interval_ms());
+  }
+  Log(absl::StrCat("registered as ", agent_id_, " (session ", session_id_, ", ",
+                   spool_->size(), " results waiting in the spool)"));
+  return true;
+}
+
+void Agent::LogAck(const std::string& result_id) {
+  if (options_.ack_log_path.empty()) return;
+  std::ofstream out(options_.ack_log_path, std::ios::app);
+  out << result_id << "\n";
+  out.flush();
+}
+
+bool Agent::Deliver() {
+  std::string agent_id, session_id;
+  {
+    absl::MutexLock lock(&mu_);
+    agent_id = agent_id_;
+    session_id = session_id_;
+  }
+  for (const v1::ProbeResult& r : spool_->Pending()) {
+    v1::ReportResultRequest req;
+    req.set_agent_id(agent_id);
+    req.set_session_id(session_id);
+    *req.mutable_result() = r;
+    v1::ReportResultResponse resp;
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, options_.rpc_timeout);
+    grpc::Status s = stub_->ReportResult(&ctx, req, &resp);
+    if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+      // The server will never take it; keep it out of the way but say so.
+      Log(absl::StrCat("server rejected result ", r.result_id(), " for good: ", s.error_message()));
+    } else if (!s.ok()) {
+      if (s.error_code() == grpc::StatusCode::NOT_FOUND) SessionLost();
+      Log(absl::StrCat("report of ", r.result_id(), " failed (kept in the spool): ", Describe(s)));
+      return false;
+    } else {
+      LogAck(r.result_id());
+    }
+    if (absl::Status st = spool_->Ack(r.result_id()); !st.ok()) {
+      Log(absl::StrCat("spool: ", st.ToString()));
+      return false;
+    }
+  }
+  return true;
+}
+
+void Agent::HeartbeatLoop(const std::atomic<bool>* stop) {
+  while (!stop->load()) {
+    v1::HeartbeatRequest req;
+    absl::Duration interval;
+    {
+      absl::MutexLock lock(&mu_);
+      req.set_agent_id(agent_id_);
+      req.set_session_id(session_id_);
+      req.set_current_task_id(current_task_);
+      interval = heartbeat_interval_;
+    }
+    if (!req.session_id().empty()) {
+      v1::HeartbeatResponse resp;
+      grpc::ClientContext ctx;
+      SetDeadline(&ctx, std::min(options_.rpc_timeout, interval * 2));
+      grpc::Status s = stub_->Heartbeat(&ctx, req, &resp);
+      if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
+        Log("server forgot this session; registering again");
+        SessionLost();
+      }
+    }
+    Sleep(interval, stop);
+  }
+}
+
+std::string Agent::NewResultId() {
+  absl::BitGen gen;
+  absl::MutexLock lock(&mu_);
+  return absl::StrFormat("%s/%d-%d-%016x", agent_id_, absl::ToUnixNanos(absl::Now()),
+                         ++results_made_, absl::Uniform<uint64_t>(gen));
+}
+
+v1::ProbeResult Agent::RunTask(const v1::ProbeTask& task) {
+  v1::ProbeResult out;
+  absl::StatusOr<k::ProbeParams> params = ToProbeParams(task);
+  absl::Status status = params.status();
+  std::string agent_id;
+  {
+    absl::MutexLock lock(&mu_);
+    agent_id = agent_id_;
+  }
+  if (params.ok()) {
+    k::ProbeRequest req;
+    req.backend = options_.backend;
+    req.params = *params;
+    if (task.local_devices() > 1) {
+      req.group.world_size = task.local_devices();  // one process, local GPUs
+    } else if (task.world_size() > 1) {
+      req.group.rank = task.rank();
+      req.group.world_size = task.world_size();
+      req.group.ranks_per_node = 1;  // one rank per agent (node)
+      req.group.store = std::make_shared<GrpcRendezvousStore>(
+          stub_.get(), agent_id, absl::ToChronoMilliseconds(options_.rpc_timeout));
+      req.group.key_prefix = task.rendezvous_prefix();
+      if (task.rendezvous_timeout_ms() > 0) {
+        req.group.timeout = std::chrono::milliseconds(task.rendezvous_timeout_ms());
+      }
+    }
+    req.group.device_ordinal = task.device_ordinal();
+    absl::StatusOr<k::ProbeResult> r = runner_(req);
+    status = r.status();
+    if (r.ok()) out = ToResultProto(*r);
+  }
+  if (!status.ok()) {
+    out.set_kind(task.kind());
+    out.set_error_code(static_cast<int>(status.code()));
+    out.set_error_message(std::string(status.message()));
+    out.mutable_provenance()->set_backend(options_.info.backend());
+    *out.mutable_provenance()->mutable_versions() = options_.info.versions();
+  }
+  out.set_result_id(NewResultId());
+  out.set_task_id(task.task_id());
+  out.set_campaign_id(task.campaign_id());
+  out.set_attempt(task.attempt());
+  out.set_rank(task.rank());
+  v1::Provenance* p = out.mutable_provenance();
+  p->set_agent_id(agent_id);
+  p->set_node(options_.info.node());
+  p->set_cluster(options_.info.cluster());
+  p->mutable_versions()->set_agent(options_.info.versions().agent());
+  return out;
+}
+
+void Agent::Run(const std::atomic<bool>* stop) {
+  std::thread heartbeat([this, stop] { HeartbeatLoop(stop); });
+  while (!stop->load()) {
+    bool registered;
+    {
+      absl::MutexLock lock(&mu_);
+      registered = !session_id_.empty();
+    }
+    if (!registered && !Register()) {
+      Backoff(stop);
+      continue;
+    }
+    if (!Deliver()) {
+      Backoff(stop);
+      continue;
+    }
+    backoff_ = options_.min_backoff;
+
+    v1::PullTaskRequest req;
+    {
+      absl::MutexLock lock(&mu_);
+      req.set_agent_id(agent_id_);
+      req.set_session_id(session_id_);
+    }
+    req.set_wait_ms(static_cast<int32_t>(absl::ToInt64Milliseconds(options_.pull_wait)));
+    v1::PullTaskResponse resp;
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, options_.pull_wait + options_.rpc_timeout);
+    grpc::Status s = stub_->PullTask(&ctx, req, &resp);
+    if (!s.ok()) {
+      if (s.error_code() == grpc::StatusCode::NOT_FOUND) SessionLost();
+      Log(absl::StrCat("pull failed: ", Describe(s)));
+      Backoff(stop);
+      continue;
+    }
+    if (!resp.has_task()) continue;
+    const v1::ProbeTask& task = resp.task();
+    {
+      absl::MutexLock lock(&mu_);
+      current_task_ = task.task_id();
+    }
+    absl::Time start = absl::Now();
+    v1::ProbeResult result = RunTask(task);
+    {
+      absl::MutexLock lock(&mu_);
+      current_task_.clear();
+    }
+    Log(absl::StrFormat("task %s rank %d/%d attempt %d: %s in %.3f s", task.task_id(), task.rank(),
+                        std::max(1, task.world_size()), task.attempt(),
+                        result.error_code() == 0 ? "ok" : result.error_message(),
+                        absl::ToDoubleSeconds(absl::Now() - start)));
+    if (absl::Status st = spool_->Add(result); !st.ok()) {
+      // Without a durable copy the result could be lost after the send;
+      // send it anyway (the server commits before acknowledging).
+      Log(absl::StrCat("spool: ", st.ToString()));
+    }
+    if (!Deliver()) Backoff(stop);
+  }
+  heartbeat.join();
+}
+
+}  // namespace moetune::agent

@@ -1,0 +1,81 @@
+// Agent: the node daemon's control loop.
+//
+//   register (with backoff) -> deliver spooled results -> pull a task (long
+//   poll) -> run it through kernels/ -> spool the result -> deliver it -> ...
+// plus a heartbeat thread. A result is written to the spool (fsync'ed) before
+// it is sent and leaves the spool only when the server acknowledges it, which
+// it does after its store committed it; re-sends carry the same result_id, so
+// the server stores each result once. When the server is unreachable the
+// agent backs off exponentially (with jitter) up to max_backoff and keeps
+// trying; when the server no longer knows its session (restart, liveness
+// timeout) it registers again.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agent/spool.h"
+#include "kernels/probes.h"
+#include "proto/agent_service.grpc.pb.h"
+
+namespace moetune::agent {
+
+struct AgentOptions {
+  moetune::v1::AgentInfo info;  // from Discover()
+  moetune::kernels::Backend backend = moetune::kernels::Backend::kCpu;
+  absl::Duration rpc_timeout = absl::Seconds(10);
+  absl::Duration pull_wait = absl::Seconds(5);
+  absl::Duration min_backoff = absl::Milliseconds(100);
+  absl::Duration max_backoff = absl::Seconds(10);
+  // When set, every acknowledged result_id is appended here (an audit trail
+  // that tests compare with the server's store).
+  std::string ack_log_path;
+};
+
+using ProbeRunner = std::function<absl::StatusOr<moetune::kernels::ProbeResult>(
+    const moetune::kernels::ProbeRequest&)>;
+
+class Agent {
+ public:
+  Agent(AgentOptions options, std::shared_ptr<moetune::v1::AgentService::StubInterface> stub,
+        std::unique_ptr<ResultSpool> spool, ProbeRunner runner);
+  ~Agent();
+
+  // Runs until *stop becomes true.
+  void Run(const std::atomic<bool>* stop);
+
+  // The result message of one task (also for failed probes), ready to spool.
+  moetune::v1::ProbeResult RunTask(const moetune::v1::ProbeTask& task);
+
+ private:
+  bool Register();
+  // Sends every spooled result; false on the first failure.
+  bool Deliver();
+  void HeartbeatLoop(const std::atomic<bool>* stop);
+  void Sleep(absl::Duration d, const std::atomic<bool>* stop);
+  void Backoff(const std::atomic<bool>* stop);
+  void SessionLost();
+  std::string NewResultId();
+  void LogAck(const std::string& result_id);
+
+  const AgentOptions options_;
+  std::shared_ptr<moetune::v1::AgentService::StubInterface> stub_;
+  std::unique_ptr<ResultSpool> spool_;
+  ProbeRunner runner_;
+
+  absl::Mutex mu_;
+  std::string agent_id_ ABSL_GUARDED_BY(mu_);
+  std::string session_id_ ABSL_GUARDED_BY(mu_);
+  std::string current_task_ ABSL_GUARDED_BY(mu_);
+  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(2);
+  absl::Duration backoff_;
+  uint64_t results_made_ = 0;
+};
+
+}  // namespace moetune::agent

@@ -1,0 +1,106 @@
+#include "agent/discovery.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace moetune::agent {
+namespace {
+namespace v1 = ::moetune::v1;
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+
+// "key : value" line of a /proc file.
+std::string ProcValue(const char* file, const std::string& key) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    return std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string CpuModelName() {
+  std::string name = ProcValue("/proc/cpuinfo", "model name");
+  return name.empty() ? "cpu" : name;
+}
+
+uint64_t HostMemoryBytes() {
+  std::string v = ProcValue("/proc/meminfo", "MemTotal");  // "24576000 kB"
+  uint64_t kb = 0;
+  if (!absl::SimpleAtoi(absl::StripSuffix(v, " kB"), &kb)) return 0;
+  return kb * 1024;
+}
+
+std::string KernelRelease() {
+  struct utsname u;
+  if (uname(&u) != 0) return "";
+  return u.release;
+}
+
+absl::StatusOr<v1::AgentInfo> Discover(const DiscoveryOptions& options,
+                                       const CudaDeviceCountFn& cuda_device_count) {
+  if (options.backend != "auto" && options.backend != "cuda" && options.backend != "cpu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend must be auto, cuda or cpu, got '", options.backend, "'"));
+  }
+  v1::AgentInfo info;
+  info.set_node(options.node.empty() ? HostName() : options.node);
+  info.set_cluster(options.cluster);
+  v1::NodeTopology* topo = info.mutable_topology();
+  topo->set_cpu_cores(static_cast<int32_t>(std::thread::hardware_concurrency()));
+  topo->set_host_memory_bytes(HostMemoryBytes());
+  info.mutable_versions()->set_agent(options.agent_version);
+  info.mutable_versions()->set_driver(KernelRelease());
+
+  int cuda_devices = 0;
+  std::string cuda_reason;
+  if (options.backend != "cpu") {
+    absl::StatusOr<int> n = cuda_device_count();
+    if (n.ok()) {
+      cuda_devices = *n;
+    } else {
+      cuda_reason = std::string(n.status().message());
+    }
+    if (options.backend == "cuda" && cuda_devices == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--backend cuda but no usable CUDA device: ",
+          cuda_reason.empty() ? "device count is 0" : cuda_reason));
+    }
+  }
+  if (cuda_devices > 0) {
+    info.set_backend(v1::BACKEND_CUDA);
+    for (int i = 0; i < cuda_devices; ++i) {
+      v1::DeviceInfo* d = info.add_devices();
+      d->set_index(i);
+      // Name, UUID, memory and compute capability are not exposed by kernels/
+      // yet; probe results carry them in their provenance.
+      d->set_name(absl::StrCat("cuda:", i));
+    }
+  } else {
+    info.set_backend(v1::BACKEND_CPU);
+    v1::DeviceInfo* d = info.add_devices();
+    d->set_index(0);
+    d->set_name(CpuModelName());
+    d->set_memory_bytes(HostMemoryBytes());
+  }
+  return info;
+}
+
+}  // namespace moetune::agent

@@ -1,0 +1,50 @@
+#include "agent/discovery.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace moetune::agent {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<int> NoCuda() { return absl::UnavailableError("no CUDA device: cudaGetDeviceCount: 100"); }
+absl::StatusOr<int> FourGpus() { return 4; }
+
+TEST(DiscoveryTest, AutoFallsBackToCpuWithoutDevices) {
+  auto info = Discover({"n1", "ci", "auto", "v"}, NoCuda);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->backend(), moetune::v1::BACKEND_CPU);
+  ASSERT_EQ(info->devices_size(), 1);
+  EXPECT_EQ(info->devices(0).name(), CpuModelName());
+  EXPECT_EQ(info->node(), "n1");
+  EXPECT_GT(info->topology().cpu_cores(), 0);
+}
+
+TEST(DiscoveryTest, AutoPicksCudaWithDevices) {
+  auto info = Discover({"n1", "ci", "auto", "v"}, FourGpus);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->backend(), moetune::v1::BACKEND_CUDA);
+  EXPECT_EQ(info->devices_size(), 4);
+}
+
+TEST(DiscoveryTest, CpuBackendIgnoresDevices) {
+  auto info = Discover({"n1", "ci", "cpu", "v"}, FourGpus);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->backend(), moetune::v1::BACKEND_CPU);
+}
+
+TEST(DiscoveryTest, CudaBackendWithoutDeviceSaysWhy) {
+  auto info = Discover({"n1", "ci", "cuda", "v"}, NoCuda);
+  EXPECT_EQ(info.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(info.status().message()), HasSubstr("cudaGetDeviceCount"));
+}
+
+TEST(DiscoveryTest, UnknownBackendIsInvalid) {
+  auto info = Discover({"n1", "ci", "tpu", "v"}, NoCuda);
+  EXPECT_EQ(info.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(info.status().message()), HasSubstr("'tpu'"));
+}
+
+}  // namespace
+}  // namespace moetune::agent
