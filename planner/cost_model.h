@@ -76,6 +76,9 @@ class CostModel {
   // `context` keys on average, `heads` heads (BF16).
   virtual Cost AttentionForward(double queries, double context, int heads,
                                 int qk_head_dim, int v_head_dim) const = 0;
+  // Its backward (dQ, dK, dV with the recomputed softmax).
+  virtual Cost AttentionBackward(double queries, double context, int heads,
+                                 int qk_head_dim, int v_head_dim) const = 0;
   // Memory-bound kernels moving `bytes` through HBM.
   virtual Cost MemoryBound(double bytes) const = 0;
   virtual Cost Collective(CollectiveKind kind, double bytes, int group_size,
@@ -93,17 +96,23 @@ class CostModel {
 // Named, sourced efficiency constants of the roofline prior; one set per GPU
 // generation. See cost_model.cc for the values and their justification.
 struct PriorConstants {
-  // Fraction of the dense peak a large GEMM reaches, per precision.
+  // Fraction of the dense peak a large GEMM reaches, per precision
+  // (indexed by Precision).
   double gemm_efficiency[kNumPrecisions] = {0, 0, 0, 0};
-  // GEMM size (FLOPs) at which efficiency is half its large-size value.
-  double gemm_half_efficiency_flops = 0;
-  double attention_efficiency = 0;  // flash attention fwd vs BF16 peak
-  double attention_bwd_over_fwd = 0;
-  double hbm_efficiency = 0;
-  double nvlink_efficiency = 0;    // achieved bus bandwidth / peak
+  // Fixed time of one GEMM kernel (prologue, tail wave, epilogue).
+  double gemm_fixed_s = 0;
+  // Extra fixed time per expert when experts run as a loop of GEMMs
+  // instead of one grouped GEMM (launch + per-GEMM tail).
+  double gemm_loop_per_expert_s = 0;
+  double attention_efficiency = 0;     // flash attention fwd vs BF16 peak
+  double attention_bwd_over_fwd = 0;   // bwd time / fwd time
+  double hbm_efficiency = 0;           // memory-bound kernels vs HBM peak
+  double nvlink_efficiency = 0;        // achieved bus bandwidth / peak
   double scaleout_efficiency = 0;
   double host_link_efficiency = 0;
-  double overlap_slowdown_per_stream = 0;
+  double dispatch_nvlink_efficiency = 0;   // EP dispatch/combine kernels
+  double dispatch_scaleout_efficiency = 0;
+  double comm_sm_fraction = 0;  // SMs a communication stream takes
   double kernel_launch_s = 0;
   double kernel_launch_graphs_s = 0;
 };
@@ -120,6 +129,8 @@ class DatasheetCostModel : public CostModel {
   Cost GroupedGemm(const GroupedGemmShape& shape) const override;
   Cost AttentionForward(double queries, double context, int heads,
                         int qk_head_dim, int v_head_dim) const override;
+  Cost AttentionBackward(double queries, double context, int heads,
+                         int qk_head_dim, int v_head_dim) const override;
   Cost MemoryBound(double bytes) const override;
   Cost Collective(CollectiveKind kind, double bytes, int group_size,
                   LinkSpan span) const override;
@@ -198,6 +209,8 @@ class CalibratedCostModel : public CostModel {
   Cost GroupedGemm(const GroupedGemmShape& shape) const override;
   Cost AttentionForward(double queries, double context, int heads,
                         int qk_head_dim, int v_head_dim) const override;
+  Cost AttentionBackward(double queries, double context, int heads,
+                         int qk_head_dim, int v_head_dim) const override;
   Cost MemoryBound(double bytes) const override;
   Cost Collective(CollectiveKind kind, double bytes, int group_size,
                   LinkSpan span) const override;

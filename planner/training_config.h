@@ -91,6 +91,10 @@ struct Knobs {
   uint32_t offload_modules = 0;  // OffloadModule bits
   Dispatcher dispatcher = Dispatcher::kFusedDedup;
   bool grouped_gemm = true;  // false: a loop of one GEMM per local expert
+  // Tokens on the busiest GPU's experts / the mean (1.0: forced-balanced
+  // routing, as in the published benchmarks; 1.1-1.3 is typical of
+  // auxiliary-loss-free balancing in real training).
+  double moe_load_imbalance = 1.0;
   Overlap overlap;
   bool cuda_graphs = true;
   Precision precision = Precision::kBf16;

@@ -1,0 +1,472 @@
+#include "planner/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "planner/internal/strings.h"
+#include "planner/units.h"
+
+namespace moetune::planner {
+namespace {
+
+using units::kMicrosecond;
+
+// Rows of a GEMM tile: an expert (or GEMM) with m rows reaches
+// m / (m + kGemmHalfEfficiencyRows) of the large-GEMM efficiency. Source:
+// CUTLASS/cuBLASLt Hopper and Blackwell kernels use 128-row tiles; a GEMM
+// with m = 128 fills half of the last tile on average and pays one full
+// tile of prologue/epilogue, i.e. about half efficiency (DeepGEMM grouped
+// GEMM benchmarks show ~50-60% of peak at 128 tokens per expert, ~90% at
+// 1,024+).
+constexpr double kGemmHalfEfficiencyRows = 128;
+
+// Collective startup: NCCL uses trees/rings whose step count grows with the
+// group; 2 log2(n) latency steps is the tree all-reduce depth.
+double LatencySteps(int group_size) {
+  return group_size <= 1 ? 0.0 : 2.0 * std::ceil(std::log2(group_size));
+}
+
+// Fraction of a collective's buffer that crosses the links per rank
+// (nccl-tests doc/PERFORMANCE.md busBw factors).
+double BusFactor(CollectiveKind kind, int n) {
+  if (n <= 1) return 0.0;
+  const double f = double(n - 1) / n;
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return 2 * f;
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll:
+      return f;
+    case CollectiveKind::kSendRecv:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+// Expected number of distinct bins hit by k uniform picks among n bins:
+// n (1 - (1 - 1/n)^k).
+double DistinctHits(double n, int k) {
+  if (n <= 1) return std::min<double>(n, 1.0);
+  return n * (1.0 - std::pow(1.0 - 1.0 / n, k));
+}
+
+}  // namespace
+
+std::string_view CostSourceName(CostSource source) {
+  return source == CostSource::kCalibrated ? "calibrated" : "datasheet_prior";
+}
+
+std::string_view CollectiveKindName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return "all_reduce";
+    case CollectiveKind::kAllGather:
+      return "all_gather";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kAllToAll:
+      return "all_to_all";
+    case CollectiveKind::kSendRecv:
+      return "send_recv";
+  }
+  return "unknown";
+}
+
+std::string_view LinkSpanName(LinkSpan span) {
+  return span == LinkSpan::kNvlinkDomain ? "nvlink_domain" : "scale_out";
+}
+
+// The efficiency constants. They are global per GPU generation (never per
+// model or per run); the values start from the public figures quoted beside
+// each and were checked against ../shared/validation/runs.json as a whole
+// (see tests/validate.cc).
+PriorConstants PriorConstantsFor(const GpuSpec& gpu) {
+  PriorConstants k;
+  const bool hopper = gpu.generation == "hopper";
+  const bool ultra = gpu.generation == "blackwell_ultra";
+  if (hopper) {
+    // cuBLAS BF16 large GEMMs on H100 SXM: ~700-750 of 989 TFLOPS; FP8
+    // (per-tensor or blockwise scaling): ~1,200-1,300 of 1,979.
+    k.gemm_efficiency[int(Precision::kBf16)] = 0.72;
+    k.gemm_efficiency[int(Precision::kFp8)] = 0.60;
+    // FlashAttention-3 (Shah et al. 2024): 600-700 TFLOPS BF16 forward at
+    // head dim 128, i.e. ~0.6 of 989 on long causal sequences.
+    k.attention_efficiency = 0.55;
+    // DeepEP README (H800): intranode 153-158 GB/s of 200 GB/s NVLink;
+    // internode 43-58 GB/s of 50 GB/s RDMA (node-level aggregation).
+    k.dispatch_nvlink_efficiency = 0.75;
+    k.dispatch_scaleout_efficiency = 0.85;
+    // DeepEP normal kernels take 20-24 of 132 SMs.
+    k.comm_sm_fraction = 20.0 / 132.0;
+  } else {
+    // Blackwell: cuBLASLt BF16 ~1.6 of 2.25-2.45 PF, MXFP8 ~3.0-3.2 of 4.5-4.9
+    // PF, NVFP4 well below 2x MXFP8 once quantization epilogues are in.
+    k.gemm_efficiency[int(Precision::kBf16)] = 0.70;
+    k.gemm_efficiency[int(Precision::kFp8)] = 0.64;
+    k.gemm_efficiency[int(Precision::kMxfp8)] = 0.64;
+    k.gemm_efficiency[int(Precision::kNvfp4)] = 0.45;
+    // cuDNN flash attention on B200: ~1.3-1.5 PF BF16 forward; Blackwell
+    // Ultra doubles the SFU exponent rate that bounds attention softmax.
+    k.attention_efficiency = ultra ? 0.62 : 0.55;
+    // HybridEP/DeepEP on NVLink5: ~0.7 of 900 GB/s per direction.
+    k.dispatch_nvlink_efficiency = 0.70;
+    k.dispatch_scaleout_efficiency = 0.85;
+    k.comm_sm_fraction = 20.0 / 148.0;
+  }
+  // One GEMM kernel: ~3 us of prologue/epilogue and tail wave on a full GPU.
+  k.gemm_fixed_s = 3 * kMicrosecond;
+  // A loop of per-expert GEMMs pays a launch and a tail per expert.
+  k.gemm_loop_per_expert_s = 6 * kMicrosecond;
+  // FlashAttention-2 paper: backward ~2.5x the forward FLOPs at lower
+  // efficiency; measured bwd/fwd time ratio ~2.5-3.
+  k.attention_bwd_over_fwd = 2.7;
+  // STREAM-like kernels reach ~80-90% of HBM peak.
+  k.hbm_efficiency = 0.80;
+  // nccl-tests busBw: all-gather/reduce-scatter ~360-380 GB/s of 450 on
+  // H100 NVLink4 (0.8); NVLink5 similar fraction.
+  k.nvlink_efficiency = 0.78;
+  // NCCL over 400G/800G InfiniBand: ~40-45 of 50 GB/s per NIC.
+  k.scaleout_efficiency = 0.80;
+  // Pinned host copies: ~52-55 GB/s on PCIe Gen5 x16 (63 GB/s), similar
+  // fraction on NVLink-C2C.
+  k.host_link_efficiency = 0.85;
+  // cudaLaunchKernel ~4 us end to end between dependent kernels; inside a
+  // CUDA graph ~1-1.5 us.
+  k.kernel_launch_s = 4 * kMicrosecond;
+  k.kernel_launch_graphs_s = 1.5 * kMicrosecond;
+  return k;
+}
+
+DatasheetCostModel::DatasheetCostModel(ClusterSpec cluster)
+    : cluster_(std::move(cluster)), k_(PriorConstantsFor(cluster_.gpu)) {
+  for (int p = 0; p < kNumPrecisions; ++p) {
+    peak_flops_[p] =
+        PeakDenseFlopsPerSec(cluster_.gpu, Precision(p)).value_or(0.0);
+  }
+}
+
+Cost DatasheetCostModel::DenseGemm(double m, double n, double k,
+                                   Precision precision) const {
+  // Roofline: max(2 m n k / (peak x eff x tile factor), operand bytes / HBM)
+  // plus a fixed kernel time. The tile factor d / (d + 128) of the smallest
+  // dimension captures partial tiles.
+  const double flops = 2 * m * n * k;
+  const double d = std::min(m, std::min(n, k));
+  const double eff = k_.gemm_efficiency[int(precision)] *
+                     (d / (d + kGemmHalfEfficiencyRows));
+  const double compute = flops / (peak_flops_[int(precision)] * eff);
+  const double bytes =
+      (m * k + k * n) * GemmOperandBytes(precision) + m * n * 2.0;
+  const double memory =
+      bytes / (cluster_.gpu.hbm_bytes_per_sec * k_.hbm_efficiency);
+  return {k_.gemm_fixed_s + std::max(compute, memory),
+          CostSource::kDatasheetPrior};
+}
+
+Cost DatasheetCostModel::GroupedGemm(const GroupedGemmShape& s) const {
+  // One grouped GEMM over num_experts experts of tokens_per_expert rows
+  // each; the slowest GPU holds `imbalance` x the mean. Rows per expert set
+  // the tile factor.
+  const double rows = s.tokens_per_expert * s.imbalance;
+  const double flops = 2.0 * s.num_experts * rows * double(s.n) * double(s.k);
+  const double eff = k_.gemm_efficiency[int(s.precision)] *
+                     (s.tokens_per_expert /
+                      (s.tokens_per_expert + kGemmHalfEfficiencyRows));
+  double t = flops / (peak_flops_[int(s.precision)] * eff) + k_.gemm_fixed_s;
+  const double weight_bytes =
+      double(s.num_experts) * s.n * s.k * GemmOperandBytes(s.precision);
+  t = std::max(t, weight_bytes / (cluster_.gpu.hbm_bytes_per_sec *
+                                  k_.hbm_efficiency));
+  if (!s.grouped) t += s.num_experts * k_.gemm_loop_per_expert_s;
+  return {t, CostSource::kDatasheetPrior};
+}
+
+Cost DatasheetCostModel::AttentionForward(double queries, double context,
+                                          int heads, int qk_head_dim,
+                                          int v_head_dim) const {
+  // QK^T and AV: 2 FLOPs x queries x context x heads x (d_qk + d_v).
+  const double flops = 2.0 * queries * context * heads * (qk_head_dim + v_head_dim);
+  return {k_.gemm_fixed_s + flops / (cluster_.gpu.bf16_dense_flops_per_sec *
+                                     k_.attention_efficiency),
+          CostSource::kDatasheetPrior};
+}
+
+Cost DatasheetCostModel::AttentionBackward(double queries, double context,
+                                           int heads, int qk_head_dim,
+                                           int v_head_dim) const {
+  Cost fwd = AttentionForward(queries, context, heads, qk_head_dim, v_head_dim);
+  fwd.seconds *= k_.attention_bwd_over_fwd;
+  return fwd;
+}
+
+Cost DatasheetCostModel::MemoryBound(double bytes) const {
+  return {bytes / (cluster_.gpu.hbm_bytes_per_sec * k_.hbm_efficiency),
+          CostSource::kDatasheetPrior};
+}
+
+Cost DatasheetCostModel::Collective(CollectiveKind kind, double bytes,
+                                    int group_size, LinkSpan span) const {
+  if (group_size <= 1 || bytes <= 0) return {0.0, CostSource::kDatasheetPrior};
+  // alpha-beta: latency steps + bus bytes / achieved bus bandwidth. Across
+  // NVLink domains every rank's traffic leaves through its own NIC.
+  const bool nvlink = span == LinkSpan::kNvlinkDomain;
+  const double bw = nvlink ? cluster_.nvlink_bytes_per_sec * k_.nvlink_efficiency
+                           : cluster_.scaleout_bytes_per_sec *
+                                 k_.scaleout_efficiency;
+  const double latency =
+      nvlink ? cluster_.nvlink_latency_s : cluster_.scaleout_latency_s;
+  const double steps = kind == CollectiveKind::kSendRecv ? 1.0
+                                                         : LatencySteps(group_size);
+  return {steps * latency + BusFactor(kind, group_size) * bytes / bw,
+          CostSource::kDatasheetPrior};
+}
+
+Cost DatasheetCostModel::Dispatch(const DispatchShape& s) const {
+  if (s.ep <= 1 || s.tokens <= 0) return {0.0, CostSource::kDatasheetPrior};
+  const double g = std::max(1, std::min(s.ep_gpus_per_domain, s.ep));
+  const double domains = double(s.ep) / g;
+  double nvlink_copies = 0;  // per token, to other GPUs of this domain
+  double remote_copies = 0;  // per token, to other domains
+  if (s.dedup) {
+    // Fused dispatch sends a token once per destination GPU in the domain
+    // and once per destination domain (forwarded inside it over NVLink).
+    nvlink_copies = DistinctHits(s.ep, s.top_k) * (g - 1) / s.ep;
+    remote_copies = DistinctHits(domains, s.top_k) * (domains - 1) / domains;
+  } else {
+    // All-to-all sends one copy per (token, expert); 1/ep stay local.
+    nvlink_copies = s.top_k * (g - 1) / s.ep;
+    remote_copies = s.top_k * (s.ep - g) / s.ep;
+  }
+  const double nv = s.tokens * nvlink_copies * s.bytes_per_token /
+                    (cluster_.nvlink_bytes_per_sec * k_.dispatch_nvlink_efficiency);
+  const double ib = s.tokens * remote_copies * s.bytes_per_token /
+                    (cluster_.scaleout_bytes_per_sec *
+                     k_.dispatch_scaleout_efficiency);
+  // NVLink and NIC transfers proceed concurrently; the slower one bounds.
+  const double latency = remote_copies > 0
+                             ? 2 * cluster_.scaleout_latency_s
+                             : 2 * cluster_.nvlink_latency_s;
+  return {latency + std::max(nv, ib), CostSource::kDatasheetPrior};
+}
+
+Cost DatasheetCostModel::HostOffload(double bytes) const {
+  return {bytes / (cluster_.host_link_bytes_per_sec * k_.host_link_efficiency),
+          CostSource::kDatasheetPrior};
+}
+
+double DatasheetCostModel::OverlapSlowdown(int num_comm_streams) const {
+  // Compute concurrent with communication kernels runs on the SMs those
+  // leave free: 1 / (1 - f) per stream's SM share (capped at 3 streams).
+  const double f = k_.comm_sm_fraction * std::min(std::max(num_comm_streams, 1), 3);
+  return 1.0 / (1.0 - std::min(f, 0.5));
+}
+
+double DatasheetCostModel::KernelLaunchSeconds(bool cuda_graphs) const {
+  return cuda_graphs ? k_.kernel_launch_graphs_s : k_.kernel_launch_s;
+}
+
+double InterpolateSeconds(const MeasuredCurve& c, double size) {
+  const size_t n = c.sizes.size();
+  if (n == 1 || size <= c.sizes.front()) {
+    // Hold the edge rate.
+    return c.seconds.front() * size / c.sizes.front();
+  }
+  if (size >= c.sizes.back()) return c.seconds.back() * size / c.sizes.back();
+  const auto it = std::upper_bound(c.sizes.begin(), c.sizes.end(), size);
+  const size_t hi = size_t(it - c.sizes.begin());
+  const size_t lo = hi - 1;
+  // Rate linear in log(size).
+  const double r_lo = c.sizes[lo] / c.seconds[lo];
+  const double r_hi = c.sizes[hi] / c.seconds[hi];
+  const double t = (std::log(size) - std::log(c.sizes[lo])) /
+                   (std::log(c.sizes[hi]) - std::log(c.sizes[lo]));
+  const double rate = r_lo + t * (r_hi - r_lo);
+  return size / rate;
+}
+
+namespace {
+
+absl::Status CheckCurve(const MeasuredCurve& c, const std::string& what,
+                        bool allow_empty) {
+  if (c.sizes.empty() && allow_empty) return absl::OkStatus();
+  if (c.sizes.empty() || c.sizes.size() != c.seconds.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", c.sizes.size(), " sizes vs ", c.seconds.size(),
+        " seconds (need equal, non-empty)"));
+  }
+  for (size_t i = 0; i < c.sizes.size(); ++i) {
+    if (!(c.sizes[i] > 0) || !(c.seconds[i] > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": point ", i, " (size ", c.sizes[i], ", seconds ",
+                       c.seconds[i], ") is not positive"));
+    }
+    if (i > 0 && !(c.sizes[i] > c.sizes[i - 1])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": sizes not strictly increasing at point ", i, " (",
+          c.sizes[i - 1], " then ", c.sizes[i], ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateCalibrationTables(const CalibrationTables& t) {
+  for (const GemmTable& g : t.dense_gemm) {
+    if (absl::Status s = CheckCurve(
+            g.flops_curve,
+            absl::StrCat("dense_gemm ", internal::Sv(PrecisionName(g.precision))),
+            false);
+        !s.ok())
+      return s;
+  }
+  for (const GroupedGemmTable& g : t.grouped_gemm) {
+    if (absl::Status s = CheckCurve(
+            g.flops_curve,
+            absl::StrCat("grouped_gemm ",
+                         internal::Sv(PrecisionName(g.precision))),
+            false);
+        !s.ok())
+      return s;
+  }
+  for (const CollectiveTable& c : t.collectives) {
+    if (c.group_size < 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "collective ", internal::Sv(CollectiveKindName(c.kind)),
+          ": group_size=", c.group_size, " (need >= 2)"));
+    }
+    if (absl::Status s = CheckCurve(
+            c.bytes_curve,
+            absl::StrCat("collective ", internal::Sv(CollectiveKindName(c.kind)),
+                         " n=", c.group_size),
+            false);
+        !s.ok())
+      return s;
+  }
+  for (const DispatchTable& d : t.dispatch) {
+    if (absl::Status s = CheckCurve(
+            d.bytes_curve, absl::StrCat("dispatch ep=", d.ep), false);
+        !s.ok())
+      return s;
+  }
+  if (absl::Status s = CheckCurve(t.host_offload, "host_offload", true);
+      !s.ok())
+    return s;
+  for (const OverlapPoint& o : t.overlap) {
+    if (o.num_comm_streams < 1 || !(o.slowdown >= 1.0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("overlap point streams=", o.num_comm_streams,
+                       " slowdown=", o.slowdown, " (need >= 1, >= 1.0)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<CalibratedCostModel>> CalibratedCostModel::Create(
+    CalibrationTables tables, std::shared_ptr<const CostModel> prior) {
+  if (prior == nullptr) {
+    return absl::InvalidArgumentError("CalibratedCostModel needs a prior");
+  }
+  if (absl::Status s = ValidateCalibrationTables(tables); !s.ok()) return s;
+  return std::unique_ptr<CalibratedCostModel>(
+      new CalibratedCostModel(std::move(tables), std::move(prior)));
+}
+
+CalibratedCostModel::CalibratedCostModel(CalibrationTables tables,
+                                         std::shared_ptr<const CostModel> prior)
+    : tables_(std::move(tables)), prior_(std::move(prior)) {}
+
+Cost CalibratedCostModel::DenseGemm(double m, double n, double k,
+                                    Precision precision) const {
+  for (const GemmTable& g : tables_.dense_gemm) {
+    if (g.precision == precision) {
+      return {InterpolateSeconds(g.flops_curve, 2 * m * n * k),
+              CostSource::kCalibrated};
+    }
+  }
+  return prior_->DenseGemm(m, n, k, precision);
+}
+
+Cost CalibratedCostModel::GroupedGemm(const GroupedGemmShape& s) const {
+  for (const GroupedGemmTable& g : tables_.grouped_gemm) {
+    if (g.precision == s.precision && g.grouped == s.grouped) {
+      const double flops = 2.0 * s.num_experts * s.tokens_per_expert *
+                           s.imbalance * double(s.n) * double(s.k);
+      return {InterpolateSeconds(g.flops_curve, flops), CostSource::kCalibrated};
+    }
+  }
+  return prior_->GroupedGemm(s);
+}
+
+Cost CalibratedCostModel::AttentionForward(double queries, double context,
+                                           int heads, int qk_head_dim,
+                                           int v_head_dim) const {
+  return prior_->AttentionForward(queries, context, heads, qk_head_dim,
+                                  v_head_dim);
+}
+
+Cost CalibratedCostModel::AttentionBackward(double queries, double context,
+                                            int heads, int qk_head_dim,
+                                            int v_head_dim) const {
+  return prior_->AttentionBackward(queries, context, heads, qk_head_dim,
+                                   v_head_dim);
+}
+
+Cost CalibratedCostModel::MemoryBound(double bytes) const {
+  return prior_->MemoryBound(bytes);
+}
+
+Cost CalibratedCostModel::Collective(CollectiveKind kind, double bytes,
+                                     int group_size, LinkSpan span) const {
+  if (group_size <= 1) return prior_->Collective(kind, bytes, group_size, span);
+  // Nearest measured group size of the same kind and span, scaled by the
+  // bus factor ratio (the busBw of a ring is nearly size independent).
+  const CollectiveTable* best = nullptr;
+  for (const CollectiveTable& c : tables_.collectives) {
+    if (c.kind != kind || c.span != span) continue;
+    if (best == nullptr || std::abs(std::log(double(c.group_size) / group_size)) <
+                               std::abs(std::log(double(best->group_size) /
+                                                 group_size))) {
+      best = &c;
+    }
+  }
+  if (best == nullptr) return prior_->Collective(kind, bytes, group_size, span);
+  const double scale =
+      BusFactor(kind, group_size) / BusFactor(kind, best->group_size);
+  return {InterpolateSeconds(best->bytes_curve, bytes) * scale,
+          CostSource::kCalibrated};
+}
+
+Cost CalibratedCostModel::Dispatch(const DispatchShape& s) const {
+  for (const DispatchTable& d : tables_.dispatch) {
+    if (d.dedup == s.dedup && d.ep == s.ep &&
+        d.ep_gpus_per_domain == s.ep_gpus_per_domain) {
+      return {InterpolateSeconds(d.bytes_curve,
+                                 s.tokens * s.top_k * s.bytes_per_token),
+              CostSource::kCalibrated};
+    }
+  }
+  return prior_->Dispatch(s);
+}
+
+Cost CalibratedCostModel::HostOffload(double bytes) const {
+  if (tables_.host_offload.sizes.empty()) return prior_->HostOffload(bytes);
+  return {InterpolateSeconds(tables_.host_offload, bytes),
+          CostSource::kCalibrated};
+}
+
+double CalibratedCostModel::OverlapSlowdown(int num_comm_streams) const {
+  for (const OverlapPoint& o : tables_.overlap) {
+    if (o.num_comm_streams == num_comm_streams) return o.slowdown;
+  }
+  return prior_->OverlapSlowdown(num_comm_streams);
+}
+
+double CalibratedCostModel::KernelLaunchSeconds(bool cuda_graphs) const {
+  return prior_->KernelLaunchSeconds(cuda_graphs);
+}
+
+}  // namespace moetune::planner

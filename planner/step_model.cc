@@ -1,0 +1,935 @@
+#include "planner/step_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "planner/internal/strings.h"
+#include "planner/units.h"
+
+namespace moetune::planner {
+namespace {
+
+using units::kGiB;
+using units::kMicrosecond;
+
+// ---------------------------------------------------------------------------
+// Named constants of the step model (the cost model holds the hardware ones).
+
+// BF16 activations: 2 bytes per element.
+constexpr double kActivationBytes = 2.0;
+// Megatron keeps fp32 main gradients (4 B/param) and a distributed Adam
+// optimizer with fp32 master weights and two moments (12 B/param, sharded
+// over the data-parallel group) -- Megatron-LM docs, distributed optimizer.
+constexpr double kMainGradBytes = 4.0;
+constexpr double kOptimizerStateBytes = 12.0;
+// Gradient reduce-scatter and parameter all-gather in BF16 (Megatron-Bridge
+// performance recipes: grad_reduce_in_fp32 off).
+constexpr double kDpCommBytesPerParam = 2.0;
+// Adam step over the local shard: read grad (4) + master/m/v (12), write
+// master/m/v (12) + bf16 param (2) = 30 B/param; grad-norm reads 4 B/param.
+constexpr double kOptimizerBytesPerParam = 30.0;
+constexpr double kGradNormBytesPerParam = 4.0;
+// Cross-entropy over the vocabulary shard per token: write bf16 logits,
+// read them, fp32 softmax statistics and the bf16 gradient: ~10 B/element.
+constexpr double kCrossEntropyBytesPerLogit = 10.0;
+// fp32 logits kept for the loss on the last stage (per element).
+constexpr double kLogitsActivationBytes = 4.0;
+// Memory-bound kernels move about twice as much in backward as forward
+// (they read the saved input and the incoming gradient, write a gradient).
+constexpr double kBackwardMemoryBoundFactor = 2.0;
+// Launches per layer in backward relative to forward.
+constexpr double kBackwardKernelFactor = 2.0;
+// Fraction of the other micro-batch's compute that can hide EP
+// dispatch/combine (Megatron-Core 1F1B A2A overlap / DeepSeek dual-batch
+// overlap: attention and expert GEMMs of one micro-batch cover the
+// all-to-all of the other, minus the dependency edges at layer ends).
+constexpr double kEpOverlapFraction = 0.8;
+// Fraction of a block's GEMM time that can hide its TP all-gather /
+// reduce-scatter (Transformer Engine userbuffers ring-exchange overlap).
+constexpr double kTpOverlapFraction = 0.9;
+// Host synchronisation per dropless MoE layer pass (token counts copied to
+// the host to size the grouped GEMM): ~20 us (Megatron-Core MoE docs list
+// it as the reason MoE layers stay outside CUDA graphs).
+constexpr double kMoeHostSyncS = 20 * kMicrosecond;
+// Memory the training process holds beyond its tensors: CUDA context,
+// cuBLAS/cuDNN workspaces, NCCL buffers (~3 GiB), plus allocator
+// fragmentation of ~8% of activations (PyTorch caching allocator reports).
+constexpr double kFixedReserveBytes = 3 * kGiB;
+constexpr double kFragmentationFraction = 0.08;
+constexpr double kNcclBufferBytes = 0.5 * kGiB;
+// LoRA: the backward pass computes activation gradients only; the model
+// FLOPs it is credited with are fwd + dgrad = 2/3 of a full step.
+constexpr double kLoraFlopsFraction = 2.0 / 3.0;
+
+// ---------------------------------------------------------------------------
+// Breakdown slots: fixed so that the fast path needs no strings.
+enum Slot : int {
+  kSAttnCore,
+  kSAttnProj,
+  kSDenseMlp,
+  kSShared,
+  kSRouted,
+  kSRouter,
+  kSLogits,
+  kSMemBound,
+  kSLaunch,
+  kSRecompute,
+  kSOverlapSlowdown,
+  kSTpExposed,
+  kSTpHidden,
+  kSEpExposed,
+  kSEpHidden,
+  kSCpExposed,
+  kSCpHidden,
+  kSPpExposed,
+  kSPpHidden,
+  kSDpExposed,
+  kSDpHidden,
+  kSBubble,
+  kSOptimizer,
+  kSOffloadExposed,
+  kSOffloadHidden,
+  kNumSlots
+};
+
+struct SlotInfo {
+  const char* name;
+  TermKind kind;
+};
+constexpr SlotInfo kSlots[kNumSlots] = {
+    {"attention.core", TermKind::kComputeAttention},
+    {"attention.projections", TermKind::kComputeDenseGemm},
+    {"mlp.dense", TermKind::kComputeDenseGemm},
+    {"moe.shared_experts", TermKind::kComputeDenseGemm},
+    {"moe.routed_experts", TermKind::kComputeGroupedGemm},
+    {"moe.router", TermKind::kComputeOther},
+    {"head.logits", TermKind::kComputeDenseGemm},
+    {"memory_bound_kernels", TermKind::kComputeOther},
+    {"kernel_launches", TermKind::kComputeOther},
+    {"recompute", TermKind::kRecompute},
+    {"overlap.compute_slowdown", TermKind::kComputeOther},
+    {"tp.exposed", TermKind::kCommTpExposed},
+    {"tp.hidden", TermKind::kCommTpHidden},
+    {"ep.dispatch_combine.exposed", TermKind::kCommEpExposed},
+    {"ep.dispatch_combine.hidden", TermKind::kCommEpHidden},
+    {"cp.ring.exposed", TermKind::kCommCpExposed},
+    {"cp.ring.hidden", TermKind::kCommCpHidden},
+    {"pp.send_recv.exposed", TermKind::kCommPpExposed},
+    {"pp.send_recv.hidden", TermKind::kCommPpHidden},
+    {"dp.grads_params.exposed", TermKind::kCommDpExposed},
+    {"dp.grads_params.hidden", TermKind::kCommDpHidden},
+    {"pipeline.bubble", TermKind::kPipelineBubble},
+    {"optimizer", TermKind::kOptimizer},
+    {"offload.exposed", TermKind::kOffloadExposed},
+    {"offload.hidden", TermKind::kOffloadHidden},
+};
+
+constexpr uint8_t kPriorBit = 1;
+constexpr uint8_t kCalibratedBit = 2;
+uint8_t SourceBit(CostSource s) {
+  return s == CostSource::kCalibrated ? kCalibratedBit : kPriorBit;
+}
+
+// Seconds per slot, with the sources that fed each.
+struct Slots {
+  double s[kNumSlots] = {};
+  uint8_t src[kNumSlots] = {};
+  void Add(Slot slot, const Cost& c, double mult = 1.0) {
+    s[slot] += c.seconds * mult;
+    src[slot] |= SourceBit(c.source);
+  }
+  void AddSeconds(Slot slot, double seconds, uint8_t source_bits) {
+    s[slot] += seconds;
+    src[slot] |= source_bits;
+  }
+  void AddScaled(const Slots& o, double mult) {
+    for (int i = 0; i < kNumSlots; ++i) {
+      s[i] += o.s[i] * mult;
+      if (o.s[i] > 0) src[i] |= o.src[i];
+    }
+  }
+};
+
+// Exposed time of a layer: everything but the hidden communication slots.
+double CriticalPath(const Slots& l) {
+  double t = 0;
+  for (int i = 0; i < kNumSlots; ++i) {
+    if (!IsHidden(kSlots[i].kind)) t += l.s[i];
+  }
+  return t;
+}
+
+// Everything a layer's cost depends on besides its shape.
+struct Context {
+  const CostModel* cost;
+  const ModelSpec* model;
+  const Knobs* knobs;
+  Precision precision;
+  bool low_precision;
+  double operand_bytes;
+  double tokens_cp;    // tokens of this GPU's CP shard (GEMM rows under TP)
+  double tokens_rank;  // tokens_cp / tp (sequence-parallel share)
+  int tp, cp, ep, etp;
+  int micro_batches;
+  LinkSpan tp_span, cp_span;
+  int ep_gpus_per_domain;
+  double bwd_gemm_factor;  // 2 (dgrad + wgrad) or 1 (LoRA)
+  double launch_s;
+  double overlap_slowdown;
+  bool recompute_all_layers;
+};
+
+// Costs of one layer for one micro-batch on one GPU.
+Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
+                bool recompute_this_layer) {
+  Slots l;
+  const CostModel& cm = *c.cost;
+  const ModelSpec& m = *c.model;
+  const Knobs& knobs = *c.knobs;
+  const double h = double(m.hidden_size);
+  const double tc = c.tokens_cp;
+  const double tr = c.tokens_rank;
+  const double fwd_bwd = 1.0 + c.bwd_gemm_factor;
+
+  // --- Attention block. QKV projection(s) [tc x h] x [h x qkv/tp] and the
+  // output projection [tc x n v/tp] x [n v/tp x h]; backward = dgrad (+ wgrad).
+  const double o_k = double(m.num_attention_heads) * m.v_head_dim / c.tp;
+  const Cost qkv = cm.DenseGemm(tc, k.qkv_out_dim / c.tp, h, c.precision);
+  const Cost oproj = cm.DenseGemm(tc, h, o_k, c.precision);
+  l.Add(kSAttnProj, qkv, fwd_bwd);
+  l.Add(kSAttnProj, oproj, fwd_bwd);
+  // Core attention over the causal (or window) context, heads split by TP.
+  const int heads = m.num_attention_heads / c.tp;
+  const Cost attn_f =
+      cm.AttentionForward(tc, k.causal_context, heads, m.QkHeadDim(), m.v_head_dim);
+  const Cost attn_b = cm.AttentionBackward(tc, k.causal_context, heads,
+                                           m.QkHeadDim(), m.v_head_dim);
+  l.Add(kSAttnCore, attn_f);
+  l.Add(kSAttnCore, attn_b);
+  double block_gemm_s = (qkv.seconds + oproj.seconds) * fwd_bwd;
+  int tp_pairs = 1;  // AG + RS pairs per forward
+
+  // --- MLP block.
+  const double gate = m.gated_mlp ? 2.0 : 1.0;
+  Cost mlp_f{};
+  Cost shared_f{};
+  Cost routed_f{};
+  Cost router_f{};
+  double ep_fwd_s = 0;
+  double ep_total_s = 0;
+  uint8_t ep_src = 0;
+  if (!k.moe) {
+    // fc1 [tc x h] x [h x gate f/tp], fc2 [tc x f/tp] x [f/tp x h].
+    const double f = double(m.ffn_hidden_size) / c.tp;
+    const Cost fc1 = cm.DenseGemm(tc, gate * f, h, c.precision);
+    const Cost fc2 = cm.DenseGemm(tc, h, f, c.precision);
+    mlp_f = {fc1.seconds + fc2.seconds, fc1.source};
+    l.Add(kSDenseMlp, fc1, fwd_bwd);
+    l.Add(kSDenseMlp, fc2, fwd_bwd);
+    block_gemm_s += mlp_f.seconds * fwd_bwd;
+    ++tp_pairs;
+  } else {
+    // Router [tr x h] x [h x E] in BF16 (fwd + dgrad + wgrad).
+    router_f = cm.DenseGemm(tr, m.num_routed_experts, h, Precision::kBf16);
+    l.Add(kSRouter, router_f, 3.0);
+    if (m.num_shared_experts > 0) {
+      const double fs =
+          double(m.moe_ffn_hidden_size) * m.num_shared_experts / c.tp;
+      const Cost fc1 = cm.DenseGemm(tc, gate * fs, h, c.precision);
+      const Cost fc2 = cm.DenseGemm(tc, h, fs, c.precision);
+      shared_f = {fc1.seconds + fc2.seconds, fc1.source};
+      l.Add(kSShared, fc1, fwd_bwd);
+      l.Add(kSShared, fc2, fwd_bwd);
+      block_gemm_s += shared_f.seconds * fwd_bwd;
+      if (c.tp > 1) ++tp_pairs;
+    }
+    // Routed experts: E/ep local experts; under balanced routing each GPU
+    // processes tr x top_k (x etp, with ffn / etp) token-expert rows.
+    const int local = m.num_routed_experts / c.ep;
+    GroupedGemmShape g;
+    g.num_experts = local;
+    g.tokens_per_expert = tr * m.moe_top_k * c.etp / local;
+    g.imbalance = std::max(1.0, knobs.moe_load_imbalance);
+    g.precision = c.precision;
+    g.grouped = knobs.grouped_gemm;
+    const double fe = double(m.moe_ffn_hidden_size) / c.etp;
+    g.n = int64_t(gate * fe);
+    g.k = m.hidden_size;
+    const Cost fc1 = cm.GroupedGemm(g);
+    g.n = m.hidden_size;
+    g.k = int64_t(fe);
+    const Cost fc2 = cm.GroupedGemm(g);
+    routed_f = {fc1.seconds + fc2.seconds, fc1.source};
+    l.Add(kSRouted, fc1, fwd_bwd);
+    l.Add(kSRouted, fc2, fwd_bwd);
+    // EP dispatch (low-precision payload when the GEMMs are) and combine
+    // (BF16); backward moves the same volumes in BF16.
+    if (c.ep > 1) {
+      DispatchShape d;
+      d.tokens = tr * g.imbalance;
+      d.top_k = m.moe_top_k;
+      d.ep = c.ep;
+      d.ep_gpus_per_domain = c.ep_gpus_per_domain;
+      d.dedup = knobs.dispatcher == Dispatcher::kFusedDedup;
+      d.bytes_per_token = h * (c.low_precision ? c.operand_bytes : 2.0);
+      const Cost dispatch = cm.Dispatch(d);
+      d.bytes_per_token = h * kActivationBytes;
+      const Cost combine = cm.Dispatch(d);
+      ep_fwd_s = dispatch.seconds + combine.seconds;
+      ep_total_s = ep_fwd_s + 2 * combine.seconds;
+      ep_src = SourceBit(dispatch.source) | SourceBit(combine.source);
+    }
+    // Host sync for the dropless token counts, forward and backward.
+    l.AddSeconds(kSLaunch, 2 * kMoeHostSyncS, kPriorBit);
+  }
+
+  // --- Memory-bound kernels (norms, residuals, RoPE, activations,
+  // permute/unpermute, casts), per token of the SP shard.
+  double mb_fwd_bytes =
+      tr * kActivationBytes * (k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
+  if (c.low_precision) mb_fwd_bytes += tr * k.mb_quant_elems * (2.0 + c.operand_bytes);
+  const Cost mb_f = cm.MemoryBound(mb_fwd_bytes);
+  l.Add(kSMemBound, mb_f, 1.0 + kBackwardMemoryBoundFactor);
+  l.AddSeconds(kSLaunch, k.kernels_fwd * (1.0 + kBackwardKernelFactor) * c.launch_s,
+               kPriorBit);
+
+  // --- TP all-gather / reduce-scatter of [tc x h] BF16 around each block,
+  // forward and backward.
+  if (c.tp > 1) {
+    const double bytes = tc * h * kActivationBytes;
+    const Cost ag = cm.Collective(CollectiveKind::kAllGather, bytes, c.tp, c.tp_span);
+    const Cost rs =
+        cm.Collective(CollectiveKind::kReduceScatter, bytes, c.tp, c.tp_span);
+    const double total = 2.0 * tp_pairs * (ag.seconds + rs.seconds);
+    const uint8_t src = SourceBit(ag.source) | SourceBit(rs.source);
+    if (knobs.overlap.tp_comm) {
+      const double hidden = std::min(total, kTpOverlapFraction * block_gemm_s);
+      l.AddSeconds(kSTpHidden, hidden, src);
+      l.AddSeconds(kSTpExposed, total - hidden, src);
+      l.AddSeconds(kSOverlapSlowdown, hidden * (c.overlap_slowdown - 1.0), src);
+    } else {
+      l.AddSeconds(kSTpExposed, total, src);
+    }
+  }
+
+  // --- CP ring: K and V of every other CP rank pass by (forward), K, V and
+  // their gradients in backward; overlapped with the attention chunks.
+  if (c.cp > 1) {
+    const double kv_elems =
+        m.attention == AttentionType::kMla
+            ? double(m.num_attention_heads) * (m.QkHeadDim() + m.v_head_dim)
+            : 2.0 * m.num_kv_heads * m.head_dim;
+    const double chunk = tc * kv_elems / c.tp * kActivationBytes;
+    const Cost ring =
+        cm.Collective(CollectiveKind::kAllGather, chunk * c.cp, c.cp, c.cp_span);
+    const double fwd_exposed = std::max(0.0, ring.seconds - attn_f.seconds);
+    const double bwd_exposed = std::max(0.0, 2 * ring.seconds - attn_b.seconds);
+    l.AddSeconds(kSCpExposed, fwd_exposed + bwd_exposed, SourceBit(ring.source));
+    l.AddSeconds(kSCpHidden, 3 * ring.seconds - fwd_exposed - bwd_exposed,
+                 SourceBit(ring.source));
+  }
+
+  // --- EP overlap: another micro-batch's compute hides the all-to-all.
+  if (ep_total_s > 0) {
+    double compute = 0;
+    for (int i = kSAttnCore; i <= kSMemBound; ++i) compute += l.s[i];
+    const bool can_overlap = knobs.overlap.ep_comm && c.micro_batches >= 2;
+    const double hidden =
+        can_overlap ? std::min(ep_total_s, kEpOverlapFraction * compute) : 0.0;
+    l.AddSeconds(kSEpHidden, hidden, ep_src);
+    l.AddSeconds(kSEpExposed, ep_total_s - hidden, ep_src);
+    l.AddSeconds(kSOverlapSlowdown, hidden * (c.overlap_slowdown - 1.0), ep_src);
+  }
+
+  // --- Recompute: forward work repeated before backward.
+  const Recompute& rc = knobs.recompute;
+  if (rc.mode == RecomputeMode::kFull && recompute_this_layer) {
+    double fwd = 0;
+    for (int i = kSAttnProj; i <= kSLogits; ++i) fwd += l.s[i] / fwd_bwd;
+    fwd += attn_f.seconds + mb_f.seconds + ep_fwd_s;
+    l.AddSeconds(kSRecompute, fwd, kPriorBit);
+  } else if (rc.mode == RecomputeMode::kSelective) {
+    double t = 0;
+    const double mb_per_elem =
+        mb_f.seconds / std::max(1.0, k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
+    if (rc.modules & kRecomputeCoreAttn) t += attn_f.seconds;
+    if ((rc.modules & kRecomputeMlaUpProj) && m.attention == AttentionType::kMla) {
+      t += 0.5 * qkv.seconds;  // the up projections: about half the QKV MACs
+    }
+    if (rc.modules & kRecomputeLayerNorm) t += mb_per_elem * 4.0 * h;  // 2 norms
+    if ((rc.modules & kRecomputeMoeAct) && k.moe) {
+      t += mb_per_elem * 3.0 * m.moe_top_k * double(m.moe_ffn_hidden_size) / c.etp;
+    }
+    if ((rc.modules & kRecomputeMlp) && !k.moe) t += mlp_f.seconds;
+    if ((rc.modules & kRecomputeMoe) && k.moe) {
+      t += routed_f.seconds + ep_fwd_s + mb_per_elem * k.mb_topk_elems;
+    }
+    if ((rc.modules & kRecomputeSharedExperts) && k.moe) t += shared_f.seconds;
+    l.AddSeconds(kSRecompute, t, kPriorBit);
+  }
+
+  // --- Activation offload: D2H in forward, H2D in backward, on the copy
+  // engines, hidden behind the layer's compute when it is long enough.
+  if (knobs.offload_activations && knobs.offload_modules != 0) {
+    double elems = 0;
+    const uint32_t o = knobs.offload_modules;
+    if (o & kOffloadAttnNorm) elems += h;
+    if (o & kOffloadCoreAttn) elems += double(m.num_attention_heads) * m.v_head_dim;
+    if (o & kOffloadAttnProj) elems += h;
+    if (o & kOffloadMlpNorm) elems += h;
+    if (k.moe && (o & kOffloadExpertFc1)) elems += m.moe_top_k * h;
+    if (k.moe && (o & kOffloadMoeAct)) {
+      elems += m.moe_top_k * double(m.moe_ffn_hidden_size) / c.etp;
+    }
+    const Cost copy = cm.HostOffload(tr * elems * kActivationBytes);
+    double compute = 0;
+    for (int i = kSAttnCore; i <= kSMemBound; ++i) compute += l.s[i];
+    // Forward holds ~1/3 of the compute, backward ~2/3.
+    const double exposed = std::max(0.0, copy.seconds - compute / 3) +
+                           std::max(0.0, copy.seconds - 2 * compute / 3);
+    l.AddSeconds(kSOffloadExposed, exposed, SourceBit(copy.source));
+    l.AddSeconds(kSOffloadHidden, 2 * copy.seconds - exposed, SourceBit(copy.source));
+  }
+  return l;
+}
+
+// Saved activations of one layer for one micro-batch (bytes per GPU).
+double LayerActivationBytes(const StepModel::LayerKindTables& k,
+                            const Context& c, bool full_recompute) {
+  const ModelSpec& m = *c.model;
+  const double h = double(m.hidden_size);
+  if (full_recompute) return c.tokens_rank * h * kActivationBytes;
+  const uint32_t r = c.knobs->recompute.mode == RecomputeMode::kSelective
+                         ? c.knobs->recompute.modules
+                         : 0u;
+  double e = k.act_attn;
+  if (!(r & kRecomputeLayerNorm)) e += k.act_norm;
+  if (!(r & kRecomputeMlaUpProj)) e += k.act_mla_up;
+  if (!k.moe) {
+    if (!(r & kRecomputeMlp)) e += k.act_mlp;
+  } else {
+    if (!(r & kRecomputeMoe)) {
+      e += k.act_moe;
+      if (!(r & kRecomputeMoeAct)) e += k.act_moe_act;
+    }
+    if (!(r & kRecomputeSharedExperts)) e += k.act_shared;
+  }
+  if (c.knobs->offload_activations) {
+    const uint32_t o = c.knobs->offload_modules;
+    if (o & kOffloadAttnNorm) e -= h;
+    if (o & kOffloadCoreAttn) e -= double(m.num_attention_heads) * m.v_head_dim;
+    if (o & kOffloadAttnProj) e -= h;
+    if (o & kOffloadMlpNorm) e -= h;
+    if (k.moe && (o & kOffloadExpertFc1) && !(r & kRecomputeMoe)) e -= m.moe_top_k * h;
+    if (k.moe && (o & kOffloadMoeAct) && !(r & kRecomputeMoe) &&
+        !(r & kRecomputeMoeAct)) {
+      e -= m.moe_top_k * double(m.moe_ffn_hidden_size);
+    }
+    e = std::max(e, h);
+  }
+  // k.act_* are per token before TP; the SP shard holds tokens_rank tokens.
+  return c.tokens_rank * e * kActivationBytes;
+}
+
+}  // namespace
+
+
+struct StepModel::Accumulator {
+  Slots slots;  // per step, exposed terms sum to step_time_s
+  double step_time_s = 0;
+  double tokens_per_sec_per_gpu = 0;
+  MemoryBreakdown memory;
+  double peak_memory_bytes = 0;
+  int dp = 0;
+};
+
+absl::StatusOr<StepModel> StepModel::Create(
+    const ModelSpec& model, const ClusterSpec& cluster,
+    const TrainingShape& shape, std::shared_ptr<const CostModel> cost_model) {
+  if (cost_model == nullptr) {
+    return absl::InvalidArgumentError("StepModel needs a cost model");
+  }
+  if (shape.gpus <= 0 || shape.seq_len <= 0 || shape.global_batch <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training shape must be positive: gpus=", shape.gpus,
+                     " seq_len=", shape.seq_len,
+                     " global_batch=", shape.global_batch));
+  }
+  if (model.num_layers <= 0 || model.hidden_size <= 0 ||
+      model.num_attention_heads <= 0 || model.vocab_size <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", model.name, "' has non-positive sizes"));
+  }
+  if (cost_model->cluster().name != cluster.name) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cost model is for cluster '", cost_model->cluster().name,
+        "', not '", cluster.name, "'"));
+  }
+  StepModel s;
+  s.model_ = model;
+  s.shape_ = shape;
+  s.cost_ = std::move(cost_model);
+  s.model_flops_per_token_ = ModelFlopsPerToken(model, shape.seq_len);
+  s.logits_macs_per_token_ = LogitsMacsPerToken(model);
+  s.embedding_params_ = double(model.PaddedVocabSize()) * double(model.hidden_size);
+
+  const double h = double(model.hidden_size);
+  const double n = model.num_attention_heads;
+  const double gate = model.gated_mlp ? 2.0 : 1.0;
+  for (int kind = 0; kind < kNumLayerKinds; ++kind) {
+    LayerKindTables& t = s.kinds_[kind];
+    t.moe = kind >= 2;
+    t.sliding = kind % 2 == 1;
+  }
+  s.layer_kind_index_.resize(model.num_layers);
+  for (int l = 0; l < model.num_layers; ++l) {
+    const int kind = (model.IsMoeLayer(l) ? 2 : 0) + (model.IsSlidingLayer(l) ? 1 : 0);
+    s.layer_kind_index_[l] = kind;
+    LayerKindTables& t = s.kinds_[kind];
+    if (t.count++ > 0) continue;
+    t.macs = LayerMacsPerToken(model, l, shape.seq_len);
+    t.causal_context = AverageCausalContext(model, l, shape.seq_len);
+    const double o_macs = n * model.v_head_dim * h;
+    t.qkv_out_dim = (t.macs.attention_proj - o_macs) / h;
+    t.num_proj_gemms = model.attention == AttentionType::kMla ? 5 : 2;
+    t.params = model.AttentionParamsPerLayer() +
+               (t.moe ? model.ExpertParams() * model.num_shared_experts +
+                            h * model.num_routed_experts
+                      : model.DenseMlpParams());
+    t.expert_params = t.moe ? model.ExpertParams() * model.num_routed_experts : 0;
+
+    // Element counts per token (forward), see LayerKindTables.
+    const double q_dim = n * model.QkHeadDim();
+    const double kv_dim = model.attention == AttentionType::kMla
+                              ? n * (model.QkHeadDim() + model.v_head_dim)
+                              : 2.0 * model.num_kv_heads * model.head_dim;
+    const double core_out = n * model.v_head_dim;
+    const double latents = model.attention == AttentionType::kMla
+                               ? model.q_lora_rank + model.kv_lora_rank +
+                                     model.qk_rope_head_dim
+                               : 0.0;
+    // Attention: norm (read h, write h), residual add (read 2h, write h),
+    // RoPE on q and k (read + write), MLA latent norms (read + write).
+    t.mb_attn_elems = 2 * h + 3 * h + 2 * (q_dim + kv_dim / 2) + 2 * latents;
+    t.mb_quant_elems = h + core_out + latents;
+    t.act_norm = 2 * h;  // attention and MLP norm outputs
+    t.act_attn = 2 * h + core_out + latents +
+                 (model.attention == AttentionType::kMla ? 0.0 : q_dim + kv_dim);
+    t.act_mla_up = model.attention == AttentionType::kMla ? q_dim + kv_dim : 0.0;
+    t.kernels_fwd = 12 + (model.attention == AttentionType::kMla ? 6 : 0);
+    if (!t.moe) {
+      const double f = double(model.ffn_hidden_size);
+      // Norm, residual, activation (read gate f, write f).
+      t.mb_mlp_elems = 2 * h + 3 * h + (gate + 1) * f;
+      t.mb_quant_elems += h + f;
+      t.act_mlp = (gate + 1) * f + h;
+      t.kernels_fwd += 8;
+    } else {
+      const double fe = double(model.moe_ffn_hidden_size);
+      const double fs = fe * model.num_shared_experts;
+      const double k = model.moe_top_k;
+      // Norm, residual, router softmax/top-k (fp32 logits: ~6 elements per
+      // expert), shared-expert activation.
+      t.mb_mlp_elems = 2 * h + 3 * h + 6.0 * model.num_routed_experts +
+                       (fs > 0 ? (gate + 1) * fs : 0.0);
+      // Permute (read h, write k h), activation (read gate f, write f) per
+      // copy, unpermute with weighted sum (read k h, write h).
+      t.mb_topk_elems = (h + k * h) + k * (gate + 1) * fe + (k * h + h);
+      t.mb_quant_elems += h + k * h + k * fe + (fs > 0 ? h + fs : 0.0);
+      t.act_moe = k * h + k * gate * fe + k * h + 2.0 * model.num_routed_experts;
+      t.act_moe_act = k * fe;
+      t.act_shared = fs > 0 ? (gate + 1) * fs : 0.0;
+      t.kernels_fwd += 20 + (fs > 0 ? 6 : 0);
+    }
+  }
+  s.mtp_kind_ = s.layer_kind_index_.back();
+  return s;
+}
+
+Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs,
+                                  Accumulator* acc) const {
+  ParallelConfig p = p_in;
+  const Infeasibility layout = CheckLayout(model_, shape_, p);
+  if (layout != Infeasibility::kNone) return layout;
+  const ClusterSpec& cluster = cost_->cluster();
+  if (!PeakDenseFlopsPerSec(cluster.gpu, knobs.precision).has_value()) {
+    return Infeasibility::kPrecisionUnsupported;
+  }
+  p.dp = ResolvedDp(shape_, p);
+  const int m_micro = NumMicroBatches(shape_, p);
+  const int domain = cluster.nvlink_domain_gpus;
+  const bool lora = shape_.objective == Objective::kLora;
+
+  Context c;
+  c.cost = cost_.get();
+  c.model = &model_;
+  c.knobs = &knobs;
+  c.precision = knobs.precision;
+  c.low_precision = knobs.precision != Precision::kBf16;
+  c.operand_bytes = GemmOperandBytes(knobs.precision);
+  c.tokens_cp = double(p.mbs) * shape_.seq_len / p.cp;
+  c.tokens_rank = c.tokens_cp / p.tp;
+  c.tp = p.tp;
+  c.cp = p.cp;
+  c.ep = p.ep;
+  c.etp = p.etp;
+  c.micro_batches = m_micro;
+  // Megatron rank order tp-cp-ep-dp-pp: a group of stride s and size g
+  // spans s x g consecutive GPUs.
+  c.tp_span = p.tp <= domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
+  c.cp_span = p.tp * p.cp <= domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
+  c.ep_gpus_per_domain = std::min(p.ep, std::max(1, domain / p.etp));
+  c.bwd_gemm_factor = lora ? 1.0 : 2.0;
+  c.launch_s = cost_->KernelLaunchSeconds(knobs.cuda_graphs);
+  c.overlap_slowdown = cost_->OverlapSlowdown(knobs.overlap.num_comm_streams);
+
+  // Per-kind layer costs, with and without full recompute.
+  const bool full = knobs.recompute.mode == RecomputeMode::kFull;
+  Slots kind_cost[kNumLayerKinds];
+  Slots kind_cost_norc[kNumLayerKinds];
+  double kind_time[kNumLayerKinds] = {};
+  double kind_time_norc[kNumLayerKinds] = {};
+  double kind_act[kNumLayerKinds] = {};
+  double kind_act_norc[kNumLayerKinds] = {};
+  for (int k = 0; k < kNumLayerKinds; ++k) {
+    if (kinds_[k].count == 0) continue;
+    kind_cost[k] = LayerCost(kinds_[k], c, /*recompute_this_layer=*/true);
+    kind_time[k] = CriticalPath(kind_cost[k]);
+    kind_act[k] = LayerActivationBytes(kinds_[k], c, full);
+    if (full && knobs.recompute.num_layers > 0) {
+      kind_cost_norc[k] = LayerCost(kinds_[k], c, false);
+      kind_time_norc[k] = CriticalPath(kind_cost_norc[k]);
+      kind_act_norc[k] = LayerActivationBytes(kinds_[k], c, false);
+    } else {
+      kind_cost_norc[k] = kind_cost[k];
+      kind_time_norc[k] = kind_time[k];
+      kind_act_norc[k] = kind_act[k];
+    }
+  }
+
+  // Output layer and loss (last stage), MTP modules (last stage) and the
+  // embedding (first stage), per micro-batch.
+  const double h = double(model_.hidden_size);
+  const double vocab_tp = double(model_.PaddedVocabSize()) / p.tp;
+  const double fwd_bwd = 1.0 + c.bwd_gemm_factor;
+  Slots head;
+  {
+    const Cost logits = cost_->DenseGemm(c.tokens_cp, vocab_tp, h, knobs.precision);
+    head.Add(kSLogits, logits, fwd_bwd);
+    head.Add(kSMemBound,
+             cost_->MemoryBound(c.tokens_cp * vocab_tp * kCrossEntropyBytesPerLogit));
+    if (p.tp > 1) {
+      const double bytes = c.tokens_cp * h * kActivationBytes;
+      head.Add(kSTpExposed,
+               cost_->Collective(CollectiveKind::kAllGather, bytes, p.tp, c.tp_span),
+               2.0);
+    }
+    if (model_.mtp_layers > 0) {
+      Slots mtp = LayerCost(kinds_[mtp_kind_], c, true);
+      const Cost proj = cost_->DenseGemm(c.tokens_cp, h, 2 * h / p.tp, knobs.precision);
+      mtp.Add(kSAttnProj, proj, fwd_bwd);
+      mtp.Add(kSLogits, logits, fwd_bwd);
+      mtp.Add(kSMemBound,
+              cost_->MemoryBound(c.tokens_cp * vocab_tp * kCrossEntropyBytesPerLogit));
+      head.AddScaled(mtp, model_.mtp_layers);
+    }
+  }
+  Slots embed;
+  embed.Add(kSMemBound, cost_->MemoryBound(c.tokens_rank * h * kActivationBytes * 4));
+  const double head_time = CriticalPath(head);
+  const double embed_time = CriticalPath(embed);
+
+  // --- Pipeline: layers per virtual stage, then per rank.
+  const int stages = p.pp * p.vp;
+  const int L = model_.num_layers;
+  int first = 0, last = 0;
+  bool fixed_first = false, fixed_last = false;
+  if (p.first_stage_layers || p.last_stage_layers) {
+    fixed_first = p.first_stage_layers.has_value();
+    fixed_last = p.last_stage_layers.has_value();
+    first = p.first_stage_layers.value_or(0);
+    last = p.last_stage_layers.value_or(0);
+  } else if (stages > 1) {
+    // Balance: the last virtual stage also runs the output layer, loss and
+    // MTP; the first the embedding (Megatron-Bridge pipeline layouts do the
+    // same). Count them in average-layer units.
+    double sum = 0;
+    for (int l = 0; l < L; ++l) sum += kind_time_norc[layer_kind_index_[l]];
+    const double avg = sum / L;
+    const double target = (L + (head_time + embed_time) / avg) / stages;
+    last = std::max(0, int(std::lround(target - head_time / avg)));
+    first = std::max(0, int(std::lround(target - embed_time / avg)));
+    fixed_first = fixed_last = true;
+    if (first + last > L) first = last = 0, fixed_first = fixed_last = false;
+  }
+  const int mid_stages = stages - (fixed_first ? 1 : 0) - (fixed_last ? 1 : 0);
+  const int rest = L - (fixed_first ? first : 0) - (fixed_last ? last : 0);
+  if (mid_stages <= 0 && rest != 0) return Infeasibility::kBadUnevenStages;
+  if (mid_stages > 0 && rest < 0) return Infeasibility::kBadUnevenStages;
+  // Walk the layers through the virtual stages; rank = stage % pp.
+  constexpr int kMaxPp = 256;
+  if (p.pp > kMaxPp) return Infeasibility::kTooFewLayers;
+  int counts[kMaxPp][kNumLayerKinds] = {};
+  int counts_rc[kMaxPp][kNumLayerKinds] = {};  // of them recomputed (full)
+  int layers_on_rank[kMaxPp] = {};
+  {
+    int layer = 0;
+    int mid_index = 0;
+    for (int v = 0; v < stages; ++v) {
+      int n_layers;
+      if (v == 0 && fixed_first) {
+        n_layers = first;
+      } else if (v == stages - 1 && fixed_last) {
+        n_layers = last;
+      } else {
+        n_layers = rest / mid_stages + (mid_index < rest % mid_stages ? 1 : 0);
+        ++mid_index;
+      }
+      const int rank = v % p.pp;
+      for (int i = 0; i < n_layers && layer < L; ++i, ++layer) {
+        const int k = layer_kind_index_[layer];
+        ++counts[rank][k];
+        ++layers_on_rank[rank];
+      }
+    }
+    if (layer != L) return Infeasibility::kBadUnevenStages;
+  }
+  const int rc_layers = knobs.recompute.num_layers;
+  double rank_time[kMaxPp] = {};
+  double sum_time = 0;
+  int bottleneck = 0;
+  for (int r = 0; r < p.pp; ++r) {
+    int left_rc = full ? (rc_layers > 0 ? rc_layers : layers_on_rank[r]) : 0;
+    double t = 0;
+    for (int k = 0; k < kNumLayerKinds; ++k) {
+      const int n_rc = std::min(left_rc, counts[r][k]);
+      counts_rc[r][k] = n_rc;
+      left_rc -= n_rc;
+      t += n_rc * kind_time[k] + (counts[r][k] - n_rc) * kind_time_norc[k];
+    }
+    if (r == 0) t += embed_time;
+    if (r == p.pp - 1) t += head_time;
+    rank_time[r] = t;
+    sum_time += t;
+    if (t > rank_time[bottleneck]) bottleneck = r;
+  }
+
+  // PP send/recv: each virtual stage boundary, activation forward and
+  // gradient backward, [tr x h] BF16 (sequence-parallel shard).
+  Slots pp_slots;
+  if (p.pp > 1) {
+    const int stride = shape_.gpus / p.pp;
+    const LinkSpan span = stride < domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
+    const Cost send = cost_->Collective(CollectiveKind::kSendRecv,
+                                        c.tokens_rank * h * kActivationBytes, 2, span);
+    const double per_mb = 2.0 * p.vp * send.seconds;
+    pp_slots.Add(knobs.overlap.pp_comm ? kSPpHidden : kSPpExposed, {per_mb, send.source});
+  }
+  const double pp_exposed = pp_slots.s[kSPpExposed];
+  const double t_max = rank_time[bottleneck] + pp_exposed;
+  const double t_avg = sum_time / p.pp + pp_exposed;
+
+  // Per-step slots of the bottleneck rank.
+  Slots& step = acc->slots;
+  step = Slots();
+  for (int k = 0; k < kNumLayerKinds; ++k) {
+    const int n_rc = counts_rc[bottleneck][k];
+    step.AddScaled(kind_cost[k], double(n_rc) * m_micro);
+    step.AddScaled(kind_cost_norc[k], double(counts[bottleneck][k] - n_rc) * m_micro);
+  }
+  if (bottleneck == 0) step.AddScaled(embed, m_micro);
+  if (bottleneck == p.pp - 1) step.AddScaled(head, m_micro);
+  step.AddScaled(pp_slots, m_micro);
+  // Fill and drain: (pp - 1) / vp stage-times (1F1B / interleaved 1F1B).
+  const double bubble = p.pp > 1 ? (p.pp - 1) * t_avg / p.vp : 0.0;
+  step.AddSeconds(kSBubble, bubble, kPriorBit);
+
+  // --- Parameters per GPU on each rank (for DP traffic and memory).
+  auto rank_params = [&](int r, double* dense, double* expert) {
+    *dense = 0;
+    *expert = 0;
+    for (int k = 0; k < kNumLayerKinds; ++k) {
+      *dense += counts[r][k] * kinds_[k].params / p.tp;
+      *expert += counts[r][k] * kinds_[k].expert_params / (double(p.ep) * p.etp);
+    }
+    if (r == 0) *dense += embedding_params_ / p.tp;
+    if (r == p.pp - 1) {
+      if (!model_.tie_word_embeddings || p.pp > 1) *dense += embedding_params_ / p.tp;
+      if (model_.mtp_layers > 0) {
+        const LayerKindTables& t = kinds_[mtp_kind_];
+        *dense += model_.mtp_layers * (t.params + 2 * h * h) / p.tp;
+        *expert += model_.mtp_layers * t.expert_params / (double(p.ep) * p.etp);
+      }
+    }
+  };
+  const int dp_dense = p.dp * p.cp;                           // grad group
+  const int dp_expert = p.tp * p.cp * p.dp / (p.ep * p.etp);  // expert DP
+  const LinkSpan dp_span = p.tp * p.cp * p.dp <= domain ? LinkSpan::kNvlinkDomain
+                                                        : LinkSpan::kScaleOut;
+  double dense_b = 0, expert_b = 0;
+  rank_params(bottleneck, &dense_b, &expert_b);
+
+  // --- DP: reduce-scatter gradients, all-gather parameters (distributed
+  // optimizer); overlapped with the last backward / first forward.
+  double dp_exposed = 0;
+  if (!lora) {
+    double dp_total = 0;
+    uint8_t src = 0;
+    for (auto [params, group] : {std::pair<double, int>{dense_b, dp_dense},
+                                 std::pair<double, int>{expert_b, dp_expert}}) {
+      if (group <= 1 || params <= 0) continue;
+      const double bytes = params * kDpCommBytesPerParam;
+      const Cost rs = cost_->Collective(CollectiveKind::kReduceScatter, bytes, group, dp_span);
+      const Cost ag = cost_->Collective(CollectiveKind::kAllGather, bytes, group, dp_span);
+      dp_total += rs.seconds + ag.seconds;
+      src |= SourceBit(rs.source) | SourceBit(ag.source);
+    }
+    if (dp_total > 0) {
+      // Windows: backward of the last micro-batch (~2/3 of a stage time)
+      // for the reduce-scatter, forward of the first (~1/3) for the gather;
+      // approximated together as one stage time.
+      const double window = knobs.overlap.dp_comm ? t_max : 0.0;
+      dp_exposed = std::max(0.0, dp_total - window);
+      step.AddSeconds(kSDpExposed, dp_exposed, src);
+      step.AddSeconds(kSDpHidden, dp_total - dp_exposed, src);
+    }
+    // Optimizer over the local shard.
+    const double shard = dense_b / std::max(1, dp_dense) + expert_b / std::max(1, dp_expert);
+    const Cost opt = cost_->MemoryBound(shard * kOptimizerBytesPerParam +
+                                        (dense_b + expert_b) * kGradNormBytesPerParam);
+    step.Add(kSOptimizer, opt);
+  }
+
+  acc->step_time_s = m_micro * t_max + bubble + dp_exposed + step.s[kSOptimizer];
+  acc->tokens_per_sec_per_gpu =
+      double(shape_.global_batch) * shape_.seq_len / (acc->step_time_s * shape_.gpus);
+  acc->dp = p.dp;
+
+  // --- Memory per GPU: rank 0 holds the most in-flight micro-batches, the
+  // last rank the output layer and logits; report the larger.
+  const double weight_bytes_per_param =
+      2.0 + (c.low_precision ? c.operand_bytes : 0.0);  // bf16 + low-precision copy
+  MemoryBreakdown best;
+  double best_total = -1;
+  for (int r : {0, p.pp - 1}) {
+    double dense = 0, expert = 0;
+    rank_params(r, &dense, &expert);
+    MemoryBreakdown mem;
+    mem.weights_bytes = (dense + expert) * weight_bytes_per_param;
+    if (!lora) {
+      mem.grads_bytes = (dense + expert) * kMainGradBytes;
+      mem.optimizer_bytes = (dense / std::max(1, dp_dense) +
+                             expert / std::max(1, dp_expert)) * kOptimizerStateBytes;
+    }
+    // In-flight micro-batches (in virtual-stage units): 1F1B holds pp - r;
+    // interleaved 1F1B warms up (pp - r - 1) x 2 + (vp - 1) x pp chunks.
+    const double inflight_chunks =
+        p.vp == 1 ? std::min(m_micro, p.pp - r)
+                  : std::min<double>(double(m_micro) * p.vp,
+                                     (p.pp - r - 1) * 2.0 + (p.vp - 1.0) * p.pp + 1.0);
+    double act_per_mb = 0;  // all layers of the rank, one micro-batch
+    for (int k = 0; k < kNumLayerKinds; ++k) {
+      const int n_rc = counts_rc[r][k];
+      act_per_mb += n_rc * kind_act[k] + (counts[r][k] - n_rc) * kind_act_norc[k];
+    }
+    mem.activations_bytes = act_per_mb / p.vp * inflight_chunks;
+    if (full) {
+      // The layer being recomputed holds its full activations once.
+      double one_layer = 0;
+      for (int k = 0; k < kNumLayerKinds; ++k) {
+        if (kinds_[k].count > 0) {
+          one_layer = std::max(one_layer, LayerActivationBytes(kinds_[k], c, false));
+        }
+      }
+      mem.activations_bytes += one_layer;
+    }
+    if (r == p.pp - 1) {
+      mem.activations_bytes += c.tokens_cp * vocab_tp * kLogitsActivationBytes *
+                               (1 + model_.mtp_layers);
+    }
+    mem.comm_buffers_bytes = kNcclBufferBytes;
+    if (p.ep > 1) {
+      mem.comm_buffers_bytes +=
+          2.0 * c.tokens_rank * model_.moe_top_k * h * kActivationBytes;
+    }
+    if (p.tp > 1 && knobs.overlap.tp_comm) {
+      mem.comm_buffers_bytes += 2.0 * c.tokens_cp * h * kActivationBytes;
+    }
+    mem.reserve_bytes = kFixedReserveBytes + kFragmentationFraction * mem.activations_bytes;
+    const double total = mem.Total();
+    if (total > best_total) {
+      best_total = total;
+      best = mem;
+    }
+  }
+  acc->memory = best;
+  acc->peak_memory_bytes = best_total;
+  return Infeasibility::kNone;
+}
+
+Estimate StepModel::Quick(const ParallelConfig& parallel, const Knobs& knobs) const {
+  Estimate e;
+  Accumulator acc;
+  e.reason = Evaluate(parallel, knobs, &acc);
+  if (e.reason != Infeasibility::kNone) return e;
+  e.step_time_s = acc.step_time_s;
+  e.tokens_per_sec_per_gpu = acc.tokens_per_sec_per_gpu;
+  e.peak_memory_bytes = acc.peak_memory_bytes;
+  e.fits = acc.peak_memory_bytes <= cost_->cluster().gpu.hbm_bytes;
+  return e;
+}
+
+absl::StatusOr<Prediction> StepModel::Predict(const ParallelConfig& parallel,
+                                              const Knobs& knobs) const {
+  if (absl::Status s = Validate(model_, shape_, parallel); !s.ok()) return s;
+  Accumulator acc;
+  const Infeasibility reason = Evaluate(parallel, knobs, &acc);
+  if (reason == Infeasibility::kPrecisionUnsupported) {
+    return absl::UnimplementedError(absl::StrCat(
+        "GPU ", cost_->cluster().gpu.name, " has no ",
+        internal::Sv(PrecisionName(knobs.precision)), " tensor cores"));
+  }
+  if (reason != Infeasibility::kNone) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "infeasible layout: ", internal::Sv(InfeasibilityName(reason)), " (",
+        ToString(parallel), ")"));
+  }
+  Prediction pr;
+  pr.step_time_s = acc.step_time_s;
+  pr.tokens_per_sec_per_gpu = acc.tokens_per_sec_per_gpu;
+  pr.model_flops_per_token =
+      model_flops_per_token_ *
+      (shape_.objective == Objective::kLora ? kLoraFlopsFraction : 1.0);
+  pr.model_tflops_per_gpu =
+      pr.model_flops_per_token * pr.tokens_per_sec_per_gpu / units::kTFLOP;
+  pr.mfu = pr.model_flops_per_token * pr.tokens_per_sec_per_gpu /
+           *PeakDenseFlopsPerSec(cost_->cluster().gpu, knobs.precision);
+  pr.memory = acc.memory;
+  pr.peak_memory_bytes = acc.peak_memory_bytes;
+  pr.hbm_bytes = cost_->cluster().gpu.hbm_bytes;
+  pr.fits = pr.peak_memory_bytes <= pr.hbm_bytes;
+  bool all_calibrated = true;
+  for (int i = 0; i < kNumSlots; ++i) {
+    if (acc.slots.s[i] <= 0) continue;
+    Term t;
+    t.name = kSlots[i].name;
+    t.kind = kSlots[i].kind;
+    t.seconds = acc.slots.s[i];
+    t.source = acc.slots.src[i] == kCalibratedBit ? CostSource::kCalibrated
+                                                  : CostSource::kDatasheetPrior;
+    all_calibrated = all_calibrated && t.source == CostSource::kCalibrated;
+    pr.breakdown.push_back(std::move(t));
+  }
+  pr.fully_calibrated = all_calibrated;
+  pr.model = model_;
+  pr.cluster_name = cost_->cluster().name;
+  pr.shape = shape_;
+  pr.parallel = parallel;
+  pr.parallel.dp = acc.dp;
+  pr.knobs = knobs;
+  return pr;
+}
+
+}  // namespace moetune::planner
