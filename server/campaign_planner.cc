@@ -33,7 +33,7 @@ struct Sizes {
 Sizes SizesFor(v1::CampaignProfile profile) {
   if (profile == v1::CAMPAIGN_PROFILE_QUICK) {
     return Sizes{{256, 1024}, 256, 256, {8}, {64 * kKiB, 1 * kMiB}, 256, 256, 2, 4,
-                 {1 * kMiB, 4 * kMiB}, 256, 1 * kMiB, 1, 5, v1::DTYPE_FP32};
+                 {1 * kMiB, 4 * kMiB}, 256, 1 * kMiB, 1, 5, v1::DTYPE_BF16};
   }
   // DeepSeek-V3-like expert shapes (hidden 7168, expert FFN 2048).
   return Sizes{{4096, 16384, 65536}, 7168, 2048, {8, 32},

@@ -1,0 +1,293 @@
+#include "server/fitting.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace moetune::server {
+namespace {
+
+namespace v1 = ::moetune::v1;
+namespace p = ::moetune::planner;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// size -> seconds samples; turned into a strictly increasing curve.
+using Points = std::map<double, std::vector<double>>;
+
+p::MeasuredCurve ToCurve(const Points& points) {
+  p::MeasuredCurve c;
+  for (const auto& [size, secs] : points) {
+    if (size <= 0 || secs.empty()) continue;
+    double s = Median(secs);
+    if (s <= 0) continue;
+    c.sizes.push_back(size);
+    c.seconds.push_back(s);
+  }
+  return c;
+}
+
+std::optional<p::Precision> PrecisionOf(const std::string& dtype) {
+  if (dtype == "bf16") return p::Precision::kBf16;
+  if (dtype == "fp8_e4m3") return p::Precision::kFp8;
+  if (dtype == "mxfp8") return p::Precision::kMxfp8;
+  return std::nullopt;  // fp32/fp16 are not planner precisions
+}
+
+double DTypeBytes(const std::string& dtype) {
+  if (dtype == "fp32") return 4;
+  if (dtype == "bf16" || dtype == "fp16") return 2;
+  return 1;
+}
+
+std::optional<p::CollectiveKind> CollectiveOf(const std::string& op) {
+  if (op == "all_reduce") return p::CollectiveKind::kAllReduce;
+  if (op == "all_gather") return p::CollectiveKind::kAllGather;
+  if (op == "reduce_scatter") return p::CollectiveKind::kReduceScatter;
+  if (op == "all_to_all") return p::CollectiveKind::kAllToAll;
+  return std::nullopt;
+}
+
+// Everything accumulated for one GPU model.
+struct GpuAcc {
+  std::map<p::Precision, Points> dense;
+  std::map<std::pair<p::Precision, bool>, Points> grouped;
+  std::map<std::tuple<p::CollectiveKind, p::LinkSpan, int>, Points> collectives;
+  std::map<std::tuple<bool, int, int>, Points> dispatch;
+  Points offload;
+  std::vector<double> overlap_slowdowns;
+};
+
+template <typename T>
+T Get(const nlohmann::json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    return fallback;
+  }
+}
+
+}  // namespace
+
+double PlannerSeconds(const v1::Measurement& m) {
+  switch (m.planner_statistic()) {
+    case v1::STATISTIC_MIN: return m.min_seconds();
+    case v1::STATISTIC_MAX: return m.max_seconds();
+    default: return m.median_seconds();
+  }
+}
+
+ClusterFit FitCluster(const std::string& cluster, const std::vector<v1::ProbeResult>& results,
+                      const FitOptions& options) {
+  ClusterFit fit;
+  fit.cluster = cluster;
+  std::map<std::string, GpuAcc> by_gpu;
+  // Straggler inputs: probe key -> agent -> seconds.
+  std::map<std::string, std::map<std::string, std::vector<double>>> per_node;
+
+  for (const v1::ProbeResult& r : results) {
+    if (r.error_code() != 0) {
+      ++fit.results_failed;
+      continue;
+    }
+    const nlohmann::json params = nlohmann::json::parse(r.params_json(), nullptr, false);
+    if (params.is_discarded() || !params.is_object()) {
+      ++fit.results_failed;
+      continue;
+    }
+    ++fit.results_used;
+    const std::string gpu =
+        r.provenance().device_name().empty() ? "unknown" : r.provenance().device_name();
+    if (!r.provenance().compute_dtype().empty()) {
+      fit.compute_dtypes[gpu] = r.provenance().compute_dtype();
+    }
+    GpuAcc& acc = by_gpu[gpu];
+    const bool single_rank = r.provenance().world_size() <= 1;
+    for (const v1::Measurement& m : r.measurements()) {
+      const double secs = PlannerSeconds(m);
+      if (!(secs > 0)) continue;
+      if (single_rank) {
+        per_node[absl::StrCat(v1::ProbeKind_Name(r.kind()), " ", m.name(), " ", r.params_json())]
+                [r.provenance().agent_id()]
+                    .push_back(secs);
+      }
+      switch (r.kind()) {
+        case v1::PROBE_KIND_GROUPED_GEMM: {
+          auto prec = PrecisionOf(Get<std::string>(params, "dtype", ""));
+          if (!prec || m.flops() <= 0) break;
+          if (absl::EndsWith(m.name(), "/grouped")) {
+            acc.grouped[{*prec, true}][m.flops()].push_back(secs);
+          } else if (absl::EndsWith(m.name(), "/loop")) {
+            acc.grouped[{*prec, false}][m.flops()].push_back(secs);
+          } else if (absl::StrContains(m.name(), "dense")) {
+            acc.dense[*prec][m.flops()].push_back(secs);
+          }
+          break;
+        }
+        case v1::PROBE_KIND_COLLECTIVE: {
+          auto kind = CollectiveOf(Get<std::string>(params, "op", ""));
+          if (!kind || m.bytes() <= 0) break;
+          p::LinkSpan span = Get<std::string>(params, "span", "") == "intra_node"
+                                 ? p::LinkSpan::kNvlinkDomain
+                                 : p::LinkSpan::kScaleOut;
+          int group = Get<int>(params, "group_size", 0);
+          acc.collectives[{*kind, span, group}][m.bytes()].push_back(secs);
+          break;
+        }
+        case v1::PROBE_KIND_DISPATCH_COMBINE: {
+          if (m.name() != "dispatch") break;
+          const std::string mode = Get<std::string>(params, "mode", "");
+          const int ep = Get<int>(params, "ep_size", 0);
+          const int per_node = Get<int>(params, "ranks_per_node", 0);
+          const double size = static_cast<double>(Get<int64_t>(params, "tokens_per_rank", 0)) *
+                              Get<int64_t>(params, "top_k", 0) * Get<int64_t>(params, "hidden", 0) *
+                              DTypeBytes(Get<std::string>(params, "dtype", "bf16"));
+          if (ep <= 0 || size <= 0) break;
+          acc.dispatch[{mode != "per_expert", ep, per_node > 0 ? per_node : ep}][size].push_back(
+              secs);
+          break;
+        }
+        case v1::PROBE_KIND_OFFLOAD: {
+          const bool alone = !absl::StrContains(m.name(), "gemm");
+          if (alone && absl::StrContains(m.name(), "/pinned/") && m.bytes() > 0) {
+            acc.offload[m.bytes()].push_back(secs);
+          }
+          break;
+        }
+        case v1::PROBE_KIND_OVERLAP: {
+          auto it = m.values().find("gemm_slowdown");
+          if (it != m.values().end() && it->second > 0) acc.overlap_slowdowns.push_back(it->second);
+          break;
+        }
+        default:
+          break;
+      }
+    }
+  }
+
+  for (auto& [gpu, acc] : by_gpu) {
+    p::CalibrationTables t;
+    t.cluster_name = cluster;
+    t.gpu_name = gpu;
+    for (const auto& [prec, pts] : acc.dense) {
+      p::GemmTable g;
+      g.precision = prec;
+      g.flops_curve = ToCurve(pts);
+      if (!g.flops_curve.sizes.empty()) t.dense_gemm.push_back(g);
+    }
+    for (const auto& [key, pts] : acc.grouped) {
+      p::GroupedGemmTable g;
+      g.precision = key.first;
+      g.grouped = key.second;
+      g.flops_curve = ToCurve(pts);
+      if (!g.flops_curve.sizes.empty()) t.grouped_gemm.push_back(g);
+    }
+    for (const auto& [key, pts] : acc.collectives) {
+      p::CollectiveTable c;
+      std::tie(c.kind, c.span, c.group_size) = key;
+      c.bytes_curve = ToCurve(pts);
+      if (!c.bytes_curve.sizes.empty()) t.collectives.push_back(c);
+    }
+    for (const auto& [key, pts] : acc.dispatch) {
+      p::DispatchTable d;
+      std::tie(d.dedup, d.ep, d.ep_gpus_per_domain) = key;
+      d.bytes_curve = ToCurve(pts);
+      if (!d.bytes_curve.sizes.empty()) t.dispatch.push_back(d);
+    }
+    t.host_offload = ToCurve(acc.offload);
+    if (!acc.overlap_slowdowns.empty()) {
+      t.overlap.push_back({1, std::max(1.0, Median(acc.overlap_slowdowns))});
+    }
+    fit.tables.push_back(std::move(t));
+  }
+
+  for (const auto& [key, nodes] : per_node) {
+    if (static_cast<int>(nodes.size()) < options.min_nodes) continue;
+    std::map<std::string, double> node_median;
+    for (const auto& [agent, v] : nodes) node_median[agent] = Median(v);
+    for (const auto& [agent, mine] : node_median) {
+      std::vector<double> peers;
+      for (const auto& [other, v] : node_median) {
+        if (other != agent) peers.push_back(v);
+      }
+      const double peer = Median(peers);
+      if (peer > 0 && mine > options.straggler_ratio * peer) {
+        v1::StragglerFlag f;
+        f.set_probe(key);
+        f.set_node_seconds(mine);
+        f.set_peer_median_seconds(peer);
+        f.set_ratio(mine / peer);
+        fit.stragglers[agent].push_back(std::move(f));
+      }
+    }
+  }
+  return fit;
+}
+
+nlohmann::json ToJson(const ClusterFit& fit) {
+  nlohmann::json j;
+  j["cluster"] = fit.cluster;
+  j["results_used"] = fit.results_used;
+  j["results_failed"] = fit.results_failed;
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const p::CalibrationTables& t : fit.tables) {
+    nlohmann::json g;
+    g["gpu"] = t.gpu_name;
+    auto dt = fit.compute_dtypes.find(t.gpu_name);
+    if (dt != fit.compute_dtypes.end()) g["compute_dtype"] = dt->second;
+    auto count = [](const p::MeasuredCurve& c) { return c.sizes.size(); };
+    nlohmann::json tables = nlohmann::json::array();
+    for (const auto& x : t.dense_gemm) {
+      tables.push_back({{"table", "dense_gemm"}, {"precision", std::string(p::PrecisionName(x.precision))},
+                        {"points", count(x.flops_curve)}});
+    }
+    for (const auto& x : t.grouped_gemm) {
+      tables.push_back({{"table", x.grouped ? "grouped_gemm" : "loop_gemm"},
+                        {"precision", std::string(p::PrecisionName(x.precision))},
+                        {"points", count(x.flops_curve)}});
+    }
+    for (const auto& x : t.collectives) {
+      tables.push_back({{"table", "collective"},
+                        {"op", std::string(p::CollectiveKindName(x.kind))},
+                        {"span", std::string(p::LinkSpanName(x.span))},
+                        {"group_size", x.group_size},
+                        {"points", count(x.bytes_curve)}});
+    }
+    for (const auto& x : t.dispatch) {
+      tables.push_back({{"table", "dispatch"}, {"dedup", x.dedup}, {"ep", x.ep},
+                        {"ep_gpus_per_domain", x.ep_gpus_per_domain},
+                        {"points", count(x.bytes_curve)}});
+    }
+    if (!t.host_offload.sizes.empty()) {
+      tables.push_back({{"table", "host_offload"}, {"points", count(t.host_offload)}});
+    }
+    for (const auto& x : t.overlap) {
+      tables.push_back({{"table", "overlap"}, {"num_comm_streams", x.num_comm_streams},
+                        {"slowdown", x.slowdown}});
+    }
+    g["tables"] = tables;
+    gpus.push_back(g);
+  }
+  j["gpus"] = gpus;
+  nlohmann::json strag = nlohmann::json::object();
+  for (const auto& [agent, flags] : fit.stragglers) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& f : flags) {
+      list.push_back({{"probe", f.probe()}, {"node_seconds", f.node_seconds()},
+                      {"peer_median_seconds", f.peer_median_seconds()}, {"ratio", f.ratio()}});
+    }
+    strag[agent] = list;
+  }
+  j["stragglers"] = strag;
+  return j;
+}
+
+}  // namespace moetune::server

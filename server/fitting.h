@@ -1,0 +1,63 @@
+// Fitting: stored probe results -> the planner's CalibrationTables, one per
+// (cluster, GPU model), and straggler flags per agent.
+//
+// Curves (planner/cost_model.h MeasuredCurve) are built from each
+// measurement's planner statistic (its median unless the probe says
+// otherwise):
+//   grouped GEMM  "<pass>/grouped" -> grouped table, "<pass>/loop" -> loop
+//                 table, "<pass>/dense_ref" -> dense GEMM table; size = the
+//                 measurement's FLOPs; precision = the requested dtype (the
+//                 CPU twins compute in fp32 and say so in compute_dtype);
+//   collectives   per (op, span, group size); size = the measurement's bytes;
+//                 span intra_node -> NVLink domain, inter_node -> scale-out;
+//   dispatch      "dispatch" measurements per (mode de-duplicated or not, EP
+//                 size, EP ranks per domain); size = tokens x top_k x hidden x
+//                 dtype bytes, the DispatchShape convention;
+//   offload       "h2d/pinned/<bytes>" and "d2h/pinned/<bytes>" alone (not
+//                 under a GEMM) -> host_offload; size = bytes;
+//   overlap       the "gemm_slowdown" value -> one point at 1 comm stream.
+// Points of equal size are merged by their median. Failed results are
+// skipped.
+//
+// Stragglers: for every single-rank measurement that at least
+// `min_nodes` nodes produced (same probe parameters and name), a node whose
+// median time exceeds straggler_ratio x the median of the other nodes' is
+// flagged with both numbers.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "planner/cost_model.h"
+#include "proto/common.pb.h"
+
+namespace moetune::server {
+
+struct FitOptions {
+  double straggler_ratio = 1.5;
+  int min_nodes = 3;
+};
+
+struct ClusterFit {
+  std::string cluster;
+  std::vector<moetune::planner::CalibrationTables> tables;  // one per GPU model
+  // agent_id -> flags.
+  std::map<std::string, std::vector<moetune::v1::StragglerFlag>> stragglers;
+  int results_used = 0;
+  int results_failed = 0;
+  std::map<std::string, std::string> compute_dtypes;  // gpu -> what ran
+};
+
+ClusterFit FitCluster(const std::string& cluster,
+                      const std::vector<moetune::v1::ProbeResult>& results,
+                      const FitOptions& options);
+
+// Summary for GetCalibration: per GPU model, the number of points per table.
+nlohmann::json ToJson(const ClusterFit& fit);
+
+// The measurement's planner statistic in seconds.
+double PlannerSeconds(const moetune::v1::Measurement& m);
+
+}  // namespace moetune::server
