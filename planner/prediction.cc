@@ -74,6 +74,7 @@ nlohmann::json ToJson(const ParallelConfig& p) {
   j["cp"] = p.cp;
   j["dp"] = p.dp;
   j["mbs"] = p.mbs;
+  j["shard_params"] = p.shard_params;
   j["first_stage_layers"] = p.first_stage_layers
                                 ? nlohmann::json(*p.first_stage_layers)
                                 : nlohmann::json(nullptr);

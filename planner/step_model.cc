@@ -49,10 +49,19 @@ constexpr double kEpOverlapFraction = 0.8;
 // Fraction of a block's GEMM time that can hide its TP all-gather /
 // reduce-scatter (Transformer Engine userbuffers ring-exchange overlap).
 constexpr double kTpOverlapFraction = 0.9;
-// Host synchronisation per dropless MoE layer pass (token counts copied to
-// the host to size the grouped GEMM): ~20 us (Megatron-Core MoE docs list
-// it as the reason MoE layers stay outside CUDA graphs).
-constexpr double kMoeHostSyncS = 20 * kMicrosecond;
+// Host-side cost of a dropless MoE layer, which stays outside CUDA graphs
+// (its token counts are copied to the host to size the grouped GEMMs, a
+// synchronisation that also stops the CPU from running ahead of the GPU).
+// Megatron-Core's MoE forward issues ~115 framework ops (router and its
+// top-k/aux-loss ops, permutation, dispatch bookkeeping, expert GEMM setup,
+// activation, unpermutation, combine), backward about twice as many, each
+// ~20 us of Python/PyTorch dispatch: ~7 ms per layer per micro-batch. This
+// is the fixed per-micro-batch cost that separates the Megatron-Bridge
+// Qwen3-30B-A3B rows at micro-batch 1 and 4 (same GPUs and container).
+constexpr double kMoeHostOpsForward = 115;
+constexpr double kHostOpS = 20 * kMicrosecond;
+// Dense layers run inside CUDA graphs (cuda_graphs knob) or, without them,
+// at ~kHostOpS per op, overlapped with the GPU (the CPU runs ahead).
 // Memory the training process holds beyond its tensors: CUDA context,
 // cuBLAS/cuDNN workspaces, NCCL buffers (~3 GiB), plus allocator
 // fragmentation of ~8% of activations (PyTorch caching allocator reports).
@@ -178,7 +187,7 @@ struct Context {
   double bwd_gemm_factor;  // 2 (dgrad + wgrad) or 1 (LoRA)
   double launch_s;
   double overlap_slowdown;
-  bool recompute_all_layers;
+  bool ep_overlap_schedule;  // pp == 1 or vp > 1
 };
 
 // Costs of one layer for one micro-batch on one GPU.
@@ -281,8 +290,10 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
       ep_total_s = ep_fwd_s + 2 * combine.seconds;
       ep_src = SourceBit(dispatch.source) | SourceBit(combine.source);
     }
-    // Host sync for the dropless token counts, forward and backward.
-    l.AddSeconds(kSLaunch, 2 * kMoeHostSyncS, kPriorBit);
+    // Host-side ops of the MoE block, serialised with the GPU by the
+    // token-count synchronisation (forward + 2x backward).
+    l.AddSeconds(kSLaunch, kMoeHostOpsForward * (1.0 + kBackwardKernelFactor) * kHostOpS,
+                 kPriorBit);
   }
 
   // --- Memory-bound kernels (norms, residuals, RoPE, activations,
@@ -294,6 +305,14 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
   l.Add(kSMemBound, mb_f, 1.0 + kBackwardMemoryBoundFactor);
   l.AddSeconds(kSLaunch, k.kernels_fwd * (1.0 + kBackwardKernelFactor) * c.launch_s,
                kPriorBit);
+  if (!knobs.cuda_graphs) {
+    // Eager launches: the CPU issues every op; the GPU waits when the ops
+    // are shorter than their host cost.
+    double gpu = 0;
+    for (int i = kSAttnCore; i <= kSLaunch; ++i) gpu += l.s[i];
+    const double host = k.kernels_fwd * (1.0 + kBackwardKernelFactor) * kHostOpS;
+    l.AddSeconds(kSLaunch, std::max(0.0, host - gpu), kPriorBit);
+  }
 
   // --- TP all-gather / reduce-scatter of [tc x h] BF16 around each block,
   // forward and backward.
@@ -335,7 +354,11 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
   if (ep_total_s > 0) {
     double compute = 0;
     for (int i = kSAttnCore; i <= kSMemBound; ++i) compute += l.s[i];
-    const bool can_overlap = knobs.overlap.ep_comm && c.micro_batches >= 2;
+    // Megatron-Core overlaps EP all-to-all with another micro-batch's
+    // compute in its combined 1F1B schedule: without pipelining or with the
+    // interleaved schedule, and with at least two micro-batches.
+    const bool can_overlap = knobs.overlap.ep_comm && c.micro_batches >= 2 &&
+                             c.ep_overlap_schedule;
     const double hidden =
         can_overlap ? std::min(ep_total_s, kEpOverlapFraction * compute) : 0.0;
     l.AddSeconds(kSEpHidden, hidden, ep_src);
@@ -584,6 +607,7 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
   c.bwd_gemm_factor = lora ? 1.0 : 2.0;
   c.launch_s = cost_->KernelLaunchSeconds(knobs.cuda_graphs);
   c.overlap_slowdown = cost_->OverlapSlowdown(knobs.overlap.num_comm_streams);
+  c.ep_overlap_schedule = p.pp == 1 || p.vp > 1;
 
   // Per-kind layer costs, with and without full recompute.
   const bool full = knobs.recompute.mode == RecomputeMode::kFull;
@@ -651,6 +675,9 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
     fixed_last = p.last_stage_layers.has_value();
     first = p.first_stage_layers.value_or(0);
     last = p.last_stage_layers.value_or(0);
+  } else if (stages > L) {
+    // One stage holds only the embedding, one only the loss.
+    fixed_first = fixed_last = true;
   } else if (stages > 1) {
     // Balance: the last virtual stage also runs the output layer, loss and
     // MTP; the first the embedding (Megatron-Bridge pipeline layouts do the
@@ -783,14 +810,21 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
       const double bytes = params * kDpCommBytesPerParam;
       const Cost rs = cost_->Collective(CollectiveKind::kReduceScatter, bytes, group, dp_span);
       const Cost ag = cost_->Collective(CollectiveKind::kAllGather, bytes, group, dp_span);
-      dp_total += rs.seconds + ag.seconds;
+      // Distributed optimizer: one reduce-scatter and one all-gather per
+      // step. FSDP: per micro-batch, gather for forward and for backward,
+      // reduce-scatter after backward.
+      dp_total += p.shard_params ? m_micro * (2 * ag.seconds + rs.seconds)
+                                 : rs.seconds + ag.seconds;
       src |= SourceBit(rs.source) | SourceBit(ag.source);
     }
     if (dp_total > 0) {
-      // Windows: backward of the last micro-batch (~2/3 of a stage time)
-      // for the reduce-scatter, forward of the first (~1/3) for the gather;
-      // approximated together as one stage time.
-      const double window = knobs.overlap.dp_comm ? t_max : 0.0;
+      // Windows: distributed optimizer: backward of the last micro-batch
+      // (~2/3 of a stage time) for the reduce-scatter, forward of the first
+      // (~1/3) for the gather, together one stage time. FSDP prefetches
+      // layer by layer through the whole step.
+      const double window = !knobs.overlap.dp_comm ? 0.0
+                            : p.shard_params   ? m_micro * t_max
+                                               : t_max;
       dp_exposed = std::max(0.0, dp_total - window);
       step.AddSeconds(kSDpExposed, dp_exposed, src);
       step.AddSeconds(kSDpHidden, dp_total - dp_exposed, src);
@@ -817,9 +851,16 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
     double dense = 0, expert = 0;
     rank_params(r, &dense, &expert);
     MemoryBreakdown mem;
-    mem.weights_bytes = (dense + expert) * weight_bytes_per_param;
+    // FSDP keeps a shard of weights and gradients plus the gathered
+    // parameters of about two layers (current + prefetched).
+    const double shard_div_dense = p.shard_params ? std::max(1, dp_dense) : 1;
+    const double shard_div_expert = p.shard_params ? std::max(1, dp_expert) : 1;
+    const double local = dense / shard_div_dense + expert / shard_div_expert;
+    const double layers = std::max(1, layers_on_rank[r]);
+    const double gathered = p.shard_params ? 2.0 * (dense + expert) / layers : 0.0;
+    mem.weights_bytes = (local + gathered) * weight_bytes_per_param;
     if (!lora) {
-      mem.grads_bytes = (dense + expert) * kMainGradBytes;
+      mem.grads_bytes = (local + gathered) * kMainGradBytes;
       mem.optimizer_bytes = (dense / std::max(1, dp_dense) +
                              expert / std::max(1, dp_expert)) * kOptimizerStateBytes;
     }

@@ -225,7 +225,7 @@ Infeasibility CheckLayout(const ModelSpec& m, const TrainingShape& s,
     return Infeasibility::kBatchNotDivisible;
   }
   if (p.vp > 1 && p.pp == 1) return Infeasibility::kVpWithoutPp;
-  if (m.num_layers < p.pp * p.vp) return Infeasibility::kTooFewLayers;
+  if (m.num_layers + 2 < p.pp * p.vp) return Infeasibility::kTooFewLayers;
   if (s.seq_len % (p.cp > 1 ? 2 * p.cp : 1) != 0 ||
       (s.seq_len / p.cp) % p.tp != 0) {
     return Infeasibility::kSeqNotDivisible;
@@ -291,8 +291,9 @@ absl::Status Validate(const ModelSpec& m, const TrainingShape& s,
                        " is not divisible by mbs*dp=", p.mbs, "*", dp));
     case Infeasibility::kTooFewLayers:
       return absl::InvalidArgumentError(
-          absl::StrCat("num_layers=", m.num_layers, " is fewer than pp*vp=",
-                       p.pp, "*", p.vp, " virtual stages"));
+          absl::StrCat("num_layers=", m.num_layers, " (+2 for embedding and loss "
+                       "stages) is fewer than pp*vp=", p.pp, "*", p.vp,
+                       " virtual stages"));
     case Infeasibility::kSeqNotDivisible:
       return absl::InvalidArgumentError(
           absl::StrCat("seq_len=", s.seq_len, " is not divisible by 2*cp=",
@@ -321,6 +322,7 @@ std::string ToString(const ParallelConfig& p) {
   std::string s = absl::StrCat("tp=", p.tp, " pp=", p.pp, " vp=", p.vp,
                                " ep=", p.ep, " etp=", p.etp, " cp=", p.cp,
                                " dp=", p.dp, " mbs=", p.mbs);
+  if (p.shard_params) absl::StrAppend(&s, " shard_params=true");
   if (p.first_stage_layers) {
     absl::StrAppend(&s, " first_stage_layers=", *p.first_stage_layers);
   }

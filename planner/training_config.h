@@ -37,6 +37,10 @@ struct ParallelConfig {
   int cp = 1;   // context parallel
   int dp = 0;   // data parallel; 0 = derive gpus / (tp * pp * cp)
   int mbs = 1;  // micro-batch size (sequences)
+  // Shard parameters and gradients (not only optimizer states) over the
+  // data-parallel group: Megatron-FSDP / ZeRO-3. Parameters are gathered
+  // per micro-batch (forward and backward), gradients reduce-scattered.
+  bool shard_params = false;
   // Uneven pipeline: transformer layers on the first / last virtual stage
   // (Megatron --decoder-first/last-pipeline-num-layers). Unset: chosen to
   // balance the embedding, output layer, loss and MTP layers.
@@ -125,7 +129,8 @@ enum class Infeasibility {
   kExpertLayoutMismatch,    // (tp * cp * dp) % (ep * etp) != 0
   kEpWithoutExperts,        // ep or etp > 1 on a dense model
   kBatchNotDivisible,       // global_batch % (mbs * dp) != 0
-  kTooFewLayers,            // fewer layers than pp * vp virtual stages
+  kTooFewLayers,            // pp * vp > layers + 2 (one stage may hold only
+                            // the embedding, one only the loss)
   kSeqNotDivisible,         // seq_len % (2 * cp) != 0 (or % tp with SP)
   kVpWithoutPp,             // vp > 1 with pp == 1
   kBadUnevenStages,         // first/last stage layers do not fit

@@ -1,0 +1,257 @@
+// Predicts every row of a published-runs file (shared/validation/runs.json) with its published configuration and prints predicted vs
+// measured tokens/s/GPU, the error of each row and the MAPE.
+//
+//   bazel run //tests:validate -- --runs /work/shared/validation/runs.json \
+//       [--stack megatron-core-2026] [--verbose]
+//
+// Row fields used: model_id, cluster_preset, num_gpus, seq_len,
+// global_batch, micro_batch, tp, pp, vp (null = 1), ep (null = 1), etp
+// (null = 1), cp, dp, precision_id, recompute, offload, id (a "-LoRA-" or
+// "-SFT-" run is fine-tuning). Unknown recompute: what the stack does by
+// default -- no recompute unless the layout does not fit, then the lightest
+// selective set that fits, then full recompute.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+#include "planner/cost_model.h"
+#include "planner/hardware.h"
+#include "planner/model_spec.h"
+#include "planner/step_model.h"
+#include "planner/training_config.h"
+
+ABSL_FLAG(std::string, runs, "", "path to runs.json");
+ABSL_FLAG(std::string, stack, "megatron-core-2026",
+          "rows of this stack only ('all' for every row)");
+ABSL_FLAG(bool, verbose, false, "print each row's breakdown");
+
+namespace mp = moetune::planner;
+using nlohmann::json;
+
+namespace {
+
+int IntOr(const json& row, const char* key, int fallback) {
+  if (!row.contains(key) || row.at(key).is_null()) return fallback;
+  return row.at(key).get<int>();
+}
+
+std::string StrOr(const json& row, const char* key, const std::string& fallback) {
+  if (!row.contains(key) || !row.at(key).is_string()) return fallback;
+  return row.at(key).get<std::string>();
+}
+
+// The stack's defaults for the knobs a row does not publish: Megatron-Core
+// 2026 containers use grouped GEMM, DeepEP/HybridEP dispatch, TP/EP/DP/PP
+// overlap and CUDA graphs.
+mp::Knobs StackKnobs(mp::Precision precision) {
+  mp::Knobs k;
+  k.precision = precision;
+  k.grouped_gemm = true;
+  k.dispatcher = mp::Dispatcher::kFusedDedup;
+  k.cuda_graphs = true;
+  return k;
+}
+
+// Recompute settings tried in order when a row does not publish one.
+std::vector<mp::Recompute> RecomputeLadder() {
+  std::vector<mp::Recompute> ladder;
+  ladder.push_back({});
+  auto sel = [](uint32_t modules) {
+    mp::Recompute r;
+    r.mode = mp::RecomputeMode::kSelective;
+    r.modules = modules;
+    return r;
+  };
+  ladder.push_back(sel(mp::kRecomputeMoeAct | mp::kRecomputeLayerNorm));
+  ladder.push_back(sel(mp::kRecomputeMoeAct | mp::kRecomputeLayerNorm |
+                       mp::kRecomputeMlaUpProj | mp::kRecomputeCoreAttn));
+  ladder.push_back(sel(mp::kRecomputeMoeAct | mp::kRecomputeLayerNorm |
+                       mp::kRecomputeMlaUpProj | mp::kRecomputeCoreAttn |
+                       mp::kRecomputeMlp | mp::kRecomputeSharedExperts));
+  mp::Recompute full;
+  full.mode = mp::RecomputeMode::kFull;
+  ladder.push_back(full);
+  return ladder;
+}
+
+absl::StatusOr<mp::Recompute> PublishedRecompute(const json& row) {
+  if (!row.contains("recompute") || row.at("recompute").is_null()) {
+    return absl::NotFoundError("unpublished");
+  }
+  const std::string text = row.at("recompute").is_string()
+                               ? row.at("recompute").get<std::string>()
+                               : row.at("recompute").dump();
+  mp::Recompute r;
+  if (text == "none" || text == "false" || text == "None") return r;
+  if (text == "full" || text == "true") {
+    r.mode = mp::RecomputeMode::kFull;
+    return r;
+  }
+  // "selective", or a module list.
+  r.mode = mp::RecomputeMode::kSelective;
+  absl::StatusOr<uint32_t> modules = mp::ParseRecomputeModules(text);
+  r.modules = modules.ok() ? *modules : mp::kRecomputeCoreAttn;
+  return r;
+}
+
+struct RowResult {
+  std::string id;
+  std::string label;
+  double predicted = 0;
+  double measured = 0;
+  double error = 0;  // (predicted - measured) / measured
+  std::string recompute;
+  bool fits = false;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  const std::string path = absl::GetFlag(FLAGS_runs);
+  if (path.empty()) {
+    std::fprintf(stderr, "usage: validate --runs runs.json [--stack S]\n");
+    return 2;
+  }
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    return 2;
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const json rows = json::parse(buf.str(), nullptr, false);
+  if (rows.is_discarded() || !rows.is_array()) {
+    std::fprintf(stderr, "%s is not a JSON array\n", path.c_str());
+    return 2;
+  }
+  const std::string stack = absl::GetFlag(FLAGS_stack);
+  std::map<std::string, std::shared_ptr<const mp::CostModel>> cost_models;
+  std::vector<RowResult> results;
+  int skipped = 0;
+  for (const json& row : rows) {
+    if (stack != "all" && StrOr(row, "stack", "") != stack) continue;
+    const std::string id = StrOr(row, "id", "?");
+    auto skip = [&](const std::string& why) {
+      std::printf("SKIP %-70s %s\n", id.c_str(), why.c_str());
+      ++skipped;
+    };
+    absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(StrOr(row, "model_id", ""));
+    if (!model.ok()) {
+      skip(std::string(model.status().message()));
+      continue;
+    }
+    const std::string cluster_name = StrOr(row, "cluster_preset", "");
+    absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(cluster_name);
+    if (!cluster.ok()) {
+      skip(std::string(cluster.status().message()));
+      continue;
+    }
+    std::shared_ptr<const mp::CostModel>& cost = cost_models[cluster_name];
+    if (!cost) cost = std::make_shared<mp::DatasheetCostModel>(*cluster);
+
+    mp::TrainingShape shape;
+    shape.gpus = IntOr(row, "num_gpus", 0);
+    shape.seq_len = IntOr(row, "seq_len", 0);
+    shape.global_batch = IntOr(row, "global_batch", 0);
+    if (id.find("-LoRA-") != std::string::npos) shape.objective = mp::Objective::kLora;
+    if (id.find("-SFT-") != std::string::npos) shape.objective = mp::Objective::kFinetune;
+    mp::ParallelConfig p;
+    p.tp = IntOr(row, "tp", 1);
+    p.pp = IntOr(row, "pp", 1);
+    p.vp = IntOr(row, "vp", 1);
+    p.ep = IntOr(row, "ep", 1);
+    p.etp = IntOr(row, "etp", 1);
+    p.cp = IntOr(row, "cp", 1);
+    p.dp = IntOr(row, "dp", 0);
+    p.mbs = IntOr(row, "micro_batch", 1);
+    // Rows whose published layout is Megatron-FSDP say so in their notes
+    // ("FSDP column = 64").
+    p.shard_params = StrOr(row, "notes", "").find("FSDP") != std::string::npos;
+    absl::StatusOr<mp::Precision> precision =
+        mp::ParsePrecision(StrOr(row, "precision_id", "bf16"));
+    if (!precision.ok()) {
+      skip(std::string(precision.status().message()));
+      continue;
+    }
+    absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(*model, *cluster, shape, cost);
+    if (!sm.ok()) {
+      skip(std::string(sm.status().message()));
+      continue;
+    }
+    mp::Knobs knobs = StackKnobs(*precision);
+    absl::StatusOr<mp::Recompute> published = PublishedRecompute(row);
+    std::vector<mp::Recompute> ladder =
+        published.ok() ? std::vector<mp::Recompute>{*published} : RecomputeLadder();
+    absl::StatusOr<mp::Prediction> pred = absl::UnknownError("no prediction");
+    for (const mp::Recompute& r : ladder) {
+      knobs.recompute = r;
+      pred = sm->Predict(p, knobs);
+      if (!pred.ok() || pred->fits) break;
+    }
+    if (!pred.ok()) {
+      skip(std::string(pred.status().message()));
+      continue;
+    }
+    RowResult res;
+    res.id = id;
+    res.label = absl::StrFormat(
+        "%s %s %dg s%d gbs%d mbs%d tp%d pp%d vp%d ep%d cp%d %s",
+        model->name, cluster_name, shape.gpus, shape.seq_len,
+        shape.global_batch, p.mbs, p.tp, p.pp, p.vp, p.ep, p.cp,
+        std::string(mp::PrecisionName(*precision)));
+    res.predicted = pred->tokens_per_sec_per_gpu;
+    res.measured = row.at("tokens_per_sec_per_gpu").get<double>();
+    res.error = (res.predicted - res.measured) / res.measured;
+    res.recompute = std::string(mp::RecomputeModeName(knobs.recompute.mode));
+    if (knobs.recompute.mode == mp::RecomputeMode::kSelective) {
+      res.recompute += "(" + mp::RecomputeModulesName(knobs.recompute.modules) + ")";
+    }
+    res.fits = pred->fits;
+    results.push_back(res);
+    std::printf("%-36s %-64s pred %8.0f meas %8.0f err %+6.1f%% mem %5.1f GiB%s rc=%s\n",
+                id.substr(0, 36).c_str(), res.label.c_str(), res.predicted,
+                res.measured, 100 * res.error,
+                pred->peak_memory_bytes / (1024.0 * 1024 * 1024),
+                res.fits ? "" : " (does not fit)", res.recompute.c_str());
+    if (absl::GetFlag(FLAGS_verbose)) {
+      for (const mp::Term& t : pred->breakdown) {
+        std::printf("      %-32s %-22s %9.3f s %s\n", t.name.c_str(),
+                    std::string(mp::TermKindName(t.kind)).c_str(), t.seconds,
+                    std::string(mp::CostSourceName(t.source)).c_str());
+      }
+      std::printf("      step %.3f s, model TFLOPS/GPU %.0f, MFU %.3f\n",
+                  pred->step_time_s, pred->model_tflops_per_gpu, pred->mfu);
+    }
+  }
+  if (results.empty()) {
+    std::printf("no rows of stack '%s'\n", stack.c_str());
+    return 1;
+  }
+  double sum_abs = 0;
+  const RowResult* worst = &results.front();
+  int over25 = 0, over10 = 0;
+  for (const RowResult& r : results) {
+    sum_abs += std::abs(r.error);
+    if (std::abs(r.error) > std::abs(worst->error)) worst = &r;
+    over25 += std::abs(r.error) > 0.25 ? 1 : 0;
+    over10 += std::abs(r.error) > 0.10 ? 1 : 0;
+  }
+  std::printf("\nstack %s: %zu rows predicted, %d skipped\n", stack.c_str(),
+              results.size(), skipped);
+  std::printf("MAPE %.1f%%; rows > 10%%: %d; rows > 25%%: %d\n",
+              100 * sum_abs / results.size(), over10, over25);
+  std::printf("worst: %s (%s) err %+.1f%%\n", worst->id.c_str(),
+              worst->label.c_str(), 100 * worst->error);
+  return 0;
+}
