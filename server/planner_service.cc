@@ -79,7 +79,17 @@ grpc::Status PlannerServiceImpl::GetTunedConfig(grpc::ServerContext*,
 
 grpc::Status PlannerServiceImpl::ListAgents(grpc::ServerContext*, const v1::ListAgentsRequest* req,
                                             v1::ListAgentsResponse* resp) {
-  for (v1::AgentInfo& a : registry_->List(req->cluster())) *resp->add_agents() = std::move(a);
+  std::map<std::string, std::map<std::string, std::vector<v1::StragglerFlag>>> flags;
+  for (v1::AgentInfo& a : registry_->List(req->cluster())) {
+    if (stragglers_ && !flags.count(a.cluster())) flags[a.cluster()] = stragglers_(a.cluster());
+    auto& by_agent = flags[a.cluster()];
+    auto it = by_agent.find(a.agent_id());
+    a.clear_stragglers();
+    if (it != by_agent.end()) {
+      for (const v1::StragglerFlag& f : it->second) *a.add_stragglers() = f;
+    }
+    *resp->add_agents() = std::move(a);
+  }
   return grpc::Status::OK;
 }
 

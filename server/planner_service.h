@@ -5,7 +5,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "proto/planner_service.grpc.pb.h"
 #include "server/agent_registry.h"
@@ -19,17 +21,22 @@ using PredictFn =
     std::function<absl::StatusOr<moetune::v1::Prediction>(const moetune::v1::PredictRequest&)>;
 // JSON summary of the fitted calibration of a cluster.
 using CalibrationSummaryFn = std::function<std::string(const std::string& cluster)>;
+// agent_id -> straggler flags for the agents of a cluster.
+using StragglersFn = std::function<std::map<std::string, std::vector<moetune::v1::StragglerFlag>>(
+    const std::string& cluster)>;
 
 class PlannerServiceImpl final : public moetune::v1::PlannerService::Service {
  public:
   PlannerServiceImpl(Store* store, AgentRegistry* registry, Scheduler* scheduler,
-                     JobRunner* jobs, PredictFn predict, CalibrationSummaryFn calibration)
+                     JobRunner* jobs, PredictFn predict, CalibrationSummaryFn calibration,
+                     StragglersFn stragglers)
       : store_(store),
         registry_(registry),
         scheduler_(scheduler),
         jobs_(jobs),
         predict_(std::move(predict)),
-        calibration_(std::move(calibration)) {}
+        calibration_(std::move(calibration)),
+        stragglers_(std::move(stragglers)) {}
 
   grpc::Status Predict(grpc::ServerContext*, const moetune::v1::PredictRequest*,
                        moetune::v1::PredictResponse*) override;
@@ -59,6 +66,7 @@ class PlannerServiceImpl final : public moetune::v1::PlannerService::Service {
   JobRunner* jobs_;
   PredictFn predict_;
   CalibrationSummaryFn calibration_;
+  StragglersFn stragglers_;
 };
 
 }  // namespace moetune::server

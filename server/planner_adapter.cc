@@ -1,0 +1,321 @@
+#include "server/planner_adapter.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "planner/emitters.h"
+#include "planner/prediction.h"
+#include "planner/search.h"
+#include "planner/step_model.h"
+
+namespace moetune::server {
+namespace {
+
+namespace v1 = ::moetune::v1;
+namespace p = ::moetune::planner;
+
+// The API field a resolution error belongs to, in front of the planner's
+// own message (which names the JSON key).
+absl::Status InField(const std::string& field, const absl::Status& s) {
+  absl::StatusCode code = s.code() == absl::StatusCode::kNotFound
+                              ? absl::StatusCode::kInvalidArgument
+                              : s.code();
+  return absl::Status(code, absl::StrCat(field, ": ", s.message()));
+}
+
+constexpr int kMaxTopK = 20;
+constexpr int kDefaultTopK = 3;
+
+absl::StatusOr<p::Precision> ToPrecision(v1::Precision prec, const char* field) {
+  switch (prec) {
+    case v1::PRECISION_BF16: return p::Precision::kBf16;
+    case v1::PRECISION_FP8: return p::Precision::kFp8;
+    case v1::PRECISION_MXFP8: return p::Precision::kMxfp8;
+    case v1::PRECISION_NVFP4: return p::Precision::kNvfp4;
+    default: break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " has unknown value ", static_cast<int>(prec)));
+}
+
+absl::StatusOr<p::SearchOptions> ToSearchOptions(const v1::PlanConstraints& c,
+                                                 const p::ClusterSpec& cluster) {
+  p::SearchOptions o;
+  if (c.top_k() < 0 || c.top_k() > kMaxTopK) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("constraints.top_k must be 0..", kMaxTopK, ", got ", c.top_k()));
+  }
+  o.top_k = c.top_k() == 0 ? kDefaultTopK : c.top_k();
+  const v1::ParallelConfig& f = c.fixed();
+  struct Pin {
+    const char* name;
+    int value;
+    std::optional<int>* target;
+  };
+  for (const Pin& pin : {Pin{"tensor_parallel", f.tensor_parallel(), &o.constraints.fixed.tp},
+                         Pin{"pipeline_parallel", f.pipeline_parallel(), &o.constraints.fixed.pp},
+                         Pin{"virtual_pipeline_stages", f.virtual_pipeline_stages(), &o.constraints.fixed.vp},
+                         Pin{"context_parallel", f.context_parallel(), &o.constraints.fixed.cp},
+                         Pin{"expert_parallel", f.expert_parallel(), &o.constraints.fixed.ep},
+                         Pin{"expert_tensor_parallel", f.expert_tensor_parallel(), &o.constraints.fixed.etp},
+                         Pin{"data_parallel", f.data_parallel(), &o.constraints.fixed.dp},
+                         Pin{"micro_batch_size", f.micro_batch_size(), &o.constraints.fixed.mbs}}) {
+    if (pin.value < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("constraints.fixed.", pin.name, " must be >= 0, got ", pin.value));
+    }
+    if (pin.value > 0) *pin.target = pin.value;
+  }
+  if (c.precision() != v1::PRECISION_UNSPECIFIED) {
+    absl::StatusOr<p::Precision> prec = ToPrecision(c.precision(), "constraints.precision");
+    if (!prec.ok()) return prec.status();
+    o.constraints.precisions = {*prec};
+  }
+  if (c.max_memory_bytes_per_gpu() > 0) {
+    o.max_memory_fraction =
+        std::min(1.0, static_cast<double>(c.max_memory_bytes_per_gpu()) / cluster.gpu.hbm_bytes);
+  }
+  return o;
+}
+
+v1::Prediction ToProto(const p::Prediction& pred) {
+  v1::Prediction out;
+  out.set_step_time_seconds(pred.step_time_s);
+  out.set_tokens_per_sec_per_gpu(pred.tokens_per_sec_per_gpu);
+  out.set_tflops_per_gpu(pred.model_tflops_per_gpu);
+  out.set_mfu(pred.mfu);
+  out.set_peak_memory_bytes_per_gpu(static_cast<uint64_t>(pred.peak_memory_bytes));
+  for (const p::Term& t : pred.breakdown) {
+    (*out.mutable_breakdown_seconds())[t.name] += t.seconds;
+    (*out.mutable_term_sources())[t.name] = t.source == p::CostSource::kCalibrated
+                                                ? v1::TERM_SOURCE_CALIBRATED
+                                                : v1::TERM_SOURCE_DATASHEET;
+  }
+  out.set_planner_json(p::ToJson(pred).dump());
+  return out;
+}
+
+v1::ParallelConfig ToProto(const p::ParallelConfig& pc) {
+  v1::ParallelConfig out;
+  out.set_tensor_parallel(pc.tp);
+  out.set_pipeline_parallel(pc.pp);
+  out.set_virtual_pipeline_stages(pc.vp);
+  out.set_context_parallel(pc.cp);
+  out.set_expert_parallel(pc.ep);
+  out.set_expert_tensor_parallel(pc.etp);
+  out.set_data_parallel(pc.dp);
+  out.set_micro_batch_size(pc.mbs);
+  out.set_sequence_parallel(pc.tp > 1);  // the planner pairs SP with TP
+  return out;
+}
+
+std::string NowRfc3339() { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()); }
+
+}  // namespace
+
+absl::StatusOr<p::ModelSpec> PlannerAdapter::ResolveModel(const v1::ModelSpec& m) {
+  absl::StatusOr<p::ModelSpec> spec;
+  switch (m.source_case()) {
+    case v1::ModelSpec::kPreset:
+      spec = p::LoadModelPreset(m.preset());
+      if (!spec.ok()) return InField("model.preset", spec.status());
+      return spec;
+    case v1::ModelSpec::kHfConfigJson:
+      spec = p::ParseHfConfig(m.hf_config_json());
+      if (!spec.ok()) return InField("model.hf_config_json", spec.status());
+      return spec;
+    case v1::ModelSpec::kNativeJson:
+      spec = p::ParseNativeModelJson(m.native_json());
+      if (!spec.ok()) return InField("model.native_json", spec.status());
+      return spec;
+    case v1::ModelSpec::SOURCE_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "model: one of preset, hf_config_json or native_json is required");
+}
+
+absl::StatusOr<p::ClusterSpec> PlannerAdapter::ResolveCluster(const v1::ClusterSpec& c) {
+  absl::StatusOr<p::ClusterSpec> spec;
+  switch (c.hardware_case()) {
+    case v1::ClusterSpec::kPreset:
+      spec = p::LoadClusterPreset(c.preset());
+      if (!spec.ok()) return InField("cluster.preset", spec.status());
+      return spec;
+    case v1::ClusterSpec::kClusterJson:
+      spec = p::ParseClusterJson(c.cluster_json());
+      if (!spec.ok()) return InField("cluster.cluster_json", spec.status());
+      return spec;
+    case v1::ClusterSpec::HARDWARE_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError("cluster: one of preset or cluster_json is required");
+}
+
+absl::StatusOr<p::TrainingShape> PlannerAdapter::ResolveShape(const v1::TrainingShape& s) {
+  constexpr int64_t kMax = std::numeric_limits<int>::max();
+  struct Field {
+    const char* name;
+    int64_t value;
+  };
+  for (const Field& f : {Field{"shape.gpus", s.gpus()}, Field{"shape.seq_len", s.seq_len()},
+                         Field{"shape.global_batch_size", s.global_batch_size()}}) {
+    if (f.value <= 0 || f.value > kMax) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(f.name, " must be in 1..", kMax, ", got ", f.value));
+    }
+  }
+  p::TrainingShape shape;
+  shape.gpus = static_cast<int>(s.gpus());
+  shape.seq_len = static_cast<int>(s.seq_len());
+  shape.global_batch = static_cast<int>(s.global_batch_size());
+  return shape;
+}
+
+absl::Status PlannerAdapter::ValidatePlan(const v1::SubmitPlanRequest& r) const {
+  absl::StatusOr<p::ModelSpec> model = ResolveModel(r.model());
+  if (!model.ok()) return model.status();
+  absl::StatusOr<p::ClusterSpec> cluster = ResolveCluster(r.cluster());
+  if (!cluster.ok()) return cluster.status();
+  absl::StatusOr<p::TrainingShape> shape = ResolveShape(r.shape());
+  if (!shape.ok()) return shape.status();
+  absl::StatusOr<p::SearchOptions> options = ToSearchOptions(r.constraints(), *cluster);
+  if (!options.ok()) return options.status();
+  if (r.cluster().calibration_cluster().size() > 128) {
+    return absl::InvalidArgumentError("cluster.calibration_cluster is longer than 128 characters");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const p::CostModel>> PlannerAdapter::CostModelFor(
+    const p::ClusterSpec& hardware, const std::string& calibration_cluster,
+    std::string* note) const {
+  auto prior = std::make_shared<const p::DatasheetCostModel>(hardware);
+  if (calibration_cluster.empty()) {
+    *note = absl::StrCat("datasheet priors for ", hardware.name, " (no calibration cluster given)");
+    return prior;
+  }
+  absl::StatusOr<std::vector<v1::ProbeResult>> results =
+      store_->ListResults({calibration_cluster, "", 0});
+  if (!results.ok()) return results.status();
+  ClusterFit fit = FitCluster(calibration_cluster, *results, options_.fit);
+  std::vector<std::string> gpus;
+  for (p::CalibrationTables& t : fit.tables) {
+    gpus.push_back(t.gpu_name);
+    if (t.gpu_name != hardware.gpu.name) continue;
+    const std::string gpu = t.gpu_name;
+    auto calibrated = p::CalibratedCostModel::Create(std::move(t), prior);
+    if (!calibrated.ok()) {
+      *note = absl::StrCat("datasheet priors for ", hardware.name, ": calibration of '",
+                           calibration_cluster, "' for ", gpu, " is unusable (",
+                           calibrated.status().message(), ")");
+      return prior;
+    }
+    *note = absl::StrCat("calibrated from ", fit.results_used, " results of cluster '",
+                         calibration_cluster, "' on ", gpu,
+                         "; datasheet priors for terms without measurements");
+    return std::shared_ptr<const p::CostModel>(std::move(*calibrated));
+  }
+  *note = absl::StrCat("datasheet priors for ", hardware.name, ": cluster '", calibration_cluster,
+                       "' has calibration for [", absl::StrJoin(gpus, ", "), "], not for ",
+                       hardware.gpu.name);
+  return prior;
+}
+
+absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
+                                                const ProgressFn& progress) const {
+  absl::StatusOr<p::ModelSpec> model = ResolveModel(r.model());
+  if (!model.ok()) return model.status();
+  absl::StatusOr<p::ClusterSpec> cluster = ResolveCluster(r.cluster());
+  if (!cluster.ok()) return cluster.status();
+  absl::StatusOr<p::TrainingShape> shape = ResolveShape(r.shape());
+  if (!shape.ok()) return shape.status();
+  absl::StatusOr<p::SearchOptions> options = ToSearchOptions(r.constraints(), *cluster);
+  if (!options.ok()) return options.status();
+  PlanOutput out;
+  auto cost = CostModelFor(*cluster, r.cluster().calibration_cluster(), &out.calibration_note);
+  if (!cost.ok()) return cost.status();
+
+  options->threads = options_.search_threads;
+  options->progress = [&progress](const p::SearchProgress& sp) {
+    progress(static_cast<int64_t>(sp.candidates_done), static_cast<int64_t>(sp.candidates_total));
+  };
+  p::SearchProblem problem{*model, *cluster, *shape};
+  absl::StatusOr<p::SearchResult> result = p::Search(problem, *cost, *options);
+  if (!result.ok()) return result.status();
+  out.method = absl::StrFormat(
+      "planner search (%s): %d candidates, %d evaluated, %d feasible, %.2f s",
+      result->exhaustive ? "exhaustive" : "branch-and-bound", result->candidates_total,
+      result->candidates_evaluated, result->candidates_feasible, result->search_seconds);
+
+  p::EmitContext ctx;
+  ctx.generated_at = NowRfc3339();
+  ctx.problem = p::ToString(problem);
+  int rank = 0;
+  for (const p::RankedPlan& rp : result->top) {
+    ++rank;
+    v1::Plan& plan = out.plans.emplace_back();
+    plan.set_rank(rank);
+    *plan.mutable_parallel() = ToProto(rp.prediction.parallel);
+    *plan.mutable_prediction() = ToProto(rp.prediction);
+    for (auto& [key, value] : p::ToJson(rp.prediction.knobs).items()) {
+      (*plan.mutable_knobs())[key] = value.is_string() ? value.get<std::string>() : value.dump();
+    }
+    out.configs[{rank, v1::CONFIG_FORMAT_JSON}] = p::EmitCanonicalJson(rp.prediction, ctx);
+    out.configs[{rank, v1::CONFIG_FORMAT_MEGATRON}] = p::EmitMegatronArgs(rp.prediction, ctx);
+    out.configs[{rank, v1::CONFIG_FORMAT_MAXTEXT}] =
+        p::RenderMaxText(p::EmitMaxText(rp.prediction, *cluster, ctx));
+  }
+  return out;
+}
+
+absl::StatusOr<v1::Prediction> PlannerAdapter::Predict(const v1::PredictRequest& r) const {
+  absl::StatusOr<p::ModelSpec> model = ResolveModel(r.model());
+  if (!model.ok()) return model.status();
+  absl::StatusOr<p::ClusterSpec> cluster = ResolveCluster(r.cluster());
+  if (!cluster.ok()) return cluster.status();
+  absl::StatusOr<p::TrainingShape> shape = ResolveShape(r.shape());
+  if (!shape.ok()) return shape.status();
+  std::string note;
+  auto cost = CostModelFor(*cluster, r.cluster().calibration_cluster(), &note);
+  if (!cost.ok()) return cost.status();
+  absl::StatusOr<p::StepModel> step = p::StepModel::Create(*model, *cluster, *shape, *cost);
+  if (!step.ok()) return step.status();
+  p::ParallelConfig pc;
+  const v1::ParallelConfig& in = r.parallel();
+  if (in.tensor_parallel() > 0) pc.tp = in.tensor_parallel();
+  if (in.pipeline_parallel() > 0) pc.pp = in.pipeline_parallel();
+  if (in.virtual_pipeline_stages() > 0) pc.vp = in.virtual_pipeline_stages();
+  if (in.expert_parallel() > 0) pc.ep = in.expert_parallel();
+  if (in.expert_tensor_parallel() > 0) pc.etp = in.expert_tensor_parallel();
+  if (in.context_parallel() > 0) pc.cp = in.context_parallel();
+  if (in.data_parallel() > 0) pc.dp = in.data_parallel();
+  if (in.micro_batch_size() > 0) pc.mbs = in.micro_batch_size();
+  p::Knobs knobs;
+  if (r.precision() != v1::PRECISION_UNSPECIFIED) {
+    absl::StatusOr<p::Precision> prec = ToPrecision(r.precision(), "precision");
+    if (!prec.ok()) return prec.status();
+    knobs.precision = *prec;
+  }
+  absl::StatusOr<p::Prediction> pred = step->Predict(pc, knobs);
+  if (!pred.ok()) return pred.status();
+  return ToProto(*pred);
+}
+
+std::string PlannerAdapter::CalibrationSummary(const std::string& cluster) const {
+  absl::StatusOr<std::vector<v1::ProbeResult>> results = store_->ListResults({cluster, "", 0});
+  if (!results.ok()) return nlohmann::json{{"error", results.status().ToString()}}.dump();
+  return ToJson(FitCluster(cluster, *results, options_.fit)).dump(2);
+}
+
+std::map<std::string, std::vector<v1::StragglerFlag>> PlannerAdapter::Stragglers(
+    const std::string& cluster) const {
+  absl::StatusOr<std::vector<v1::ProbeResult>> results = store_->ListResults({cluster, "", 0});
+  if (!results.ok()) return {};
+  return FitCluster(cluster, *results, options_.fit).stragglers;
+}
+
+}  // namespace moetune::server

@@ -1,0 +1,173 @@
+// moetune submit: submits a plan job to the server and prints its id (or,
+// with --wait, follows it to the end and prints the best plans).
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "tools/cli/command_registry.h"
+#include "tools/cli/rpc_client.h"
+
+namespace moetune::cli {
+namespace {
+
+namespace v1 = ::moetune::v1;
+
+constexpr char kUsage[] =
+    "submit (--model PRESET | --model_file config.json) (--cluster PRESET | --cluster_file "
+    "cluster.json)\n       --gpus N --seq N --gbs N [--calibration_cluster NAME] [--top_k K] "
+    "[--precision bf16|fp8|mxfp8|nvfp4]\n       [--tp N --pp N --ep N --cp N --etp N --vp N "
+    "--mbs N] [--wait] [--format text|json]";
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return true;
+}
+
+int RunSubmit(const std::vector<std::string>& argv) {
+  Args args;
+  ServerCall call;
+  int code = 0;
+  std::vector<FlagSpec> specs = {
+      {"model", false, "model preset (deepseek-v3, kimi-k2, qwen3-235b-a22b, ...)"},
+      {"model_file", false, "Hugging Face config.json or moetune native model JSON"},
+      {"cluster", false, "hardware preset (h100-sxm, h200, b200, gb200-nvl72, ...)"},
+      {"cluster_file", false, "cluster JSON"},
+      {"calibration_cluster", false, "use the fitted calibration of this agent cluster"},
+      {"gpus", false, "GPUs of the training job"},
+      {"seq", false, "sequence length"},
+      {"gbs", false, "global batch size (sequences)"},
+      {"top_k", false, "plans to keep (default 3)"},
+      {"precision", false, "bf16 | fp8 | mxfp8 | nvfp4 (default: planner's choice)"},
+      {"wait", true, "follow the job until it ends"},
+      {"wait_timeout_s", false, "give up waiting after this long (default 3600)"},
+      {"format", false, "text (default) or json"}};
+  for (const char* k : {"tp", "pp", "vp", "ep", "etp", "cp", "dp", "mbs"}) {
+    specs.push_back({k, false, "pin this parallel degree"});
+  }
+  if (!StartServerCommand("submit", kUsage, argv, specs, &args, &call, &code)) return code;
+  const std::string format = args.GetOr("format", "text");
+  if (format != "text" && format != "json") {
+    return BadInput("submit", "--format must be text or json, got '" + format + "'");
+  }
+  v1::SubmitPlanRequest req;
+  if (args.Has("model") == args.Has("model_file")) {
+    return BadInput("submit", "give exactly one of --model PRESET or --model_file PATH");
+  }
+  if (args.Has("model")) {
+    req.mutable_model()->set_preset(*args.Get("model"));
+  } else {
+    std::string text;
+    if (!ReadFile(*args.Get("model_file"), &text)) {
+      return BadInput("submit", "cannot read --model_file '" + *args.Get("model_file") + "'");
+    }
+    if (absl::StrContains(text, "moetune.model.v1")) {
+      req.mutable_model()->set_native_json(text);
+    } else {
+      req.mutable_model()->set_hf_config_json(text);
+    }
+  }
+  if (args.Has("cluster") == args.Has("cluster_file")) {
+    return BadInput("submit", "give exactly one of --cluster PRESET or --cluster_file PATH");
+  }
+  if (args.Has("cluster")) {
+    req.mutable_cluster()->set_preset(*args.Get("cluster"));
+  } else {
+    std::string text;
+    if (!ReadFile(*args.Get("cluster_file"), &text)) {
+      return BadInput("submit", "cannot read --cluster_file '" + *args.Get("cluster_file") + "'");
+    }
+    req.mutable_cluster()->set_cluster_json(text);
+  }
+  req.mutable_cluster()->set_calibration_cluster(args.GetOr("calibration_cluster", ""));
+  struct IntFlag {
+    const char* name;
+    bool required;
+    std::function<void(long long)> set;
+  };
+  v1::ParallelConfig* fixed = req.mutable_constraints()->mutable_fixed();
+  const std::vector<IntFlag> ints = {
+      {"gpus", true, [&](long long v) { req.mutable_shape()->set_gpus(v); }},
+      {"seq", true, [&](long long v) { req.mutable_shape()->set_seq_len(v); }},
+      {"gbs", true, [&](long long v) { req.mutable_shape()->set_global_batch_size(v); }},
+      {"top_k", false, [&](long long v) { req.mutable_constraints()->set_top_k(static_cast<int>(v)); }},
+      {"tp", false, [&](long long v) { fixed->set_tensor_parallel(static_cast<int>(v)); }},
+      {"pp", false, [&](long long v) { fixed->set_pipeline_parallel(static_cast<int>(v)); }},
+      {"vp", false, [&](long long v) { fixed->set_virtual_pipeline_stages(static_cast<int>(v)); }},
+      {"ep", false, [&](long long v) { fixed->set_expert_parallel(static_cast<int>(v)); }},
+      {"etp", false, [&](long long v) { fixed->set_expert_tensor_parallel(static_cast<int>(v)); }},
+      {"cp", false, [&](long long v) { fixed->set_context_parallel(static_cast<int>(v)); }},
+      {"dp", false, [&](long long v) { fixed->set_data_parallel(static_cast<int>(v)); }},
+      {"mbs", false, [&](long long v) { fixed->set_micro_batch_size(static_cast<int>(v)); }}};
+  for (const IntFlag& f : ints) {
+    auto v = args.GetInt(f.name);
+    if (!v.ok()) return BadInput("submit", std::string(v.status().message()));
+    if (!*v) {
+      if (f.required) return BadInput("submit", absl::StrCat("--", f.name, " N is required"));
+      continue;
+    }
+    if (**v <= 0 || **v > (1LL << 31) - 1) {
+      return BadInput("submit", absl::StrCat("--", f.name, " must be a positive integer, got ", **v));
+    }
+    f.set(**v);
+  }
+  if (auto prec = args.Get("precision")) {
+    v1::Precision p = v1::PRECISION_UNSPECIFIED;
+    if (*prec == "bf16") p = v1::PRECISION_BF16;
+    if (*prec == "fp8") p = v1::PRECISION_FP8;
+    if (*prec == "mxfp8") p = v1::PRECISION_MXFP8;
+    if (*prec == "nvfp4") p = v1::PRECISION_NVFP4;
+    if (p == v1::PRECISION_UNSPECIFIED) {
+      return BadInput("submit", "--precision must be bf16, fp8, mxfp8 or nvfp4, got '" + *prec + "'");
+    }
+    req.mutable_constraints()->set_precision(p);
+  }
+
+  v1::SubmitPlanResponse resp;
+  grpc::Status s = call.stub->SubmitPlan(call.Context().get(), req, &resp);
+  if (!s.ok()) return call.Error(s);
+  if (!args.Has("wait")) {
+    if (format == "json") {
+      std::cout << ToJson(resp, false) << std::endl;
+    } else {
+      std::cout << resp.job_id() << std::endl;
+    }
+    return kExitOk;
+  }
+  auto wait_timeout = args.GetDouble("wait_timeout_s");
+  if (!wait_timeout.ok()) return BadInput("submit", std::string(wait_timeout.status().message()));
+  v1::WatchJobRequest watch;
+  watch.set_job_id(resp.job_id());
+  auto ctx = call.Context(wait_timeout->value_or(3600));
+  auto reader = call.stub->WatchJob(ctx.get(), watch);
+  v1::Job job;
+  const bool tty = StderrIsTerminal() && format == "text";
+  if (format == "text") std::cerr << "job " << resp.job_id() << " submitted" << std::endl;
+  while (reader->Read(&job)) {
+    if (tty && job.candidates_total() > 0) {
+      std::cerr << "\r" << ProgressBar(job.candidates_done(), job.candidates_total())
+                << " candidates   " << std::flush;
+    }
+  }
+  if (tty) std::cerr << "\n";
+  s = reader->Finish();
+  if (!s.ok()) return call.Error(s);
+  if (format == "json") {
+    std::cout << ToJson(job) << std::endl;
+  } else {
+    std::cout << JobSummary(job);
+  }
+  return job.state() == v1::JOB_STATE_SUCCEEDED ? kExitOk
+         : absl::StrContains(job.error_message(), "FAILED_PRECONDITION") ? kExitInfeasible
+                                                                          : kExitFailure;
+}
+
+}  // namespace
+}  // namespace moetune::cli
+
+MOETUNE_REGISTER_COMMAND(submit, "submit a plan job to moetune-server", moetune::cli::RunSubmit);
