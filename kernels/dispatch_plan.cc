@@ -3,32 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/random.h"
+
 namespace moetune::kernels {
 namespace {
 
-// splitmix64: a small, fully specified generator, so that every backend and
-// compiler draws the same routing from the same seed.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, 1).
-  double Uniform() { return static_cast<double>(Next() >> 11) * (1.0 / 9007199254740992.0); }
-
- private:
-  uint64_t state_;
-};
-
-uint64_t StreamSeed(uint64_t seed, int rank, uint64_t stream) {
-  Rng r(seed ^ (0xa0761d6478bd642fULL * (static_cast<uint64_t>(rank) + 1)) ^
-        (0xe7037ed1a0b428dbULL * stream));
-  return r.Next();
-}
+using Rng = SplitMix64;
 
 struct RowId {
   int32_t src;
@@ -187,10 +167,7 @@ Routing MakeRouting(const DispatchCombineParams& p, int rank) {
 }
 
 std::vector<float> MakeTokens(const DispatchCombineParams& p, int rank) {
-  Rng rng(StreamSeed(p.timing.seed, rank, 2));
-  std::vector<float> x(p.tokens_per_rank * p.hidden);
-  for (float& v : x) v = static_cast<float>(2.0 * rng.Uniform() - 1.0);
-  return x;
+  return UniformValues(StreamSeed(p.timing.seed, rank, 2), p.tokens_per_rank * p.hidden);
 }
 
 DispatchPlan BuildDispatchPlan(const DispatchCombineParams& p, int rank,

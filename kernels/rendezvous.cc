@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -76,7 +79,39 @@ class FileRendezvousStore : public RendezvousStore {
   std::string dir_;
 };
 
+class InMemoryRendezvousStore : public RendezvousStore {
+ public:
+  ProbeStatus Set(const std::string& key, const std::vector<char>& value) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      values_[key] = value;
+    }
+    cv_.notify_all();
+    return ProbeStatus::Ok();
+  }
+
+  ProbeStatus Get(const std::string& key, std::chrono::milliseconds timeout,
+                  std::vector<char>* value) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return values_.count(key) > 0; })) {
+      return DeadlineExceeded("rendezvous: key '" + key + "' not set within " +
+                              std::to_string(timeout.count()) + " ms (in-memory store)");
+    }
+    *value = values_[key];
+    return ProbeStatus::Ok();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::vector<char>> values_;
+};
+
 }  // namespace
+
+std::shared_ptr<RendezvousStore> MakeInMemoryRendezvousStore() {
+  return std::make_shared<InMemoryRendezvousStore>();
+}
 
 std::shared_ptr<RendezvousStore> MakeFileRendezvousStore(const std::string& directory) {
   return std::make_shared<FileRendezvousStore>(directory);

@@ -30,4 +30,7 @@ class RendezvousStore {
 // and single-host runs. The directory must exist.
 std::shared_ptr<RendezvousStore> MakeFileRendezvousStore(const std::string& directory);
 
+// A store in this process's memory (threads of one process; 1-rank groups).
+std::shared_ptr<RendezvousStore> MakeInMemoryRendezvousStore();
+
 }  // namespace moetune::kernels

@@ -44,3 +44,20 @@ TEST(FileRendezvousStore, MissingKeyTimesOutNamingTheKey) {
 
 }  // namespace
 }  // namespace moetune::kernels
+
+namespace moetune::kernels {
+namespace {
+
+TEST(InMemoryRendezvousStore, GetWaitsForSetAndTimesOut) {
+  auto store = MakeInMemoryRendezvousStore();
+  std::vector<char> v;
+  std::thread writer([&] { ASSERT_TRUE(store->Set("a", {'1', '2'}).ok()); });
+  ASSERT_TRUE(store->Get("a", std::chrono::milliseconds(10000), &v).ok());
+  writer.join();
+  EXPECT_EQ(v, (std::vector<char>{'1', '2'}));
+  EXPECT_THAT(store->Get("b", std::chrono::milliseconds(5), &v),
+              StatusIs(ProbeCode::kDeadlineExceeded, ::testing::HasSubstr("'b'")));
+}
+
+}  // namespace
+}  // namespace moetune::kernels

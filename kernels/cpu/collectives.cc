@@ -1,0 +1,97 @@
+// CPU twin of the collectives sweep: Gloo over TCP, fp32 payload.
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/cpu_probes_internal.h"
+#include "kernels/cpu/cpu_util.h"
+#include "kernels/cpu/gloo_group.h"
+#include "kernels/cpu/gloo_ops.h"
+
+namespace moetune::kernels::cpu {
+namespace {
+
+constexpr uint32_t kTagOp = 10;
+constexpr uint32_t kTagBarrier = 11;
+
+// Input element i of `rank`: small integers, so every sum is exact in fp32.
+float InputValue(CollectiveOp op, int rank, size_t i, size_t chunk) {
+  if (op == CollectiveOp::kAllToAll) {  // encodes (source, destination, index)
+    return static_cast<float>(rank * 1000 + (i / chunk) * 10 + (i % chunk) % 7);
+  }
+  return static_cast<float>(rank * 1000 + i % 997);
+}
+
+// Expected output element i of `rank` in a group of n.
+double ExpectedValue(CollectiveOp op, int rank, int n, size_t i, size_t chunk) {
+  switch (op) {
+    case CollectiveOp::kAllReduce:  // sum_r (r*1000 + i%997)
+      return 1000.0 * n * (n - 1) / 2 + static_cast<double>(n) * (i % 997);
+    case CollectiveOp::kAllGather:  // block r = rank r's input
+      return (i / chunk) * 1000.0 + (i % chunk) % 997;
+    case CollectiveOp::kReduceScatter:  // sum over ranks of element rank*chunk + i
+      return 1000.0 * n * (n - 1) / 2 + static_cast<double>(n) * ((rank * chunk + i) % 997);
+    case CollectiveOp::kAllToAll:  // block s came from rank s, sent to us
+      return (i / chunk) * 1000.0 + rank * 10.0 + (i % chunk) % 7;
+  }
+  return 0;
+}
+
+}  // namespace
+
+ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, ProbeResult* result) {
+  MOETUNE_PROBE_RETURN_IF_ERROR(ValidateGroup(group, p.group_size));
+  std::shared_ptr<gloo::Context> ctx;
+  MOETUNE_PROBE_RETURN_IF_ERROR(ConnectGloo(group, &ctx));
+  const int n = group.world_size;
+  for (int64_t size_bytes : p.sizes_bytes) {
+    // fp32 payload of the same byte size whatever the requested dtype.
+    const size_t buffer = static_cast<size_t>(size_bytes) / sizeof(float);
+    size_t in_elems = buffer, out_elems = buffer;
+    if (p.op == CollectiveOp::kAllGather) in_elems = buffer / n;
+    if (p.op == CollectiveOp::kReduceScatter) out_elems = buffer / n;
+    const size_t chunk = buffer / n;
+    std::vector<float> in(in_elems), out(out_elems), scratch(p.op == CollectiveOp::kReduceScatter ? in_elems : 1);
+    for (size_t i = 0; i < in_elems; ++i) in[i] = InputValue(p.op, group.rank, i, chunk);
+    auto run = [&]() -> ProbeStatus {
+      switch (p.op) {
+        case CollectiveOp::kAllReduce: return GlooAllreduceSum(ctx, in.data(), out.data(), in_elems, kTagOp);
+        case CollectiveOp::kAllGather: return GlooAllgather(ctx, in.data(), out.data(), in_elems, kTagOp);
+        case CollectiveOp::kReduceScatter:
+          return GlooReduceScatterSum(ctx, in.data(), out.data(), scratch.data(), in_elems, kTagOp);
+        case CollectiveOp::kAllToAll: return GlooAlltoall(ctx, in.data(), out.data(), in_elems, kTagOp);
+      }
+      return Internal("unknown collective");
+    };
+    Measurement m;
+    m.name = std::string(CollectiveOpName(p.op)) + "/" + std::to_string(size_bytes);
+    m.labels = {{"op", CollectiveOpName(p.op)},
+                {"size_bytes", std::to_string(size_bytes)},
+                {"group_size", std::to_string(n)},
+                {"span", SpanName(p.span)},
+                {"dtype", DTypeName(p.dtype)},
+                {"payload", "fp32"}};
+    if (p.timing.verify) {
+      std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+      MOETUNE_PROBE_RETURN_IF_ERROR(run());
+      for (size_t i = 0; i < out_elems; ++i) {
+        const double want = ExpectedValue(p.op, group.rank, n, i, chunk);
+        if (!(out[i] == want)) {
+          return DataLoss(std::string("collective ") + CollectiveOpName(p.op) + " (cpu, " +
+                          std::to_string(size_bytes) + " bytes, rank " + std::to_string(group.rank) +
+                          "): element " + std::to_string(i) + ": got " + std::to_string(out[i]) +
+                          ", want " + std::to_string(want));
+        }
+      }
+      m.verified = true;
+    }
+    MOETUNE_PROBE_RETURN_IF_ERROR(TimeSamples(
+        p.timing, [&] { return GlooBarrier(ctx, kTagBarrier); }, run, &m.samples_seconds));
+    m.bytes = static_cast<double>(size_bytes);
+    m.bus_factor = BusBandwidthFactor(p.op, n);
+    m.Finalize();
+    result->measurements.push_back(std::move(m));
+  }
+  return ProbeStatus::Ok();
+}
+
+}  // namespace moetune::kernels::cpu

@@ -1,0 +1,164 @@
+#include "kernels/cpu/cpu_probes.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/internal/status_matchers.h"
+
+namespace moetune::kernels::cpu {
+namespace {
+
+using ::testing::HasSubstr;
+
+TimingOptions Quick() {
+  TimingOptions t;
+  t.warmup_iters = 1;
+  t.timed_iters = 3;
+  return t;
+}
+
+TEST(CpuGroupedGemm, AllPassesAndImplementationsVerifyAndTime) {
+  GroupedGemmParams p;
+  p.num_experts = 5;
+  p.distribution = TokenDistribution::Histogram({7, 0, 33, 1, 64});  // ragged, one empty expert
+  p.hidden = 48;
+  p.ffn_hidden = 40;
+  p.timing = Quick();
+  ProbeResult r;
+  ASSERT_TRUE(RunCpuProbe(p, GroupSpec{}, &r).ok());
+  EXPECT_EQ(r.kind, ProbeKind::kGroupedGemm);
+  ASSERT_EQ(r.measurements.size(), 9u);  // 3 passes x {dense_ref, loop, grouped}
+  for (const Measurement& m : r.measurements) {
+    EXPECT_TRUE(m.verified) << m.name;
+    EXPECT_LT(m.max_rel_error, 1e-4) << m.name;
+    EXPECT_EQ(m.samples_seconds.size(), 3u) << m.name;
+    ASSERT_TRUE(m.tflops.has_value()) << m.name;
+    ASSERT_TRUE(m.efficiency_vs_reference.has_value()) << m.name;
+  }
+  // The grouped FLOPs equal the dense reference's: 2 * 105 tokens * 40 * 48.
+  EXPECT_DOUBLE_EQ(r.Find("fwd/grouped")->flops, 2.0 * 105 * 40 * 48);
+  EXPECT_DOUBLE_EQ(r.Find("fwd/dense_ref")->flops, 2.0 * 105 * 40 * 48);
+  EXPECT_DOUBLE_EQ(*r.Find("fwd/dense_ref")->efficiency_vs_reference, 1.0);
+  EXPECT_EQ(r.provenance.backend, "cpu");
+  EXPECT_EQ(r.provenance.compute_dtype, "fp32");
+  EXPECT_FALSE(r.provenance.end_time_utc.empty());
+}
+
+TEST(CpuGroupedGemm, ZipfBalancedAndBf16RequestAllRunInFp32) {
+  GroupedGemmParams p;
+  p.num_experts = 4;
+  p.total_tokens = 256;
+  p.hidden = 32;
+  p.ffn_hidden = 32;
+  p.distribution = TokenDistribution::Zipf(1.2);
+  p.dtype = DType::kBf16;
+  p.backward_weight = false;
+  p.timing = Quick();
+  ProbeResult r;
+  ASSERT_TRUE(RunCpuProbe(p, GroupSpec{}, &r).ok());
+  EXPECT_EQ(r.measurements.size(), 6u);
+  EXPECT_EQ(r.Find("bwd_data/loop")->labels.at("dtype"), "bf16");
+  EXPECT_EQ(r.Find("bwd_data/loop")->labels.at("compute_dtype"), "fp32");
+}
+
+TEST(CpuProbes, RefuseInvalidParamsNamingTheValue) {
+  GroupedGemmParams g;
+  g.num_experts = 0;
+  ProbeResult r;
+  EXPECT_THAT(RunCpuProbe(g, GroupSpec{}, &r),
+              StatusIs(ProbeCode::kInvalidArgument, HasSubstr("num_experts must be > 0, got 0")));
+  DispatchCombineParams d;
+  d.top_k = 20;
+  EXPECT_THAT(RunCpuProbe(d, GroupSpec{}, &r),
+              StatusIs(ProbeCode::kInvalidArgument, HasSubstr("top_k (20) must be <= num_experts (8)")));
+  GroupedGemmParams huge;
+  huge.total_tokens = int64_t{1} << 40;  // 2^40 tokens x 1024 x 4 B: far over half of RAM
+  EXPECT_THAT(RunCpuProbe(huge, GroupSpec{}, &r),
+              StatusIs(ProbeCode::kInvalidArgument, HasSubstr("more than the memory budget")));
+}
+
+TEST(CpuProbes, MultiRankProbeWithoutStoreIsFailedPrecondition) {
+  CollectiveParams c;
+  c.group_size = 2;
+  GroupSpec g;
+  g.world_size = 2;
+  ProbeResult r;
+  EXPECT_THAT(RunCpuProbe(c, g, &r),
+              StatusIs(ProbeCode::kFailedPrecondition, HasSubstr("needs a rendezvous store")));
+}
+
+TEST(CpuProbes, GroupMismatchIsInvalidArgument) {
+  CollectiveParams c;
+  c.group_size = 4;
+  ProbeResult r;
+  EXPECT_THAT(RunCpuProbe(c, GroupSpec{}, &r),
+              StatusIs(ProbeCode::kInvalidArgument, HasSubstr("world_size (1) must equal")));
+}
+
+TEST(CpuCollectives, SingleRankAllOpsVerify) {
+  for (CollectiveOp op : {CollectiveOp::kAllReduce, CollectiveOp::kAllGather,
+                          CollectiveOp::kReduceScatter, CollectiveOp::kAllToAll}) {
+    CollectiveParams c;
+    c.op = op;
+    c.group_size = 1;
+    c.sizes_bytes = {4096, 65536};
+    c.timing = Quick();
+    ProbeResult r;
+    ASSERT_TRUE(RunCpuProbe(c, GroupSpec{}, &r).ok()) << CollectiveOpName(op);
+    ASSERT_EQ(r.measurements.size(), 2u);
+    EXPECT_TRUE(r.measurements[1].verified);
+    EXPECT_DOUBLE_EQ(r.measurements[1].bytes, 65536);
+  }
+}
+
+TEST(CpuDispatchCombine, SingleRankRoundTripVerifies) {
+  DispatchCombineParams d;
+  d.ep_size = 1;
+  d.tokens_per_rank = 32;
+  d.hidden = 16;
+  d.num_experts = 4;
+  d.top_k = 2;
+  d.timing = Quick();
+  ProbeResult r;
+  ASSERT_TRUE(RunCpuProbe(d, GroupSpec{}, &r).ok());
+  ASSERT_NE(r.Find("dispatch"), nullptr);
+  EXPECT_TRUE(r.Find("combine")->verified);
+  // One rank, dedup: one row per token, all local (bus factor 0).
+  EXPECT_DOUBLE_EQ(r.Find("dispatch")->values.at("rows_sent"), 32);
+  EXPECT_DOUBLE_EQ(r.Find("dispatch")->bus_factor, 0.0);
+}
+
+TEST(CpuOffload, PinnedAndPageableBothDirectionsAloneAndUnderGemm) {
+  OffloadParams o;
+  o.sizes_bytes = {1 << 20};  // within the default 8 MiB RLIMIT_MEMLOCK
+  o.pageable = true;
+  o.gemm_m = o.gemm_n = o.gemm_k = 64;
+  o.timing = Quick();
+  ProbeResult r;
+  ProbeStatus s = RunCpuProbe(o, GroupSpec{}, &r);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  // {pinned, pageable} x {h2d, d2h} x {alone, under_gemm}.
+  ASSERT_EQ(r.measurements.size(), 8u);
+  const Measurement* m = r.Find("h2d/pinned/1048576/under_gemm");
+  ASSERT_NE(m, nullptr);
+  EXPECT_TRUE(m->verified);
+  EXPECT_TRUE(m->alg_bw_gbps.has_value());
+  EXPECT_TRUE(m->efficiency_vs_reference.has_value());
+}
+
+TEST(CpuOverlap, SingleRankReportsHiddenFractionAndSlowdown) {
+  OverlapParams o;
+  o.group_size = 1;
+  o.gemm_m = o.gemm_n = o.gemm_k = 128;
+  o.collective_bytes = 1 << 16;
+  o.timing = Quick();
+  ProbeResult r;
+  ASSERT_TRUE(RunCpuProbe(o, GroupSpec{}, &r).ok());
+  const Measurement* both = r.Find("both");
+  ASSERT_NE(both, nullptr);
+  EXPECT_GE(both->values.at("hidden_fraction"), 0.0);
+  EXPECT_LE(both->values.at("hidden_fraction"), 1.0);
+  EXPECT_GT(both->values.at("gemm_slowdown"), 0.0);
+}
+
+}  // namespace
+}  // namespace moetune::kernels::cpu

@@ -1,0 +1,40 @@
+// Gloo over TCP for the CPU twins: an adapter from kernels::RendezvousStore to
+// gloo::rendezvous::Store, and the connection of a full-mesh Gloo context.
+#pragma once
+
+#include <memory>
+
+#include "gloo/context.h"
+#include "gloo/rendezvous/store.h"
+#include "kernels/probe_status.h"
+#include "kernels/probe_types.h"
+#include "kernels/rendezvous.h"
+
+namespace moetune::kernels::cpu {
+
+// gloo::rendezvous::Store over a RendezvousStore; keys are prefixed. Gloo's
+// interface reports failures by exception (gloo::IoException), which
+// ConnectGloo turns back into a status.
+class GlooStoreAdapter : public gloo::rendezvous::Store {
+ public:
+  GlooStoreAdapter(std::shared_ptr<RendezvousStore> store, std::string prefix,
+                   std::chrono::milliseconds timeout);
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;
+  void wait(const std::vector<std::string>& keys) override;
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override;
+
+ private:
+  std::shared_ptr<RendezvousStore> store_;
+  std::string prefix_;
+  std::chrono::milliseconds timeout_;
+};
+
+// Connects rank group.rank of group.world_size over TCP on `hostname`
+// (default loopback), rendezvous through group.store under group.key_prefix.
+// FailedPrecondition without a store; DeadlineExceeded / Unavailable when the
+// peers do not show up in group.timeout.
+ProbeStatus ConnectGloo(const GroupSpec& group, std::shared_ptr<gloo::Context>* context,
+                        const std::string& hostname = "127.0.0.1");
+
+}  // namespace moetune::kernels::cpu

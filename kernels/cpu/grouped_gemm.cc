@@ -1,0 +1,203 @@
+// CPU twin of the grouped GEMM probe (see cpu_probes.h): OpenBLAS sgemm.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include <cblas.h>
+
+#include "kernels/cpu/cpu_probes_internal.h"
+#include "kernels/cpu/cpu_util.h"
+#include "kernels/random.h"
+#include "kernels/reference.h"
+
+namespace moetune::kernels::cpu {
+namespace {
+
+// One row-major GEMM C = op(A) op(B); k == 0 means C = 0.
+struct GemmOp {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  const float* a = nullptr;
+  int64_t lda = 0;
+  const float* b = nullptr;
+  int64_t ldb = 0;
+  float* c = nullptr;
+  int64_t ldc = 0;
+  double Flops() const { return GemmFlops(m, n, k); }
+};
+
+void RunOp(const GemmOp& op) {
+  if (op.m == 0 || op.n == 0) return;
+  if (op.k == 0) {
+    for (int64_t i = 0; i < op.m; ++i) std::memset(op.c + i * op.ldc, 0, op.n * sizeof(float));
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, op.trans_a ? CblasTrans : CblasNoTrans,
+              op.trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(op.m),
+              static_cast<blasint>(op.n), static_cast<blasint>(op.k), 1.0f, op.a,
+              static_cast<blasint>(op.lda), op.b, static_cast<blasint>(op.ldb), 0.0f, op.c,
+              static_cast<blasint>(op.ldc));
+}
+
+void Poison(const GemmOp& op) {
+  for (int64_t i = 0; i < op.m; ++i) {
+    std::fill(op.c + i * op.ldc, op.c + i * op.ldc + op.n, std::numeric_limits<float>::quiet_NaN());
+  }
+}
+
+double Check(const GemmOp& op, std::string* worst) {
+  return CheckGemmRows(op.trans_a, op.trans_b, op.m, op.n, op.k, op.a, op.lda, op.b, op.ldb, op.c,
+                       op.ldc, SampleRows(op.m, 4), worst);
+}
+
+// Largest-first assignment of ops to workers by FLOPs (LPT schedule).
+std::vector<std::vector<size_t>> Assign(const std::vector<GemmOp>& ops, int workers) {
+  std::vector<size_t> order(ops.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return ops[x].Flops() > ops[y].Flops(); });
+  std::vector<std::vector<size_t>> out(workers);
+  std::vector<double> load(workers, 0);
+  for (size_t i : order) {
+    const int w = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    out[w].push_back(i);
+    load[w] += ops[i].Flops();
+  }
+  return out;
+}
+
+// Restores OpenBLAS's thread count when leaving a scope that changed it.
+class BlasThreads {
+ public:
+  explicit BlasThreads(int n) : saved_(openblas_get_num_threads()) { openblas_set_num_threads(n); }
+  ~BlasThreads() { openblas_set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+enum class Impl { kLoop, kGrouped, kDense };
+const char* ImplName(Impl i) {
+  return i == Impl::kLoop ? "loop" : i == Impl::kGrouped ? "grouped" : "dense_ref";
+}
+
+}  // namespace
+
+ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
+  const std::vector<int64_t> counts = ExpertTokenCounts(p);
+  const int64_t e_count = p.num_experts, k_dim = p.hidden, n_dim = p.ffn_hidden;
+  int64_t tokens = 0;
+  for (int64_t c : counts) tokens += c;
+  std::vector<int64_t> offsets(e_count + 1, 0);
+  for (int64_t e = 0; e < e_count; ++e) offsets[e + 1] = offsets[e] + counts[e];
+
+  const uint64_t seed = p.timing.seed;
+  const std::vector<float> x = UniformValues(StreamSeed(seed, 0, 10), tokens * k_dim);
+  const std::vector<float> w = UniformValues(StreamSeed(seed, 0, 11), e_count * k_dim * n_dim);
+  const std::vector<float> dy = UniformValues(StreamSeed(seed, 0, 12), tokens * n_dim);
+  std::vector<float> y(tokens * n_dim), dx(tokens * k_dim), dw(e_count * k_dim * n_dim);
+  std::vector<float> dense_out(std::max(tokens * std::max(n_dim, k_dim), k_dim * n_dim));
+
+  struct Pass {
+    const char* name;
+    std::vector<GemmOp> grouped;
+    GemmOp dense;
+  };
+  std::vector<Pass> passes;
+  if (p.forward) {  // Y_e[t,N] = X_e[t,K] W_e[K,N]
+    Pass pass{"fwd", {}, {false, false, tokens, n_dim, k_dim, x.data(), k_dim, w.data(), n_dim,
+                          dense_out.data(), n_dim}};
+    for (int64_t e = 0; e < e_count; ++e) {
+      pass.grouped.push_back({false, false, counts[e], n_dim, k_dim, x.data() + offsets[e] * k_dim,
+                              k_dim, w.data() + e * k_dim * n_dim, n_dim, y.data() + offsets[e] * n_dim,
+                              n_dim});
+    }
+    passes.push_back(std::move(pass));
+  }
+  if (p.backward_data) {  // dX_e[t,K] = dY_e[t,N] W_e^T[N,K]
+    Pass pass{"bwd_data", {}, {false, true, tokens, k_dim, n_dim, dy.data(), n_dim, w.data(), n_dim,
+                               dense_out.data(), k_dim}};
+    for (int64_t e = 0; e < e_count; ++e) {
+      pass.grouped.push_back({false, true, counts[e], k_dim, n_dim, dy.data() + offsets[e] * n_dim,
+                              n_dim, w.data() + e * k_dim * n_dim, n_dim,
+                              dx.data() + offsets[e] * k_dim, k_dim});
+    }
+    passes.push_back(std::move(pass));
+  }
+  if (p.backward_weight) {  // dW_e[K,N] = X_e^T[K,t] dY_e[t,N]
+    Pass pass{"bwd_weight", {}, {true, false, k_dim, n_dim, tokens, x.data(), k_dim, dy.data(), n_dim,
+                                 dense_out.data(), n_dim}};
+    for (int64_t e = 0; e < e_count; ++e) {
+      pass.grouped.push_back({true, false, k_dim, n_dim, counts[e], x.data() + offsets[e] * k_dim,
+                              k_dim, dy.data() + offsets[e] * n_dim, n_dim,
+                              dw.data() + e * k_dim * n_dim, n_dim});
+    }
+    passes.push_back(std::move(pass));
+  }
+
+  const int workers = std::max(1u, std::thread::hardware_concurrency());
+  WorkerPool pool(workers);
+  for (Pass& pass : passes) {
+    const auto assignment = Assign(pass.grouped, workers);
+    double dense_seconds = 0;
+    std::vector<Measurement> ms;
+    for (Impl impl : {Impl::kDense, Impl::kLoop, Impl::kGrouped}) {
+      std::function<void()> run;
+      std::vector<GemmOp> outputs;
+      if (impl == Impl::kDense) {
+        run = [&] { RunOp(pass.dense); };
+        outputs = {pass.dense};
+      } else if (impl == Impl::kLoop) {
+        run = [&] {
+          for (const GemmOp& op : pass.grouped) RunOp(op);
+        };
+        outputs = pass.grouped;
+      } else {
+        run = [&] {
+          BlasThreads one(1);
+          pool.Run([&](int wk) {
+            for (size_t i : assignment[wk]) RunOp(pass.grouped[i]);
+          });
+        };
+        outputs = pass.grouped;
+      }
+      Measurement m;
+      m.name = std::string(pass.name) + "/" + ImplName(impl);
+      m.labels = {{"pass", pass.name},
+                  {"impl", ImplName(impl)},
+                  {"dtype", DTypeName(p.dtype)},
+                  {"compute_dtype", "fp32"},
+                  {"experts", std::to_string(e_count)},
+                  {"tokens", std::to_string(tokens)}};
+      // Correctness first: poison, run once, check sampled rows of every GEMM.
+      if (p.timing.verify) {
+        for (const GemmOp& op : outputs) Poison(op);
+        run();
+        for (size_t i = 0; i < outputs.size(); ++i) {
+          std::string worst;
+          const double err = Check(outputs[i], &worst);
+          m.max_rel_error = std::max(m.max_rel_error, err);
+          if (err > DTypeRelTolerance(DType::kFp32)) {
+            return DataLoss("grouped_gemm " + m.name + " (cpu, fp32): GEMM " + std::to_string(i) +
+                            " " + worst + ", relative error " + std::to_string(err));
+          }
+        }
+        m.verified = true;
+      }
+      MOETUNE_PROBE_RETURN_IF_ERROR(TimeSamples(p.timing, nullptr, [&] {
+        run();
+        return ProbeStatus::Ok();
+      }, &m.samples_seconds));
+      for (const GemmOp& op : outputs) m.flops += op.Flops();
+      m.Finalize();
+      if (impl == Impl::kDense) dense_seconds = m.PlannerSeconds();
+      if (m.PlannerSeconds() > 0) m.efficiency_vs_reference = dense_seconds / m.PlannerSeconds();
+      ms.push_back(std::move(m));
+    }
+    for (auto& m : ms) result->measurements.push_back(std::move(m));
+  }
+  return ProbeStatus::Ok();
+}
+
+}  // namespace moetune::kernels::cpu

@@ -1,0 +1,310 @@
+// NCCL collectives sweep and the GEMM + collective overlap probe.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/cuda/cuda_probes_internal.h"
+#include "kernels/cuda/nccl_group.h"
+
+namespace moetune::kernels::cuda {
+namespace {
+
+// Input element j of rank r: a small integer, exact in bf16 after sums of up
+// to 64 ranks (<= 4 * 64 = 256).
+float InputValue(int r, int64_t j) { return static_cast<float>((j + 7 * r) % 5); }
+
+ProbeStatus ToDevice(const std::vector<float>& v, DType dtype, void* dst) {
+  if (dtype == DType::kFp32) {
+    MOETUNE_CUDA(cudaMemcpy(dst, v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+    return ProbeStatus::Ok();
+  }
+  std::vector<uint16_t> h(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    h[i] = dtype == DType::kBf16 ? FloatToBf16(v[i]) : static_cast<__half_raw>(__float2half_rn(v[i])).x;
+  }
+  MOETUNE_CUDA(cudaMemcpy(dst, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+  return ProbeStatus::Ok();
+}
+
+ProbeStatus FromDevice(const void* src, size_t n, DType dtype, std::vector<float>* v) {
+  v->resize(n);
+  if (dtype == DType::kFp32) {
+    MOETUNE_CUDA(cudaMemcpy(v->data(), src, n * 4, cudaMemcpyDeviceToHost));
+    return ProbeStatus::Ok();
+  }
+  std::vector<uint16_t> h(n);
+  MOETUNE_CUDA(cudaMemcpy(h.data(), src, n * 2, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < n; ++i) {
+    if (dtype == DType::kBf16) {
+      (*v)[i] = Bf16ToFloat(h[i]);
+    } else {
+      __half_raw r;
+      r.x = h[i];
+      (*v)[i] = __half2float(__half(r));
+    }
+  }
+  return ProbeStatus::Ok();
+}
+
+struct CollBuffers {
+  DeviceBuffer in, out;
+  Event start, stop;
+};
+
+// Issues `op` for every local rank inside one NCCL group.
+ProbeStatus Issue(NcclGroup* g, std::vector<CollBuffers>& b, CollectiveOp op, size_t in_elems,
+                  ncclDataType_t type, bool use_compute_stream = false) {
+  NcclGroupCall call;
+  MOETUNE_PROBE_RETURN_IF_ERROR(call.Start());
+  const int n = g->world_size();
+  for (size_t i = 0; i < g->ranks().size(); ++i) {
+    LocalRank* lr = g->ranks()[i].get();
+    cudaStream_t s = use_compute_stream ? lr->compute.get() : lr->stream.get();
+    switch (op) {
+      case CollectiveOp::kAllReduce:
+        MOETUNE_NCCL(ncclAllReduce(b[i].in.get(), b[i].out.get(), in_elems, type, ncclSum, lr->comm, s));
+        break;
+      case CollectiveOp::kAllGather:
+        MOETUNE_NCCL(ncclAllGather(b[i].in.get(), b[i].out.get(), in_elems, type, lr->comm, s));
+        break;
+      case CollectiveOp::kReduceScatter:
+        MOETUNE_NCCL(ncclReduceScatter(b[i].in.get(), b[i].out.get(), in_elems / n, type, ncclSum, lr->comm, s));
+        break;
+      case CollectiveOp::kAllToAll:
+        MOETUNE_NCCL(ncclAlltoAll(b[i].in.get(), b[i].out.get(), in_elems / n, type, lr->comm, s));
+        break;
+    }
+  }
+  return call.End();
+}
+
+double Expected(CollectiveOp op, int rank, int n, int64_t i, int64_t chunk) {
+  double sum = 0;
+  switch (op) {
+    case CollectiveOp::kAllReduce:
+      for (int r = 0; r < n; ++r) sum += InputValue(r, i);
+      return sum;
+    case CollectiveOp::kAllGather:
+      return InputValue(static_cast<int>(i / chunk), i % chunk);
+    case CollectiveOp::kReduceScatter:
+      for (int r = 0; r < n; ++r) sum += InputValue(r, rank * chunk + i);
+      return sum;
+    case CollectiveOp::kAllToAll:
+      return InputValue(static_cast<int>(i / chunk), rank * chunk + i % chunk);
+  }
+  return 0;
+}
+
+}  // namespace
+
+ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, ProbeResult* result) {
+  MOETUNE_PROBE_RETURN_IF_ERROR(ValidateGroup(group, p.group_size));
+  ncclDataType_t type;
+  size_t elem = 0;
+  MOETUNE_PROBE_RETURN_IF_ERROR(NcclType(p.dtype, &type, &elem));
+  std::unique_ptr<NcclGroup> g;
+  MOETUNE_PROBE_RETURN_IF_ERROR(NcclGroup::Create(group, &g));
+  const int n = g->world_size();
+  for (int64_t size : p.sizes_bytes) {
+    const size_t buffer = size / elem;
+    size_t in_elems = buffer, out_elems = buffer;
+    if (p.op == CollectiveOp::kAllGather) in_elems = buffer / n;
+    if (p.op == CollectiveOp::kReduceScatter) out_elems = buffer / n;
+    const int64_t chunk = buffer / n;
+    std::vector<CollBuffers> b(g->ranks().size());
+    for (size_t i = 0; i < b.size(); ++i) {
+      LocalRank* lr = g->ranks()[i].get();
+      MOETUNE_CUDA(cudaSetDevice(lr->device));
+      MOETUNE_PROBE_RETURN_IF_ERROR(b[i].in.Create(in_elems * elem));
+      MOETUNE_PROBE_RETURN_IF_ERROR(b[i].out.Create(out_elems * elem));
+      MOETUNE_PROBE_RETURN_IF_ERROR(b[i].start.Create());
+      MOETUNE_PROBE_RETURN_IF_ERROR(b[i].stop.Create());
+      std::vector<float> in(in_elems);
+      for (size_t j = 0; j < in_elems; ++j) in[j] = InputValue(lr->rank, j);
+      MOETUNE_PROBE_RETURN_IF_ERROR(ToDevice(in, p.dtype, b[i].in.get()));
+    }
+    Measurement m;
+    m.name = std::string(CollectiveOpName(p.op)) + "/" + std::to_string(size);
+    m.labels = {{"op", CollectiveOpName(p.op)},
+                {"size_bytes", std::to_string(size)},
+                {"group_size", std::to_string(n)},
+                {"span", SpanName(p.span)},
+                {"dtype", DTypeName(p.dtype)}};
+    if (p.timing.verify) {
+      for (size_t i = 0; i < b.size(); ++i) {
+        MOETUNE_CUDA(cudaSetDevice(g->ranks()[i]->device));
+        MOETUNE_CUDA(cudaMemset(b[i].out.get(), 0xff, out_elems * elem));
+      }
+      MOETUNE_PROBE_RETURN_IF_ERROR(Issue(g.get(), b, p.op, in_elems, type));
+      for (size_t i = 0; i < b.size(); ++i) {
+        LocalRank* lr = g->ranks()[i].get();
+        MOETUNE_CUDA(cudaSetDevice(lr->device));
+        MOETUNE_CUDA(cudaStreamSynchronize(lr->stream.get()));
+        std::vector<float> out;
+        MOETUNE_PROBE_RETURN_IF_ERROR(FromDevice(b[i].out.get(), out_elems, p.dtype, &out));
+        for (size_t j = 0; j < out_elems; ++j) {
+          const double want = Expected(p.op, lr->rank, n, j, chunk);
+          if (!(out[j] == want)) {
+            return DataLoss(std::string("collective ") + CollectiveOpName(p.op) + " (cuda, " + std::to_string(size) +
+                            " bytes, rank " + std::to_string(lr->rank) + "): element " + std::to_string(j) +
+                            ": got " + std::to_string(out[j]) + ", want " + std::to_string(want));
+          }
+        }
+      }
+      m.verified = true;
+    }
+    for (int it = 0; it < p.timing.warmup_iters + p.timing.timed_iters; ++it) {
+      MOETUNE_PROBE_RETURN_IF_ERROR(g->Barrier());
+      for (size_t i = 0; i < b.size(); ++i) {
+        MOETUNE_CUDA(cudaSetDevice(g->ranks()[i]->device));
+        MOETUNE_CUDA(cudaEventRecord(b[i].start.get(), g->ranks()[i]->stream.get()));
+      }
+      MOETUNE_PROBE_RETURN_IF_ERROR(Issue(g.get(), b, p.op, in_elems, type));
+      for (size_t i = 0; i < b.size(); ++i) {
+        MOETUNE_CUDA(cudaSetDevice(g->ranks()[i]->device));
+        MOETUNE_CUDA(cudaEventRecord(b[i].stop.get(), g->ranks()[i]->stream.get()));
+      }
+      double worst = 0;
+      for (auto& x : b) {
+        double s = 0;
+        MOETUNE_PROBE_RETURN_IF_ERROR(ElapsedSeconds(x.start, x.stop, &s));
+        worst = std::max(worst, s);
+      }
+      if (it >= p.timing.warmup_iters) m.samples_seconds.push_back(worst);
+    }
+    m.bytes = static_cast<double>(size);
+    m.bus_factor = BusBandwidthFactor(p.op, n);
+    m.Finalize();
+    result->measurements.push_back(std::move(m));
+  }
+  return ProbeStatus::Ok();
+}
+
+ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResult* result) {
+  MOETUNE_PROBE_RETURN_IF_ERROR(ValidateGroup(group, p.group_size));
+  if (p.gemm_dtype != DType::kBf16) {
+    return Unimplemented(std::string("overlap (cuda): GEMM dtype ") + DTypeName(p.gemm_dtype) + " (bf16 is implemented)");
+  }
+  if (p.op != CollectiveOp::kAllReduce) {
+    return Unimplemented(std::string("overlap (cuda): only all_reduce, got ") + CollectiveOpName(p.op));
+  }
+  std::unique_ptr<NcclGroup> g;
+  MOETUNE_PROBE_RETURN_IF_ERROR(NcclGroup::Create(group, &g));
+  const size_t local = g->ranks().size();
+  const size_t elems = p.collective_bytes / 2;  // bf16 payload
+  struct PerRank {
+    CublasHandle blas;
+    DeviceBuffer a, b, c;
+    Event start, gemm_end, coll_end;
+  };
+  std::vector<std::unique_ptr<PerRank>> pr;
+  std::vector<CollBuffers> cb(local);
+  for (size_t i = 0; i < local; ++i) {
+    LocalRank* lr = g->ranks()[i].get();
+    MOETUNE_CUDA(cudaSetDevice(lr->device));
+    auto x = std::make_unique<PerRank>();
+    MOETUNE_PROBE_RETURN_IF_ERROR(x->blas.Create());
+    MOETUNE_CUBLAS(cublasSetStream(x->blas.get(), lr->compute.get()));
+    MOETUNE_PROBE_RETURN_IF_ERROR(x->a.Create(p.gemm_m * p.gemm_k * 2));
+    MOETUNE_PROBE_RETURN_IF_ERROR(x->b.Create(p.gemm_k * p.gemm_n * 2));
+    MOETUNE_PROBE_RETURN_IF_ERROR(x->c.Create(p.gemm_m * p.gemm_n * 2));
+    MOETUNE_CUDA(cudaMemset(x->a.get(), 0, x->a.bytes()));  // GEMM time does not depend on values
+    MOETUNE_CUDA(cudaMemset(x->b.get(), 0, x->b.bytes()));
+    for (Event* e : {&x->start, &x->gemm_end, &x->coll_end}) MOETUNE_PROBE_RETURN_IF_ERROR(e->Create());
+    MOETUNE_PROBE_RETURN_IF_ERROR(cb[i].in.Create(elems * 2));
+    MOETUNE_PROBE_RETURN_IF_ERROR(cb[i].out.Create(elems * 2));
+    std::vector<float> ones(elems, 1.0f);
+    MOETUNE_PROBE_RETURN_IF_ERROR(ToDevice(ones, DType::kBf16, cb[i].in.get()));
+    pr.push_back(std::move(x));
+  }
+  auto gemm = [&](size_t i) -> ProbeStatus {
+    const float alpha = 1.0f, beta = 0.0f;
+    MOETUNE_CUDA(cudaSetDevice(g->ranks()[i]->device));
+    MOETUNE_CUBLAS(cublasGemmEx(pr[i]->blas.get(), CUBLAS_OP_N, CUBLAS_OP_N, p.gemm_n, p.gemm_m, p.gemm_k, &alpha,
+                                pr[i]->b.get(), CUDA_R_16BF, p.gemm_n, pr[i]->a.get(), CUDA_R_16BF, p.gemm_k, &beta,
+                                pr[i]->c.get(), CUDA_R_16BF, p.gemm_n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return ProbeStatus::Ok();
+  };
+  if (p.timing.verify) {  // every rank contributes 1.0
+    MOETUNE_PROBE_RETURN_IF_ERROR(Issue(g.get(), cb, CollectiveOp::kAllReduce, elems, ncclBfloat16));
+    for (size_t i = 0; i < local; ++i) {
+      MOETUNE_CUDA(cudaSetDevice(g->ranks()[i]->device));
+      MOETUNE_CUDA(cudaStreamSynchronize(g->ranks()[i]->stream.get()));
+      std::vector<float> out;
+      MOETUNE_PROBE_RETURN_IF_ERROR(FromDevice(cb[i].out.get(), elems, DType::kBf16, &out));
+      for (size_t j = 0; j < elems; j += std::max<size_t>(1, elems / 4096)) {
+        if (out[j] != static_cast<float>(g->world_size())) {
+          return DataLoss("overlap all_reduce (cuda): element " + std::to_string(j) + ": got " + std::to_string(out[j]));
+        }
+      }
+    }
+  }
+  // mode 0: GEMM alone, 1: collective alone, 2: both on separate streams.
+  Measurement gemm_alone, coll_alone, gemm_over, coll_over, both;
+  for (int mode = 0; mode < 3; ++mode) {
+    for (int it = 0; it < p.timing.warmup_iters + p.timing.timed_iters; ++it) {
+      MOETUNE_PROBE_RETURN_IF_ERROR(g->Barrier());
+      for (size_t i = 0; i < local; ++i) {
+        LocalRank* lr = g->ranks()[i].get();
+        MOETUNE_CUDA(cudaSetDevice(lr->device));
+        MOETUNE_CUDA(cudaEventRecord(pr[i]->start.get(), lr->stream.get()));
+        MOETUNE_CUDA(cudaStreamWaitEvent(lr->compute.get(), pr[i]->start.get(), 0));
+      }
+      if (mode != 1) {
+        for (size_t i = 0; i < local; ++i) MOETUNE_PROBE_RETURN_IF_ERROR(gemm(i));
+      }
+      if (mode != 0) MOETUNE_PROBE_RETURN_IF_ERROR(Issue(g.get(), cb, CollectiveOp::kAllReduce, elems, ncclBfloat16));
+      double t_gemm = 0, t_coll = 0;
+      for (size_t i = 0; i < local; ++i) {
+        LocalRank* lr = g->ranks()[i].get();
+        MOETUNE_CUDA(cudaSetDevice(lr->device));
+        MOETUNE_CUDA(cudaEventRecord(pr[i]->gemm_end.get(), lr->compute.get()));
+        MOETUNE_CUDA(cudaEventRecord(pr[i]->coll_end.get(), lr->stream.get()));
+      }
+      for (size_t i = 0; i < local; ++i) {
+        double tg = 0, tc = 0;
+        MOETUNE_PROBE_RETURN_IF_ERROR(ElapsedSeconds(pr[i]->start, pr[i]->gemm_end, &tg));
+        MOETUNE_PROBE_RETURN_IF_ERROR(ElapsedSeconds(pr[i]->start, pr[i]->coll_end, &tc));
+        t_gemm = std::max(t_gemm, tg);
+        t_coll = std::max(t_coll, tc);
+      }
+      if (it < p.timing.warmup_iters) continue;
+      if (mode == 0) gemm_alone.samples_seconds.push_back(t_gemm);
+      if (mode == 1) coll_alone.samples_seconds.push_back(t_coll);
+      if (mode == 2) {
+        gemm_over.samples_seconds.push_back(t_gemm);
+        coll_over.samples_seconds.push_back(t_coll);
+        both.samples_seconds.push_back(std::max(t_gemm, t_coll));
+      }
+    }
+  }
+  const double flops = GemmFlops(p.gemm_m, p.gemm_n, p.gemm_k);
+  const double bus = BusBandwidthFactor(p.op, g->world_size());
+  struct Named { Measurement* m; const char* name; bool is_gemm; bool is_coll; };
+  for (const Named& nm : {Named{&gemm_alone, "gemm_alone", true, false}, Named{&coll_alone, "collective_alone", false, true},
+                          Named{&gemm_over, "gemm_overlapped", true, false},
+                          Named{&coll_over, "collective_overlapped", false, true}, Named{&both, "both", false, false}}) {
+    nm.m->name = nm.name;
+    nm.m->labels = {{"op", CollectiveOpName(p.op)},
+                    {"collective_bytes", std::to_string(p.collective_bytes)},
+                    {"gemm", std::to_string(p.gemm_m) + "x" + std::to_string(p.gemm_n) + "x" + std::to_string(p.gemm_k)},
+                    {"dtype", "bf16"}};
+    if (nm.is_gemm) nm.m->flops = flops;
+    if (nm.is_coll) {
+      nm.m->bytes = static_cast<double>(p.collective_bytes);
+      nm.m->bus_factor = bus;
+      nm.m->verified = p.timing.verify;
+    }
+    nm.m->Finalize();
+  }
+  const double tg = gemm_alone.PlannerSeconds(), tc = coll_alone.PlannerSeconds(), tb = both.PlannerSeconds();
+  both.values["hidden_fraction"] = tc > 0 ? std::clamp((tg + tc - tb) / tc, 0.0, 1.0) : 0.0;
+  both.values["gemm_slowdown"] = tg > 0 ? gemm_over.PlannerSeconds() / tg : 0.0;
+  both.values["collective_slowdown"] = tc > 0 ? coll_over.PlannerSeconds() / tc : 0.0;
+  for (Measurement* m : {&gemm_alone, &coll_alone, &gemm_over, &coll_over, &both}) result->measurements.push_back(std::move(*m));
+  return ProbeStatus::Ok();
+}
+
+}  // namespace moetune::kernels::cuda

@@ -1,0 +1,231 @@
+// Error wrapping and RAII holders for the CUDA probes (std + CUDA only).
+// Every CUDA runtime, cuBLAS(Lt) and NCCL call goes through one of the
+// MOETUNE_CUDA / _CUBLAS / _NCCL macros so that the failing call's text and
+// its error string land in the returned ProbeStatus:
+//   INTERNAL: cudaMalloc(&p, bytes): out of memory (cudaErrorMemoryAllocation)
+#pragma once
+
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "kernels/probe_status.h"
+
+namespace moetune::kernels::cuda {
+
+inline ProbeStatus CudaError(cudaError_t e, const char* call) {
+  const ProbeCode code = e == cudaErrorMemoryAllocation ? ProbeCode::kResourceExhausted
+                         : (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
+                             ? ProbeCode::kUnavailable
+                             : ProbeCode::kInternal;
+  return ProbeStatus(code, std::string(call) + ": " + cudaGetErrorString(e) + " (" +
+                               cudaGetErrorName(e) + ")");
+}
+
+inline ProbeStatus CublasError(cublasStatus_t s, const char* call) {
+  return Internal(std::string(call) + ": " + cublasGetStatusString(s) + " (" +
+                  cublasGetStatusName(s) + ")");
+}
+
+inline ProbeStatus NcclError(ncclResult_t r, const char* call, ncclComm_t comm = nullptr) {
+  const char* last = ncclGetLastError(comm);
+  const ProbeCode code = (r == ncclRemoteError || r == ncclSystemError) ? ProbeCode::kUnavailable
+                                                                        : ProbeCode::kInternal;
+  return ProbeStatus(code, std::string(call) + ": " + ncclGetErrorString(r) +
+                               (last != nullptr && *last ? std::string(" (") + last + ")" : ""));
+}
+
+}  // namespace moetune::kernels::cuda
+
+#define MOETUNE_CUDA(call)                                                        \
+  do {                                                                            \
+    cudaError_t _e = (call);                                                      \
+    if (_e != cudaSuccess) return ::moetune::kernels::cuda::CudaError(_e, #call); \
+  } while (false)
+
+#define MOETUNE_CUBLAS(call)                                                               \
+  do {                                                                                     \
+    cublasStatus_t _s = (call);                                                            \
+    if (_s != CUBLAS_STATUS_SUCCESS) return ::moetune::kernels::cuda::CublasError(_s, #call); \
+  } while (false)
+
+#define MOETUNE_NCCL(call)                                                         \
+  do {                                                                             \
+    ncclResult_t _r = (call);                                                      \
+    if (_r != ncclSuccess) return ::moetune::kernels::cuda::NcclError(_r, #call);  \
+  } while (false)
+
+namespace moetune::kernels::cuda {
+
+// RAII holders. Create() returns the wrapped call's status; destructors
+// release on every path (errors of the release itself are ignored).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
+  ~DeviceBuffer() { Reset(); }
+  ProbeStatus Create(size_t bytes) {
+    Reset();
+    MOETUNE_CUDA(cudaMalloc(&ptr_, bytes == 0 ? 16 : bytes));
+    bytes_ = bytes;
+    return ProbeStatus::Ok();
+  }
+  void Reset() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+    ptr_ = nullptr;
+    bytes_ = 0;
+  }
+  template <typename T = void>
+  T* get() const { return static_cast<T*>(ptr_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Page-locked (cudaMallocHost) or pageable (new[]) host memory.
+class HostMemory {
+ public:
+  HostMemory() = default;
+  HostMemory(const HostMemory&) = delete;
+  HostMemory& operator=(const HostMemory&) = delete;
+  ~HostMemory() { Reset(); }
+  ProbeStatus Create(size_t bytes, bool pinned) {
+    Reset();
+    pinned_ = pinned;
+    if (pinned) {
+      MOETUNE_CUDA(cudaMallocHost(&ptr_, bytes == 0 ? 16 : bytes));
+    } else {
+      ptr_ = new (std::nothrow) char[bytes == 0 ? 16 : bytes];
+      if (ptr_ == nullptr) return ResourceExhausted("new char[" + std::to_string(bytes) + "] failed");
+    }
+    return ProbeStatus::Ok();
+  }
+  void Reset() {
+    if (ptr_ == nullptr) return;
+    if (pinned_) {
+      cudaFreeHost(ptr_);
+    } else {
+      delete[] static_cast<char*>(ptr_);
+    }
+    ptr_ = nullptr;
+  }
+  template <typename T = void>
+  T* get() const { return static_cast<T*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+  bool pinned_ = false;
+};
+
+class Stream {
+ public:
+  Stream() = default;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  Stream(Stream&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
+  ~Stream() {
+    if (s_ != nullptr) cudaStreamDestroy(s_);
+  }
+  ProbeStatus Create() {
+    MOETUNE_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
+    return ProbeStatus::Ok();
+  }
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+class Event {
+ public:
+  Event() = default;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  Event(Event&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
+  ~Event() {
+    if (e_ != nullptr) cudaEventDestroy(e_);
+  }
+  ProbeStatus Create() {
+    MOETUNE_CUDA(cudaEventCreate(&e_));
+    return ProbeStatus::Ok();
+  }
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// Seconds between two recorded events (waits for `end`).
+inline ProbeStatus ElapsedSeconds(const Event& start, const Event& end, double* seconds) {
+  MOETUNE_CUDA(cudaEventSynchronize(end.get()));
+  float ms = 0;
+  MOETUNE_CUDA(cudaEventElapsedTime(&ms, start.get(), end.get()));
+  *seconds = ms * 1e-3;
+  return ProbeStatus::Ok();
+}
+
+class CublasHandle {
+ public:
+  CublasHandle() = default;
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  ~CublasHandle() {
+    if (h_ != nullptr) cublasDestroy(h_);
+  }
+  ProbeStatus Create() {
+    MOETUNE_CUBLAS(cublasCreate(&h_));
+    return ProbeStatus::Ok();
+  }
+  cublasHandle_t get() const { return h_; }
+
+ private:
+  cublasHandle_t h_ = nullptr;
+};
+
+class CublasLtHandle {
+ public:
+  CublasLtHandle() = default;
+  CublasLtHandle(const CublasLtHandle&) = delete;
+  CublasLtHandle& operator=(const CublasLtHandle&) = delete;
+  ~CublasLtHandle() {
+    if (h_ != nullptr) cublasLtDestroy(h_);
+  }
+  ProbeStatus Create() {
+    MOETUNE_CUBLAS(cublasLtCreate(&h_));
+    return ProbeStatus::Ok();
+  }
+  cublasLtHandle_t get() const { return h_; }
+
+ private:
+  cublasLtHandle_t h_ = nullptr;
+};
+
+// Host-side bf16 <-> fp32 (round to nearest even), no CUDA headers needed.
+inline uint16_t FloatToBf16(float f) {
+  uint32_t u;
+  static_assert(sizeof(u) == sizeof(f), "float is 32 bits");
+  std::memcpy(&u, &f, sizeof(u));
+  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0) return 0x7fc0;  // NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+inline float Bf16ToFloat(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+}  // namespace moetune::kernels::cuda

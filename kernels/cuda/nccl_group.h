@@ -1,0 +1,71 @@
+// The NCCL communicators of the ranks this process drives (std + CUDA only).
+//  * group.store == nullptr: one process, group.world_size local GPUs,
+//    ncclCommInitAll; every operation is issued for all local ranks inside one
+//    ncclGroupStart/End.
+//  * group.store != nullptr: this process is group.rank on one GPU; rank 0
+//    publishes the ncclUniqueId under "<key_prefix>/nccl_unique_id".
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/probe_types.h"
+
+namespace moetune::kernels::cuda {
+
+struct LocalRank {
+  int rank = 0;
+  int device = 0;
+  ncclComm_t comm = nullptr;
+  Stream stream;       // communication stream
+  Stream compute;      // a second stream (GEMMs in the overlap/offload probes)
+  DeviceBuffer sync;   // one float for the pre-sample barrier all-reduce
+};
+
+class NcclGroup {
+ public:
+  static ProbeStatus Create(const GroupSpec& group, std::unique_ptr<NcclGroup>* out);
+  ~NcclGroup();
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+
+  int world_size() const { return world_; }
+  std::vector<std::unique_ptr<LocalRank>>& ranks() { return ranks_; }
+  // A 1-element all-reduce on every rank's stream: ranks start samples together.
+  ProbeStatus Barrier();
+
+ private:
+  NcclGroup() = default;
+  int world_ = 1;
+  std::vector<std::unique_ptr<LocalRank>> ranks_;
+};
+
+// ncclGroupStart/End that also ends the group on an early error return.
+class NcclGroupCall {
+ public:
+  NcclGroupCall() = default;
+  NcclGroupCall(const NcclGroupCall&) = delete;
+  NcclGroupCall& operator=(const NcclGroupCall&) = delete;
+  ~NcclGroupCall() {
+    if (open_) ncclGroupEnd();
+  }
+  ProbeStatus Start() {
+    MOETUNE_NCCL(ncclGroupStart());
+    open_ = true;
+    return ProbeStatus::Ok();
+  }
+  ProbeStatus End() {
+    open_ = false;
+    MOETUNE_NCCL(ncclGroupEnd());
+    return ProbeStatus::Ok();
+  }
+
+ private:
+  bool open_ = false;
+};
+
+// NCCL data type of a probe dtype (bf16, fp16, fp32).
+ProbeStatus NcclType(DType dtype, ncclDataType_t* type, size_t* bytes);
+
+}  // namespace moetune::kernels::cuda
