@@ -22,6 +22,15 @@ using units::kMicrosecond;
 // 1,024+).
 constexpr double kGemmHalfEfficiencyRows = 128;
 
+// Sustained-clock advantage of Blackwell Ultra over Blackwell at equal
+// nominal dense peaks (see PriorConstantsFor).
+constexpr double kBlackwellUltraClockGain = 1.12;
+
+// Unfused attention moves each BF16 score through HBM four times in the
+// forward pass (write QK^T, read for softmax, write probabilities, read
+// for AV): 4 x 2 bytes.
+constexpr double kUnfusedScoreBytesForward = 8.0;
+
 // Collective startup: NCCL uses trees/rings whose step count grows with the
 // group; 2 log2(n) latency steps is the tree all-reduce depth.
 double LatencySteps(int group_size) {
@@ -108,6 +117,13 @@ PriorConstants PriorConstantsFor(const GpuSpec& gpu) {
     k.gemm_efficiency[int(Precision::kFp8)] = 0.64;
     k.gemm_efficiency[int(Precision::kMxfp8)] = 0.64;
     k.gemm_efficiency[int(Precision::kNvfp4)] = 0.45;
+    if (ultra) {
+      // Blackwell Ultra (B300 1,100 W, GB300 1,400 W vs 1,000/1,200 W)
+      // sustains clocks closer to boost under dense GEMM load at the same
+      // nominal BF16/FP8 peaks: the Megatron-Bridge tables show GB300 ~15-20%
+      // ahead of GB200 and B300 ~10% ahead of B200 on identical layouts.
+      for (double& e : k.gemm_efficiency) e *= kBlackwellUltraClockGain;
+    }
     // cuDNN flash attention on B200: ~1.3-1.5 PF BF16 forward; Blackwell
     // Ultra doubles the SFU exponent rate that bounds attention softmax.
     k.attention_efficiency = ultra ? 0.62 : 0.55;
@@ -184,22 +200,47 @@ Cost DatasheetCostModel::GroupedGemm(const GroupedGemmShape& s) const {
   return {t, CostSource::kDatasheetPrior};
 }
 
-Cost DatasheetCostModel::AttentionForward(double queries, double context,
-                                          int heads, int qk_head_dim,
-                                          int v_head_dim) const {
-  // QK^T and AV: 2 FLOPs x queries x context x heads x (d_qk + d_v).
-  const double flops = 2.0 * queries * context * heads * (qk_head_dim + v_head_dim);
-  return {k_.gemm_fixed_s + flops / (cluster_.gpu.bf16_dense_flops_per_sec *
-                                     k_.attention_efficiency),
-          CostSource::kDatasheetPrior};
+Cost DatasheetCostModel::AttentionForward(const AttentionShape& a) const {
+  const double dims = a.qk_head_dim + a.v_head_dim;
+  if (a.fused) {
+    // Flash attention: QK^T and AV over the unmasked keys only,
+    // 2 FLOPs x queries x context x heads x (d_qk + d_v).
+    const double flops = 2.0 * a.queries * a.context * a.heads * dims;
+    return {k_.gemm_fixed_s + flops / (cluster_.gpu.bf16_dense_flops_per_sec *
+                                       k_.attention_efficiency),
+            CostSource::kDatasheetPrior};
+  }
+  // Unfused: batched GEMMs over every key (the mask is applied to the
+  // materialised scores), then the score matrix passes through HBM:
+  // write scores, read them for softmax, write probabilities, read them for
+  // AV = kUnfusedScoreBytesForward per score.
+  const double flops = 2.0 * a.queries * a.keys * a.heads * dims;
+  const double gemm = flops / (cluster_.gpu.bf16_dense_flops_per_sec *
+                               k_.gemm_efficiency[int(Precision::kBf16)]);
+  const double scores = a.queries * a.keys * a.heads;
+  const double memory = scores * kUnfusedScoreBytesForward /
+                        (cluster_.gpu.hbm_bytes_per_sec * k_.hbm_efficiency);
+  return {3 * k_.gemm_fixed_s + gemm + memory, CostSource::kDatasheetPrior};
 }
 
-Cost DatasheetCostModel::AttentionBackward(double queries, double context,
-                                           int heads, int qk_head_dim,
-                                           int v_head_dim) const {
-  Cost fwd = AttentionForward(queries, context, heads, qk_head_dim, v_head_dim);
-  fwd.seconds *= k_.attention_bwd_over_fwd;
-  return fwd;
+Cost DatasheetCostModel::AttentionBackward(const AttentionShape& a) const {
+  if (a.fused) {
+    Cost fwd = AttentionForward(a);
+    fwd.seconds *= k_.attention_bwd_over_fwd;
+    return fwd;
+  }
+  // Unfused backward: four batched GEMMs (dV, dP, dQ, dK: twice the
+  // forward FLOPs) and the softmax backward reading probabilities and their
+  // gradient, writing the score gradient, twice the forward traffic.
+  const AttentionShape& s = a;
+  const double dims = s.qk_head_dim + s.v_head_dim;
+  const double flops = 4.0 * s.queries * s.keys * s.heads * dims;
+  const double gemm = flops / (cluster_.gpu.bf16_dense_flops_per_sec *
+                               k_.gemm_efficiency[int(Precision::kBf16)]);
+  const double scores = s.queries * s.keys * s.heads;
+  const double memory = scores * 2 * kUnfusedScoreBytesForward /
+                        (cluster_.gpu.hbm_bytes_per_sec * k_.hbm_efficiency);
+  return {5 * k_.gemm_fixed_s + gemm + memory, CostSource::kDatasheetPrior};
 }
 
 Cost DatasheetCostModel::MemoryBound(double bytes) const {
@@ -401,18 +442,12 @@ Cost CalibratedCostModel::GroupedGemm(const GroupedGemmShape& s) const {
   return prior_->GroupedGemm(s);
 }
 
-Cost CalibratedCostModel::AttentionForward(double queries, double context,
-                                           int heads, int qk_head_dim,
-                                           int v_head_dim) const {
-  return prior_->AttentionForward(queries, context, heads, qk_head_dim,
-                                  v_head_dim);
+Cost CalibratedCostModel::AttentionForward(const AttentionShape& a) const {
+  return prior_->AttentionForward(a);
 }
 
-Cost CalibratedCostModel::AttentionBackward(double queries, double context,
-                                            int heads, int qk_head_dim,
-                                            int v_head_dim) const {
-  return prior_->AttentionBackward(queries, context, heads, qk_head_dim,
-                                   v_head_dim);
+Cost CalibratedCostModel::AttentionBackward(const AttentionShape& a) const {
+  return prior_->AttentionBackward(a);
 }
 
 Cost CalibratedCostModel::MemoryBound(double bytes) const {

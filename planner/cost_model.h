@@ -62,6 +62,19 @@ struct DispatchShape {
   bool dedup = false;        // fused de-duplicated dispatch (DeepEP/HybridEP)
 };
 
+// Core attention of one micro-batch on one GPU.
+struct AttentionShape {
+  double queries = 0;  // query tokens on this GPU
+  double context = 0;  // average keys per query under the causal/window mask
+  double keys = 0;     // keys per query an unfused kernel materialises (seq)
+  int heads = 0;       // heads on this GPU
+  int qk_head_dim = 0;
+  int v_head_dim = 0;
+  // true: flash attention (masked blocks skipped, nothing materialised);
+  // false: two batched GEMMs over all keys with the score matrix in HBM.
+  bool fused = true;
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -72,13 +85,10 @@ class CostModel {
   virtual Cost DenseGemm(double m, double n, double k,
                          Precision precision) const = 0;
   virtual Cost GroupedGemm(const GroupedGemmShape& shape) const = 0;
-  // Flash attention forward for `queries` query tokens each attending to
-  // `context` keys on average, `heads` heads (BF16).
-  virtual Cost AttentionForward(double queries, double context, int heads,
-                                int qk_head_dim, int v_head_dim) const = 0;
-  // Its backward (dQ, dK, dV with the recomputed softmax).
-  virtual Cost AttentionBackward(double queries, double context, int heads,
-                                 int qk_head_dim, int v_head_dim) const = 0;
+  // Core attention forward in BF16.
+  virtual Cost AttentionForward(const AttentionShape& shape) const = 0;
+  // Its backward (dQ, dK, dV; flash attention recomputes the softmax).
+  virtual Cost AttentionBackward(const AttentionShape& shape) const = 0;
   // Memory-bound kernels moving `bytes` through HBM.
   virtual Cost MemoryBound(double bytes) const = 0;
   virtual Cost Collective(CollectiveKind kind, double bytes, int group_size,
@@ -127,10 +137,8 @@ class DatasheetCostModel : public CostModel {
   Cost DenseGemm(double m, double n, double k,
                  Precision precision) const override;
   Cost GroupedGemm(const GroupedGemmShape& shape) const override;
-  Cost AttentionForward(double queries, double context, int heads,
-                        int qk_head_dim, int v_head_dim) const override;
-  Cost AttentionBackward(double queries, double context, int heads,
-                         int qk_head_dim, int v_head_dim) const override;
+  Cost AttentionForward(const AttentionShape& shape) const override;
+  Cost AttentionBackward(const AttentionShape& shape) const override;
   Cost MemoryBound(double bytes) const override;
   Cost Collective(CollectiveKind kind, double bytes, int group_size,
                   LinkSpan span) const override;
@@ -207,10 +215,8 @@ class CalibratedCostModel : public CostModel {
   Cost DenseGemm(double m, double n, double k,
                  Precision precision) const override;
   Cost GroupedGemm(const GroupedGemmShape& shape) const override;
-  Cost AttentionForward(double queries, double context, int heads,
-                        int qk_head_dim, int v_head_dim) const override;
-  Cost AttentionBackward(double queries, double context, int heads,
-                         int qk_head_dim, int v_head_dim) const override;
+  Cost AttentionForward(const AttentionShape& shape) const override;
+  Cost AttentionBackward(const AttentionShape& shape) const override;
   Cost MemoryBound(double bytes) const override;
   Cost Collective(CollectiveKind kind, double bytes, int group_size,
                   LinkSpan span) const override;

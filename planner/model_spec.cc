@@ -380,6 +380,8 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
     m.num_routed_experts = r.Required<int>("num_local_experts");
     m.moe_top_k = r.Required<int>("num_experts_per_tok");
     if (type == "gpt_oss") {
+      // Every GPT-OSS attention layer has learned sinks (model card).
+      m.attention_sinks = true;
       m.sliding_window = r.Required<int>("sliding_window");
       if (r.Has("layer_types")) {
         const json& types = r.raw("layer_types");
@@ -461,6 +463,7 @@ absl::StatusOr<ModelSpec> ParseNativeModelJson(std::string_view text) {
         "unknown attention '", attention, "' (expected gqa, mha or mla)"));
   }
   m.attention_bias = r.Optional<bool>("attention_bias", false);
+  m.attention_sinks = r.Optional<bool>("attention_sinks", false);
   m.gated_mlp = r.Optional<bool>("gated_mlp", true);
   m.num_routed_experts = r.Optional<int>("num_routed_experts", 0);
   m.ffn_hidden_size = r.Optional<int64_t>("ffn_hidden_size", 0);
@@ -530,6 +533,7 @@ std::string ModelSpecToNativeJson(const ModelSpec& m) {
     j["v_head_dim"] = m.v_head_dim;
   }
   j["attention_bias"] = m.attention_bias;
+  j["attention_sinks"] = m.attention_sinks;
   j["ffn_hidden_size"] = m.ffn_hidden_size;
   j["gated_mlp"] = m.gated_mlp;
   if (m.IsMoe()) {

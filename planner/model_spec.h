@@ -21,7 +21,7 @@
 //     "sliding_window": 0 (opt), "sliding_window_layers": [true, false, ...]
 //         (opt; one entry per layer),
 //     "mtp_layers": 0 (opt), "tie_word_embeddings": false (opt),
-//     "attention_bias": false (opt)
+//     "attention_bias": false (opt), "attention_sinks": false (opt)
 //   }
 #pragma once
 
@@ -54,6 +54,8 @@ struct ModelSpec {
   int head_dim = 0;      // q/k head dim (GQA)
   int v_head_dim = 0;    // v head dim (GQA: = head_dim; MLA: v_head_dim)
   bool attention_bias = false;
+  // Learned per-head softmax offsets ("attention sinks", GPT-OSS).
+  bool attention_sinks = false;
   // MLA ranks (attention == kMla only).
   int q_lora_rank = 0;  // 0: queries are projected directly from hidden
   int kv_lora_rank = 0;

@@ -49,17 +49,20 @@ constexpr double kEpOverlapFraction = 0.8;
 // Fraction of a block's GEMM time that can hide its TP all-gather /
 // reduce-scatter (Transformer Engine userbuffers ring-exchange overlap).
 constexpr double kTpOverlapFraction = 0.9;
-// Host-side cost of a dropless MoE layer, which stays outside CUDA graphs
-// (its token counts are copied to the host to size the grouped GEMMs, a
-// synchronisation that also stops the CPU from running ahead of the GPU).
-// Megatron-Core's MoE forward issues ~115 framework ops (router and its
-// top-k/aux-loss ops, permutation, dispatch bookkeeping, expert GEMM setup,
-// activation, unpermutation, combine), backward about twice as many, each
-// ~20 us of Python/PyTorch dispatch: ~7 ms per layer per micro-batch. This
-// is the fixed per-micro-batch cost that separates the Megatron-Bridge
-// Qwen3-30B-A3B rows at micro-batch 1 and 4 (same GPUs and container).
-constexpr double kMoeHostOpsForward = 115;
-constexpr double kHostOpS = 20 * kMicrosecond;
+// Host-side cost of a dropless MoE layer, which stays outside CUDA graphs:
+// its token counts are copied to the host to size the expert GEMMs, a
+// synchronisation that also stops the CPU from running ahead, so host time
+// adds to GPU time. Transformer Engine's GroupedLinear issues its work per
+// local expert from the host (split, quantize, GEMM for fc1 and fc2 in
+// forward; dgrad and wgrad GEMMs with their casts in backward: ~15 ops per
+// expert per micro-batch), plus ~7 router/permute/dispatch ops per pass.
+// At ~25 us per Python/PyTorch op this is ~0.38 ms per local expert per
+// layer and micro-batch -- the fixed cost that separates the Megatron-Bridge
+// rows at 16 and 32 local experts (HGX, EP 8) from those at 4-8 (NVL72,
+// EP 32) and micro-batch 1 from 4 (Qwen3-30B-A3B).
+constexpr double kMoeHostOpsForward = 7;
+constexpr double kGroupedGemmHostOpsPerExpert = 15;
+constexpr double kHostOpS = 25 * kMicrosecond;
 // Dense layers run inside CUDA graphs (cuda_graphs knob) or, without them,
 // at ~kHostOpS per op, overlapped with the GPU (the CPU runs ahead).
 // Memory the training process holds beyond its tensors: CUDA context,
@@ -68,6 +71,13 @@ constexpr double kHostOpS = 20 * kMicrosecond;
 constexpr double kFixedReserveBytes = 3 * kGiB;
 constexpr double kFragmentationFraction = 0.08;
 constexpr double kNcclBufferBytes = 0.5 * kGiB;
+// Flash-attention kernels of the Megatron-Core 2026 stack (Transformer
+// Engine's cuDNN and flash backends) are taken not to implement learned
+// softmax sinks, so GPT-OSS attention runs unfused (batched GEMMs over all
+// keys, scores through HBM). This is an assumption about the software, not
+// a measured fact; it is what reconciles the GPT-OSS-120B rows (20% MFU)
+// with the other MoE rows, and a calibrated attention probe replaces it.
+constexpr bool kFusedAttentionSupportsSinks = false;
 // LoRA: the backward pass computes activation gradients only; the model
 // FLOPs it is credited with are fwd + dgrad = 2/3 of a full step.
 constexpr double kLoraFlopsFraction = 2.0 / 3.0;
@@ -188,6 +198,8 @@ struct Context {
   double launch_s;
   double overlap_slowdown;
   bool ep_overlap_schedule;  // pp == 1 or vp > 1
+  bool fused_attention;
+  double seq_len;
 };
 
 // Costs of one layer for one micro-batch on one GPU.
@@ -210,11 +222,16 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
   l.Add(kSAttnProj, qkv, fwd_bwd);
   l.Add(kSAttnProj, oproj, fwd_bwd);
   // Core attention over the causal (or window) context, heads split by TP.
-  const int heads = m.num_attention_heads / c.tp;
-  const Cost attn_f =
-      cm.AttentionForward(tc, k.causal_context, heads, m.QkHeadDim(), m.v_head_dim);
-  const Cost attn_b = cm.AttentionBackward(tc, k.causal_context, heads,
-                                           m.QkHeadDim(), m.v_head_dim);
+  AttentionShape as;
+  as.queries = tc;
+  as.context = k.causal_context;
+  as.keys = c.seq_len;
+  as.heads = m.num_attention_heads / c.tp;
+  as.qk_head_dim = m.QkHeadDim();
+  as.v_head_dim = m.v_head_dim;
+  as.fused = c.fused_attention;
+  const Cost attn_f = cm.AttentionForward(as);
+  const Cost attn_b = cm.AttentionBackward(as);
   l.Add(kSAttnCore, attn_f);
   l.Add(kSAttnCore, attn_b);
   double block_gemm_s = (qkv.seconds + oproj.seconds) * fwd_bwd;
@@ -292,7 +309,9 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
     }
     // Host-side ops of the MoE block, serialised with the GPU by the
     // token-count synchronisation (forward + 2x backward).
-    l.AddSeconds(kSLaunch, kMoeHostOpsForward * (1.0 + kBackwardKernelFactor) * kHostOpS,
+    l.AddSeconds(kSLaunch,
+                 (kMoeHostOpsForward * (1.0 + kBackwardKernelFactor) +
+                  kGroupedGemmHostOpsPerExpert * local) * kHostOpS,
                  kPriorBit);
   }
 
@@ -419,6 +438,8 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
 }
 
 // Saved activations of one layer for one micro-batch (bytes per GPU).
+// Transformer Engine saves GEMM inputs in the GEMM precision (norm outputs,
+// permuted expert inputs, activation outputs, core-attention output).
 double LayerActivationBytes(const StepModel::LayerKindTables& k,
                             const Context& c, bool full_recompute) {
   const ModelSpec& m = *c.model;
@@ -427,37 +448,49 @@ double LayerActivationBytes(const StepModel::LayerKindTables& k,
   const uint32_t r = c.knobs->recompute.mode == RecomputeMode::kSelective
                          ? c.knobs->recompute.modules
                          : 0u;
-  double e = k.act_attn;
-  if (!(r & kRecomputeLayerNorm)) e += k.act_norm;
-  if (!(r & kRecomputeMlaUpProj)) e += k.act_mla_up;
+  const double gemm_in = c.low_precision ? c.operand_bytes : kActivationBytes;
+  const double core_out = double(m.num_attention_heads) * m.v_head_dim;
+  double bytes = (k.act_attn - core_out) * kActivationBytes + core_out * gemm_in;
+  if (!(r & kRecomputeLayerNorm)) bytes += k.act_norm * gemm_in;
+  if (!(r & kRecomputeMlaUpProj)) bytes += k.act_mla_up * kActivationBytes;
   if (!k.moe) {
-    if (!(r & kRecomputeMlp)) e += k.act_mlp;
+    if (!(r & kRecomputeMlp)) bytes += k.act_mlp * kActivationBytes;
   } else {
     if (!(r & kRecomputeMoe)) {
-      e += k.act_moe;
-      if (!(r & kRecomputeMoeAct)) e += k.act_moe_act;
+      const double permuted = m.moe_top_k * h;
+      bytes += permuted * gemm_in + (k.act_moe - permuted) * kActivationBytes;
+      if (!(r & kRecomputeMoeAct)) bytes += k.act_moe_act * gemm_in;
     }
-    if (!(r & kRecomputeSharedExperts)) e += k.act_shared;
+    if (!(r & kRecomputeSharedExperts)) bytes += k.act_shared * kActivationBytes;
   }
   if (c.knobs->offload_activations) {
     const uint32_t o = c.knobs->offload_modules;
-    if (o & kOffloadAttnNorm) e -= h;
-    if (o & kOffloadCoreAttn) e -= double(m.num_attention_heads) * m.v_head_dim;
-    if (o & kOffloadAttnProj) e -= h;
-    if (o & kOffloadMlpNorm) e -= h;
-    if (k.moe && (o & kOffloadExpertFc1) && !(r & kRecomputeMoe)) e -= m.moe_top_k * h;
+    double off = 0;
+    if (o & kOffloadAttnNorm) off += h * kActivationBytes;
+    if (o & kOffloadCoreAttn) off += core_out * gemm_in;
+    if (o & kOffloadAttnProj) off += h * kActivationBytes;
+    if (o & kOffloadMlpNorm) off += h * kActivationBytes;
+    if (k.moe && (o & kOffloadExpertFc1) && !(r & kRecomputeMoe)) {
+      off += m.moe_top_k * h * gemm_in;
+    }
     if (k.moe && (o & kOffloadMoeAct) && !(r & kRecomputeMoe) &&
         !(r & kRecomputeMoeAct)) {
-      e -= m.moe_top_k * double(m.moe_ffn_hidden_size);
+      off += k.act_moe_act * gemm_in;
     }
-    e = std::max(e, h);
+    bytes = std::max(bytes - off, h * kActivationBytes);
   }
   // k.act_* are per token before TP; the SP shard holds tokens_rank tokens.
-  return c.tokens_rank * e * kActivationBytes;
+  double total = c.tokens_rank * bytes;
+  // Unfused attention keeps the BF16 probabilities for backward unless
+  // core attention is recomputed.
+  if (!c.fused_attention && !(r & kRecomputeCoreAttn)) {
+    total += c.tokens_cp * (double(m.num_attention_heads) / c.tp) * c.seq_len *
+             kActivationBytes;
+  }
+  return total;
 }
 
 }  // namespace
-
 
 struct StepModel::Accumulator {
   Slots slots;  // per step, exposed terms sum to step_time_s
@@ -608,6 +641,8 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
   c.launch_s = cost_->KernelLaunchSeconds(knobs.cuda_graphs);
   c.overlap_slowdown = cost_->OverlapSlowdown(knobs.overlap.num_comm_streams);
   c.ep_overlap_schedule = p.pp == 1 || p.vp > 1;
+  c.fused_attention = !model_.attention_sinks || kFusedAttentionSupportsSinks;
+  c.seq_len = shape_.seq_len;
 
   // Per-kind layer costs, with and without full recompute.
   const bool full = knobs.recompute.mode == RecomputeMode::kFull;
