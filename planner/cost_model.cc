@@ -22,6 +22,10 @@ using units::kMicrosecond;
 // 1,024+).
 constexpr double kGemmHalfEfficiencyRows = 128;
 
+// SM share of each communication stream beyond the first, relative to the
+// first (NCCL channels of a second concurrent collective).
+constexpr double kExtraStreamSmShare = 0.25;
+
 // Sustained-clock advantage of Blackwell Ultra over Blackwell at equal
 // nominal dense peaks (see PriorConstantsFor).
 constexpr double kBlackwellUltraClockGain = 1.12;
@@ -300,8 +304,11 @@ Cost DatasheetCostModel::HostOffload(double bytes) const {
 
 double DatasheetCostModel::OverlapSlowdown(int num_comm_streams) const {
   // Compute concurrent with communication kernels runs on the SMs those
-  // leave free: 1 / (1 - f) per stream's SM share (capped at 3 streams).
-  const double f = k_.comm_sm_fraction * std::min(std::max(num_comm_streams, 1), 3);
+  // leave free: 1 / (1 - f). The dispatch/combine kernels hold their SM
+  // share whatever the stream count; each extra stream adds a quarter of
+  // it (more concurrent NCCL channels).
+  const int streams = std::min(std::max(num_comm_streams, 1), 4);
+  const double f = k_.comm_sm_fraction * (1.0 + kExtraStreamSmShare * (streams - 1));
   return 1.0 / (1.0 - std::min(f, 0.5));
 }
 

@@ -567,8 +567,14 @@ absl::StatusOr<StepModel> StepModel::Create(
                                      model.qk_rope_head_dim
                                : 0.0;
     // Attention: norm (read h, write h), residual add (read 2h, write h),
-    // RoPE on q and k (read + write), MLA latent norms (read + write).
-    t.mb_attn_elems = 2 * h + 3 * h + 2 * (q_dim + kv_dim / 2) + 2 * latents;
+    // RoPE (read + write), MLA latent norms (read + write).
+    // RoPE rotates q and k: every head dim for GQA, only the rope dims for
+    // MLA (per query head, and the one shared rope key).
+    const double rope_elems =
+        model.attention == AttentionType::kMla
+            ? (n + 1) * model.qk_rope_head_dim
+            : (n + model.num_kv_heads) * double(model.head_dim);
+    t.mb_attn_elems = 2 * h + 3 * h + 2 * rope_elems + 2 * latents;
     t.mb_quant_elems = h + core_out + latents;
     t.act_norm = 2 * h;  // attention and MLP norm outputs
     t.act_attn = 2 * h + core_out + latents +

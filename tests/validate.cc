@@ -35,6 +35,9 @@ ABSL_FLAG(std::string, runs, "", "path to runs.json");
 ABSL_FLAG(std::string, stack, "megatron-core-2026",
           "rows of this stack only ('all' for every row)");
 ABSL_FLAG(bool, verbose, false, "print each row's breakdown");
+ABSL_FLAG(std::string, row, "",
+          "only rows whose id contains this; prints every recompute option's "
+          "memory");
 
 namespace mp = moetune::planner;
 using nlohmann::json;
@@ -79,6 +82,10 @@ std::vector<mp::Recompute> RecomputeLadder() {
   ladder.push_back(sel(mp::kRecomputeMoeAct | mp::kRecomputeLayerNorm |
                        mp::kRecomputeMlaUpProj | mp::kRecomputeCoreAttn |
                        mp::kRecomputeMlp | mp::kRecomputeSharedExperts));
+  ladder.push_back(sel(mp::kRecomputeMoeAct | mp::kRecomputeLayerNorm |
+                       mp::kRecomputeMlaUpProj | mp::kRecomputeCoreAttn |
+                       mp::kRecomputeMlp | mp::kRecomputeSharedExperts |
+                       mp::kRecomputeMoe));
   mp::Recompute full;
   full.mode = mp::RecomputeMode::kFull;
   ladder.push_back(full);
@@ -148,6 +155,8 @@ int main(int argc, char** argv) {
   for (const json& row : rows) {
     if (stack != "all" && StrOr(row, "stack", "") != stack) continue;
     const std::string id = StrOr(row, "id", "?");
+    const std::string only = absl::GetFlag(FLAGS_row);
+    if (!only.empty() && id.find(only) == std::string::npos) continue;
     auto skip = [&](const std::string& why) {
       std::printf("SKIP %-70s %s\n", id.c_str(), why.c_str());
       ++skipped;
@@ -203,6 +212,19 @@ int main(int argc, char** argv) {
     for (const mp::Recompute& r : ladder) {
       knobs.recompute = r;
       pred = sm->Predict(p, knobs);
+      if (!only.empty() && pred.ok()) {
+        const mp::MemoryBreakdown& mem = pred->memory;
+        const double gib = 1024.0 * 1024 * 1024;
+        std::printf(
+            "  recompute %-9s %-60s tok/s %8.0f peak %6.1f GiB (w %.1f g %.1f "
+            "o %.1f a %.1f c %.1f r %.1f)\n",
+            std::string(mp::RecomputeModeName(r.mode)).c_str(),
+            mp::RecomputeModulesName(r.modules).c_str(),
+            pred->tokens_per_sec_per_gpu, pred->peak_memory_bytes / gib,
+            mem.weights_bytes / gib, mem.grads_bytes / gib,
+            mem.optimizer_bytes / gib, mem.activations_bytes / gib,
+            mem.comm_buffers_bytes / gib, mem.reserve_bytes / gib);
+      }
       if (!pred.ok() ||
           pred->peak_memory_bytes <= kRecipeMemoryHeadroom * pred->hbm_bytes) {
         break;
