@@ -41,6 +41,15 @@ Sizes SizesFor(v1::CampaignProfile profile) {
                {16 * kMiB, 256 * kMiB}, 8192, 256 * kMiB, 3, 20, v1::DTYPE_BF16};
 }
 
+// Collective sizes must split evenly over the group (all-to-all, all-gather
+// and reduce-scatter cut the buffer into group_size chunks of whole
+// elements): round each down to a multiple of group_size x 16 bytes (16 >=
+// every element size).
+void AddSizes(v1::CollectiveProbe* p, const std::vector<int64_t>& sizes, int group) {
+  const int64_t quantum = 16 * static_cast<int64_t>(std::max(1, group));
+  for (int64_t bytes : sizes) p->add_sizes_bytes(std::max(quantum, bytes / quantum * quantum));
+}
+
 // Group sizes 2, 4, 8, ... below n, then n itself (n >= 2).
 std::vector<int> GroupSizes(int n) {
   std::vector<int> out;
@@ -143,7 +152,7 @@ absl::StatusOr<std::vector<v1::ProbeTask>> PlanCampaign(const std::string& campa
         v1::CollectiveProbe* p = t.mutable_collective();
         p->set_op(op);
         p->set_dtype(s.dtype);
-        for (int64_t bytes : s.collective_bytes) p->add_sizes_bytes(bytes);
+        AddSizes(p, s.collective_bytes, g);
       }
     }
   }
@@ -158,7 +167,7 @@ absl::StatusOr<std::vector<v1::ProbeTask>> PlanCampaign(const std::string& campa
       v1::CollectiveProbe* p = t.mutable_collective();
       p->set_op(op);
       p->set_dtype(s.dtype);
-      for (int64_t bytes : s.collective_bytes) p->add_sizes_bytes(bytes);
+      AddSizes(p, s.collective_bytes, g);
     }
   }
   std::vector<int> ep_sizes;
@@ -189,7 +198,7 @@ absl::StatusOr<std::vector<v1::ProbeTask>> PlanCampaign(const std::string& campa
     p->set_gemm_k(s.gemm_mnk);
     p->set_gemm_dtype(s.dtype);
     p->set_op(v1::COLLECTIVE_OP_ALL_REDUCE);
-    p->set_collective_bytes(s.overlap_bytes);
+    p->set_collective_bytes(s.overlap_bytes / 32 * 32);  // group of 2 x 16 bytes
   }
   return b.Take();
 }

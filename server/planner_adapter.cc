@@ -261,7 +261,8 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
     plan.set_rank(rank);
     *plan.mutable_parallel() = ToProto(rp.prediction.parallel);
     *plan.mutable_prediction() = ToProto(rp.prediction);
-    for (auto& [key, value] : p::ToJson(rp.prediction.knobs).items()) {
+    const nlohmann::json knobs = p::ToJson(rp.prediction.knobs);  // items() needs an lvalue
+    for (const auto& [key, value] : knobs.items()) {
       (*plan.mutable_knobs())[key] = value.is_string() ? value.get<std::string>() : value.dump();
     }
     out.configs[{rank, v1::CONFIG_FORMAT_JSON}] = p::EmitCanonicalJson(rp.prediction, ctx);

@@ -194,11 +194,11 @@ void Scheduler::ReleaseAttemptLocked(TaskRt& t) {
   ++version_;
 }
 
-void Scheduler::FailAttemptLocked(TaskRt& t, const std::string& why) {
+void Scheduler::FailAttemptLocked(TaskRt& t, const std::string& why, bool permanent) {
   ReleaseAttemptLocked(t);
   ++t.failures;
   t.stored.last_error = why;
-  if (t.failures >= options_.max_attempts) {
+  if (permanent || t.failures >= options_.max_attempts) {
     TaskUpdate u{t.stored.task.campaign_id(), t.stored.task.task_id(), TaskState::kFailed,
                  t.next_attempt - 1, why};
     // If this write fails the task stays pending in memory and in the store;
@@ -253,8 +253,10 @@ absl::StatusOr<bool> Scheduler::Report(const std::string& agent_id,
     t.ok_ranks.clear();
     UpdateCampaignStateLocked(t.stored.task.campaign_id());
   } else if (!ok && current_attempt && t.stored.state == TaskState::kPending) {
-    FailAttemptLocked(t, absl::StrCat("rank ", result.rank(), " on ", agent_id, ": ",
-                                      result.error_message()));
+    FailAttemptLocked(t,
+                      absl::StrCat("rank ", result.rank(), " on ", agent_id, ": ",
+                                   result.error_message()),
+                      result.error_code() == static_cast<int>(absl::StatusCode::kInvalidArgument));
   } else if (current_attempt) {
     // A rank finished; the attempt is over when no rank is busy any more
     // (some rank's success was not enough: e.g. results of mixed attempts).

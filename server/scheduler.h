@@ -16,7 +16,8 @@
 // An attempt is abandoned (its rendezvous prefix closed, its ranks released)
 // when one of its ranks reports a failure, when an agent running it is lost,
 // or when that agent asks for work while still holding it. A task that fails
-// `max_attempts` times is failed; a campaign ends when every task is done or
+// `max_attempts` times is failed, at once when a rank reports InvalidArgument
+// (the probe refused its parameters: no retry can help); a campaign ends when every task is done or
 // failed.
 #pragma once
 
@@ -113,7 +114,9 @@ class Scheduler {
   void ReleaseAttemptLocked(TaskRt& t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts a failure of the running attempt and releases it; stores the
   // task's failed state when it has no attempts left.
-  void FailAttemptLocked(TaskRt& t, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `permanent`: retrying cannot help (the probe refused its parameters).
+  void FailAttemptLocked(TaskRt& t, const std::string& why, bool permanent = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateCampaignStateLocked(const std::string& campaign_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   moetune::v1::Campaign ToProtoLocked(const CampaignRt& c, bool with_tasks) const

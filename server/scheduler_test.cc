@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/campaign_planner.h"
 #include "server/internal/test_util.h"
 #include "server/sqlite_store.h"
 
@@ -252,6 +253,44 @@ TEST_F(SchedulerTest, TaskFailingOnEveryAttemptFailsTheCampaign) {
 TEST_F(SchedulerTest, NoLiveAgentIsAFailedPrecondition) {
   EXPECT_THAT(scheduler_->StartCampaign("ci", v1::CAMPAIGN_PROFILE_QUICK, {}),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("'ci'")));
+}
+
+}  // namespace
+}  // namespace moetune::server
+
+namespace moetune::server {
+namespace {
+
+TEST_F(SchedulerTest, RefusedParametersFailTheTaskWithoutRetry) {
+  live_ = {"ci/n1"};
+  auto campaign = scheduler_->StartCampaign("ci", v1::CAMPAIGN_PROFILE_QUICK, {Agent("n1")});
+  ASSERT_TRUE(campaign.ok());
+  auto t = scheduler_->NextTask("ci/n1", "ci", absl::ZeroDuration());
+  ASSERT_TRUE(t.has_value());
+  v1::ProbeResult r = Ok(*t, "ci/n1");
+  r.set_error_code(static_cast<int>(absl::StatusCode::kInvalidArgument));
+  r.set_error_message("sizes_bytes[0] (65536) must be a multiple of 6 bytes");
+  ASSERT_TRUE(scheduler_->Report("ci/n1", r).ok());
+  auto c = scheduler_->GetCampaign(campaign->campaign_id(), true);
+  EXPECT_EQ(c->tasks_failed(), 1);
+  EXPECT_EQ(c->tasks(0).state(), "failed");
+  EXPECT_EQ(c->tasks(0).attempts(), 1);
+}
+
+TEST(CampaignPlannerTest, CollectiveSizesSplitEvenlyOverTheGroup) {
+  std::vector<v1::AgentInfo> agents = {Agent("n1"), Agent("n2"), Agent("n3")};
+  auto tasks = PlanCampaign("c", v1::CAMPAIGN_PROFILE_QUICK, agents);
+  ASSERT_TRUE(tasks.ok());
+  int checked = 0;
+  for (const v1::ProbeTask& t : *tasks) {
+    if (!t.has_collective()) continue;
+    for (int64_t bytes : t.collective().sizes_bytes()) {
+      // 65,536 over 3 ranks -> 65,520 = 1,365 x 48 (3 ranks x 16 bytes).
+      EXPECT_EQ(bytes % (16 * t.world_size()), 0) << t.task_id() << " " << bytes;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
 }
 
 }  // namespace
