@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -739,9 +740,13 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
   // Walk the layers through the virtual stages; rank = stage % pp.
   constexpr int kMaxPp = 256;
   if (p.pp > kMaxPp) return Infeasibility::kTooFewLayers;
-  int counts[kMaxPp][kNumLayerKinds] = {};
-  int counts_rc[kMaxPp][kNumLayerKinds] = {};  // of them recomputed (full)
-  int layers_on_rank[kMaxPp] = {};
+  // Only the first pp rows are used; zero just those.
+  int counts[kMaxPp][kNumLayerKinds];
+  int counts_rc[kMaxPp][kNumLayerKinds];  // of them recomputed (full)
+  int layers_on_rank[kMaxPp];
+  std::memset(counts, 0, sizeof(counts[0]) * p.pp);
+  std::memset(counts_rc, 0, sizeof(counts_rc[0]) * p.pp);
+  std::memset(layers_on_rank, 0, sizeof(layers_on_rank[0]) * p.pp);
   {
     int layer = 0;
     int mid_index = 0;
@@ -765,7 +770,7 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
     if (layer != L) return Infeasibility::kBadUnevenStages;
   }
   const int rc_layers = knobs.recompute.num_layers;
-  double rank_time[kMaxPp] = {};
+  double rank_time[kMaxPp];
   double sum_time = 0;
   int bottleneck = 0;
   for (int r = 0; r < p.pp; ++r) {

@@ -1,0 +1,242 @@
+#include "planner/cost_model.h"
+
+#include <memory>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/internal/status_matchers.h"
+#include "planner/units.h"
+
+namespace moetune::planner {
+namespace {
+
+using ::moetune::planner::testing::StatusIs;
+using ::testing::HasSubstr;
+using units::kMicrosecond;
+
+// A cluster with round numbers: 1 PFLOP/s BF16, 2 PFLOP/s FP8, 1 TB/s HBM,
+// 100 GB/s NVLink (1 us), 10 GB/s NIC (5 us), 50 GB/s host link.
+ClusterSpec RoundCluster() {
+  absl::StatusOr<ClusterSpec> c = ParseClusterJson(R"({
+      "name": "round",
+      "gpu": {"name": "round-gpu", "generation": "hopper",
+              "bf16_dense_flops_per_sec": 1e15,
+              "fp8_dense_flops_per_sec": 2e15,
+              "hbm_bytes": 8e10, "hbm_bytes_per_sec": 1e12},
+      "gpus_per_node": 8, "nvlink_domain_gpus": 8,
+      "nvlink_bytes_per_sec": 1e11, "nvlink_latency_s": 1e-6,
+      "scaleout_bytes_per_sec": 1e10, "scaleout_latency_s": 5e-6,
+      "host_link_bytes_per_sec": 5e10})");
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+TEST(DatasheetCostModelTest, ConstantsAreTheHopperPriors) {
+  const DatasheetCostModel cm(RoundCluster());
+  // The hand derivations below use these values (cost_model.cc).
+  EXPECT_EQ(cm.constants().gemm_efficiency[int(Precision::kBf16)], 0.72);
+  EXPECT_EQ(cm.constants().gemm_fixed_s, 3 * kMicrosecond);
+  EXPECT_EQ(cm.constants().nvlink_efficiency, 0.78);
+  EXPECT_EQ(cm.constants().scaleout_efficiency, 0.80);
+  EXPECT_EQ(cm.constants().hbm_efficiency, 0.80);
+  EXPECT_EQ(cm.constants().host_link_efficiency, 0.85);
+}
+
+TEST(DatasheetCostModelTest, DenseGemmByHand) {
+  const DatasheetCostModel cm(RoundCluster());
+  // 4096^3 BF16: 2 x 4096^3 = 137,438,953,472 FLOPs; tile factor
+  // 4096 / (4096 + 128) = 0.96970; efficiency 0.72 x 0.96970 = 0.69818;
+  // 1.3744e11 / (1e15 x 0.69818) = 196.85 us; + 3 us fixed = 199.85 us.
+  const Cost c = cm.DenseGemm(4096, 4096, 4096, Precision::kBf16);
+  EXPECT_NEAR(c.seconds / kMicrosecond, 199.85, 0.01);
+  EXPECT_EQ(c.source, CostSource::kDatasheetPrior);
+  // A skinny GEMM is memory bound: [8 x 8192] x [8192 x 8192] BF16 moves
+  // (8 x 8192 + 8192^2) x 2 + 8 x 8192 x 2 = 134,479,872 bytes at
+  // 0.8 TB/s = 168.10 us (compute: 1.07e9 / (1e15 x 0.72 x 8/136) = 25.3 us);
+  // + 3 us = 171.10 us.
+  EXPECT_NEAR(cm.DenseGemm(8, 8192, 8192, Precision::kBf16).seconds / kMicrosecond,
+              171.10, 0.01);
+}
+
+TEST(DatasheetCostModelTest, CollectivesByHand) {
+  const DatasheetCostModel cm(RoundCluster());
+  struct Case {
+    CollectiveKind kind;
+    double bytes;
+    int n;
+    LinkSpan span;
+    double expected_us;
+  };
+  const Case cases[] = {
+      // All-gather 1 GB over 8 NVLink ranks: 7/8 x 1e9 / (1e11 x 0.78)
+      // = 11,217.95 us + 2 x log2(8) = 6 steps x 1 us = 11,223.95 us.
+      {CollectiveKind::kAllGather, 1e9, 8, LinkSpan::kNvlinkDomain, 11223.95},
+      // All-reduce: twice the bus bytes: 22,435.90 + 6 = 22,441.90 us.
+      {CollectiveKind::kAllReduce, 1e9, 8, LinkSpan::kNvlinkDomain, 22441.90},
+      // Reduce-scatter 1 GB over 16 ranks across nodes: 15/16 x 1e9 /
+      // (1e10 x 0.8) = 117,187.5 us + 8 steps x 5 us = 117,227.5 us.
+      {CollectiveKind::kReduceScatter, 1e9, 16, LinkSpan::kScaleOut, 117227.5},
+      // Send/recv 1 MB over the NIC: 1e6 / 8e9 = 125 us + 5 us = 130 us.
+      {CollectiveKind::kSendRecv, 1e6, 2, LinkSpan::kScaleOut, 130.0},
+      // A group of one moves nothing.
+      {CollectiveKind::kAllGather, 1e9, 1, LinkSpan::kNvlinkDomain, 0.0},
+  };
+  for (const Case& c : cases) {
+    EXPECT_NEAR(cm.Collective(c.kind, c.bytes, c.n, c.span).seconds / kMicrosecond,
+                c.expected_us, 0.01)
+        << CollectiveKindName(c.kind) << " n=" << c.n;
+  }
+}
+
+TEST(DatasheetCostModelTest, MoreRanksNeverFasterForTheSameBytes) {
+  const DatasheetCostModel cm(RoundCluster());
+  for (CollectiveKind kind : {CollectiveKind::kAllGather, CollectiveKind::kAllReduce,
+                              CollectiveKind::kReduceScatter, CollectiveKind::kAllToAll}) {
+    for (LinkSpan span : {LinkSpan::kNvlinkDomain, LinkSpan::kScaleOut}) {
+      double prev = 0;
+      for (int n = 2; n <= 1024; n *= 2) {
+        const double t = cm.Collective(kind, 1e8, n, span).seconds;
+        EXPECT_GE(t, prev) << CollectiveKindName(kind) << " n=" << n;
+        prev = t;
+      }
+    }
+  }
+}
+
+TEST(DatasheetCostModelTest, ScaleOutNeverFasterThanNvlink) {
+  const DatasheetCostModel cm(RoundCluster());
+  for (double bytes : {1e3, 1e6, 1e9}) {
+    EXPECT_GT(cm.Collective(CollectiveKind::kAllGather, bytes, 8, LinkSpan::kScaleOut).seconds,
+              cm.Collective(CollectiveKind::kAllGather, bytes, 8, LinkSpan::kNvlinkDomain).seconds);
+  }
+}
+
+TEST(DatasheetCostModelTest, DispatchByHand) {
+  const DatasheetCostModel cm(RoundCluster());
+  DispatchShape d;
+  d.tokens = 4096;
+  d.bytes_per_token = 1000;
+  d.top_k = 8;
+  d.ep = 8;
+  d.ep_gpus_per_domain = 8;
+  // All-to-all inside one domain: 8 copies per token, 7/8 leave the GPU:
+  // 4096 x 7 x 1000 = 28,672,000 bytes at 1e11 x 0.75 = 382.29 us;
+  // + 2 x 1 us latency = 384.29 us.
+  d.dedup = false;
+  EXPECT_NEAR(cm.Dispatch(d).seconds / kMicrosecond, 384.29, 0.01);
+  // De-duplicated: one copy per distinct destination GPU:
+  // 8 (1 - (7/8)^8) = 5.2509 GPUs, 7/8 of them remote = 4.5945 copies:
+  // 4096 x 4.5945 x 1000 / 7.5e10 = 250.92 us + 2 us.
+  d.dedup = true;
+  EXPECT_NEAR(cm.Dispatch(d).seconds / kMicrosecond, 252.92, 0.05);
+  // EP 1 moves nothing.
+  d.ep = 1;
+  EXPECT_EQ(cm.Dispatch(d).seconds, 0.0);
+}
+
+TEST(DatasheetCostModelTest, DedupNeverSlowerAndScaleOutSlower) {
+  const DatasheetCostModel cm(RoundCluster());
+  for (int ep : {2, 8, 16, 64, 256}) {
+    for (int k : {1, 2, 4, 8}) {
+      DispatchShape d{4096, 7168, k, ep, std::min(ep, 8), false};
+      const double a2a = cm.Dispatch(d).seconds;
+      d.dedup = true;
+      EXPECT_LE(cm.Dispatch(d).seconds, a2a + 1e-12) << "ep=" << ep << " k=" << k;
+      // The same EP group squeezed into fewer GPUs per domain (more traffic
+      // over the NIC) is never faster.
+      DispatchShape wide{4096, 7168, k, ep, 1, false};
+      EXPECT_GE(cm.Dispatch(wide).seconds, a2a) << "ep=" << ep << " k=" << k;
+    }
+  }
+}
+
+TEST(DatasheetCostModelTest, GroupedGemmLoopCostsMore) {
+  const DatasheetCostModel cm(RoundCluster());
+  GroupedGemmShape g{32, 1024, 1.0, 4096, 7168, Precision::kFp8, true};
+  const double grouped = cm.GroupedGemm(g).seconds;
+  g.grouped = false;
+  // 32 experts x 6 us per launch = 192 us more.
+  EXPECT_NEAR(cm.GroupedGemm(g).seconds - grouped, 192 * kMicrosecond, 1e-9);
+  // Imbalance 1.5 costs 1.5x the compute part.
+  g.grouped = true;
+  g.imbalance = 1.5;
+  EXPECT_NEAR(cm.GroupedGemm(g).seconds - 3 * kMicrosecond,
+              1.5 * (grouped - 3 * kMicrosecond), 1e-9);
+}
+
+TEST(DatasheetCostModelTest, HostOffloadAndAttention) {
+  const DatasheetCostModel cm(RoundCluster());
+  // 1 GB over 50 GB/s x 0.85 = 23,529.41 us.
+  EXPECT_NEAR(cm.HostOffload(1e9).seconds / kMicrosecond, 23529.41, 0.01);
+  // Flash attention: 2 x 4096 queries x 2048 keys x 32 heads x 256 dims
+  // = 1.3744e11 FLOPs / (1e15 x 0.55) = 249.89 us + 3 us.
+  AttentionShape a{4096, 2048, 4096, 32, 128, 128, true};
+  EXPECT_NEAR(cm.AttentionForward(a).seconds / kMicrosecond, 252.89, 0.01);
+  // Backward 2.7x the forward.
+  EXPECT_NEAR(cm.AttentionBackward(a).seconds / cm.AttentionForward(a).seconds, 2.7,
+              1e-12);
+  // Unfused attention over the same shape is slower.
+  a.fused = false;
+  EXPECT_GT(cm.AttentionForward(a).seconds, 252.89 * kMicrosecond);
+}
+
+TEST(InterpolateTest, PiecewiseLinearRateInLogSize) {
+  // (1 MB, 100 us) -> 10 GB/s; (100 MB, 2 ms) -> 50 GB/s. At 10 MB, halfway
+  // in log size: 30 GB/s -> 333.33 us. Outside: the edge rate.
+  const MeasuredCurve c{{1e6, 1e8}, {100e-6, 2e-3}};
+  EXPECT_NEAR(InterpolateSeconds(c, 1e7) / kMicrosecond, 333.333, 0.001);
+  EXPECT_NEAR(InterpolateSeconds(c, 1e6) / kMicrosecond, 100.0, 1e-9);
+  EXPECT_NEAR(InterpolateSeconds(c, 1e5) / kMicrosecond, 10.0, 1e-9);
+  EXPECT_NEAR(InterpolateSeconds(c, 1e9) / kMicrosecond, 20000.0, 1e-6);
+}
+
+TEST(CalibratedCostModelTest, UsesTablesAndFallsBackPerTerm) {
+  auto prior = std::make_shared<DatasheetCostModel>(RoundCluster());
+  CalibrationTables t;
+  t.cluster_name = "round";
+  t.collectives.push_back(
+      {CollectiveKind::kAllGather, LinkSpan::kNvlinkDomain, 8, {{1e6, 1e8}, {100e-6, 2e-3}}});
+  t.host_offload = {{1e6, 1e9}, {30e-6, 25e-3}};
+  absl::StatusOr<std::unique_ptr<CalibratedCostModel>> cm =
+      CalibratedCostModel::Create(t, prior);
+  ASSERT_TRUE(cm.ok()) << cm.status();
+  const Cost measured = (*cm)->Collective(CollectiveKind::kAllGather, 1e7, 8,
+                                          LinkSpan::kNvlinkDomain);
+  EXPECT_EQ(measured.source, CostSource::kCalibrated);
+  EXPECT_NEAR(measured.seconds / kMicrosecond, 333.333, 0.001);
+  // Group of 4 from the 8-rank table: scaled by (3/4) / (7/8).
+  EXPECT_NEAR((*cm)->Collective(CollectiveKind::kAllGather, 1e7, 4,
+                                LinkSpan::kNvlinkDomain).seconds / kMicrosecond,
+              333.333 * (0.75 / 0.875), 0.001);
+  // No table for reduce-scatter or scale-out: the prior, and it says so.
+  const Cost fallback = (*cm)->Collective(CollectiveKind::kReduceScatter, 1e7, 8,
+                                          LinkSpan::kNvlinkDomain);
+  EXPECT_EQ(fallback.source, CostSource::kDatasheetPrior);
+  EXPECT_EQ(fallback.seconds, prior->Collective(CollectiveKind::kReduceScatter, 1e7,
+                                                8, LinkSpan::kNvlinkDomain).seconds);
+  EXPECT_EQ((*cm)->DenseGemm(1024, 1024, 1024, Precision::kBf16).source,
+            CostSource::kDatasheetPrior);
+  EXPECT_EQ((*cm)->HostOffload(1e9).source, CostSource::kCalibrated);
+  EXPECT_NEAR((*cm)->HostOffload(1e9).seconds, 25e-3, 1e-12);
+}
+
+TEST(CalibratedCostModelTest, RejectsMalformedTables) {
+  auto prior = std::make_shared<DatasheetCostModel>(RoundCluster());
+  CalibrationTables t;
+  t.dense_gemm.push_back({Precision::kBf16, {{1e9, 1e8}, {1e-3, 1e-4}}});
+  EXPECT_THAT(CalibratedCostModel::Create(t, prior),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("not strictly increasing")));
+  t.dense_gemm = {{Precision::kBf16, {{1e9}, {1e-3, 2e-3}}}};
+  EXPECT_THAT(CalibratedCostModel::Create(t, prior),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1 sizes vs 2")));
+  t.dense_gemm.clear();
+  t.collectives.push_back({CollectiveKind::kAllGather, LinkSpan::kScaleOut, 1, {{1e6}, {1e-4}}});
+  EXPECT_THAT(CalibratedCostModel::Create(t, prior),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("group_size=1")));
+  EXPECT_THAT(CalibratedCostModel::Create(CalibrationTables{}, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs a prior")));
+}
+
+}  // namespace
+}  // namespace moetune::planner
