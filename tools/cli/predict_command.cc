@@ -1,0 +1,393 @@
+// `moetune predict`: one training step of a model on a cluster with a given
+// layout and knobs, from the local datasheet cost model, as one JSON object
+// (or text).
+//
+//   moetune predict --model M --cluster C --gpus N --seq S --gbs G
+//       --precision P [--tp --pp --vp --ep --etp --cp --mbs]
+//       [--recompute none|selective|full] [--recompute-modules a,b]
+//       [--offload none|attn_norm,core_attn,...] [--dispatcher D]
+//       [--grouped-gemm true|false] [--cuda-graphs true|false]
+//       [--overlap tp,ep,dp,pp|none] [--comm-streams K] [--moe-imbalance X]
+//       [--shard-params] [--first-stage-layers L] [--last-stage-layers L]
+//       [--objective pretrain|finetune|lora] [--format json|text]
+//
+// Knobs not given take documented defaults (until the autotuner chooses
+// them): tp = pp = vp = cp = etp = mbs = 1; ep = the largest divisor of the
+// routed experts that divides tp*cp*dp and fits one NVLink domain (1 for a
+// dense model); precision bf16; dispatcher fused_dedup; grouped GEMM, CUDA
+// graphs and every overlap on, 2 communication streams; recompute: none if
+// the step fits in 90% of HBM, else the lightest of selective
+// (layernorm,moe_act), (+core_attn,mla_up_proj), (+mlp,shared_experts),
+// (+moe), full that does.
+//
+// Exit codes: 0 ok, 2 bad input or invalid combination (one line on stderr).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "planner/cost_model.h"
+#include "planner/hardware.h"
+#include "planner/model_spec.h"
+#include "planner/prediction.h"
+#include "planner/step_model.h"
+#include "planner/training_config.h"
+#include "planner/units.h"
+#include "tools/cli/args.h"
+#include "tools/cli/command_registry.h"
+
+namespace moetune::cli {
+namespace {
+
+namespace pl = ::moetune::planner;
+
+// Fraction of HBM the default recompute choice leaves the step (allocator
+// spikes and fragmentation the memory model does not see).
+constexpr double kDefaultMemoryHeadroom = 0.9;
+
+const std::vector<FlagSpec>& PredictFlags() {
+  static const std::vector<FlagSpec> specs = {
+      {"model", false, "model preset (e.g. deepseek-v3) or a config.json / native JSON file"},
+      {"cluster", false, "cluster preset (e.g. gb200-nvl72) or a cluster JSON file"},
+      {"gpus", false, "number of GPUs"},
+      {"seq", false, "sequence length (tokens)"},
+      {"gbs", false, "global batch (sequences per step)"},
+      {"precision", false, "bf16 (default), fp8, mxfp8, nvfp4"},
+      {"tp", false, "tensor parallel (default 1)"},
+      {"pp", false, "pipeline stages (default 1)"},
+      {"vp", false, "virtual stages per pipeline rank (default 1)"},
+      {"ep", false, "expert parallel (default: see above)"},
+      {"etp", false, "expert tensor parallel (default 1)"},
+      {"cp", false, "context parallel (default 1)"},
+      {"mbs", false, "micro-batch size (default 1)"},
+      {"recompute", false, "none, selective or full (default: lightest that fits)"},
+      {"recompute-modules", false,
+       "selective modules: core_attn,mla_up_proj,layernorm,moe_act,mlp,moe,shared_experts"},
+      {"recompute-layers", false, "full recompute: layers per stage (default all)"},
+      {"offload", false, "none or modules: attn_norm,core_attn,attn_proj,mlp_norm,expert_fc1,moe_act"},
+      {"dispatcher", false, "alltoall or fused_dedup (default)"},
+      {"grouped-gemm", false, "true (default) or false (a loop of GEMMs)"},
+      {"cuda-graphs", false, "true (default) or false"},
+      {"overlap", false, "communications overlapped with compute: tp,ep,dp,pp (default all) or none"},
+      {"comm-streams", false, "communication streams (default 2)"},
+      {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean (default 1.0)"},
+      {"shard-params", true, "shard parameters and gradients over DP (FSDP)"},
+      {"first-stage-layers", false, "layers on the first pipeline stage"},
+      {"last-stage-layers", false, "layers on the last pipeline stage"},
+      {"objective", false, "pretrain (default), finetune or lora"},
+      {"format", false, "json (default) or text"},
+      {"help", true, "show this help"},
+  };
+  return specs;
+}
+
+std::string OneLine(std::string s) {
+  for (char& c : s) {
+    if (c == '\n') c = ' ';
+  }
+  return s;
+}
+
+int Fail(int code, const std::string& message) {
+  std::cerr << "moetune predict: " << OneLine(message) << "\n";
+  return code;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read '", path, "': ", std::strerror(errno)));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool IsFile(const std::string& arg) { return ::access(arg.c_str(), R_OK) == 0; }
+
+absl::StatusOr<pl::ModelSpec> LoadModel(const std::string& arg) {
+  if (!IsFile(arg)) return pl::LoadModelPreset(arg);
+  absl::StatusOr<std::string> text = ReadFile(arg);
+  if (!text.ok()) return text.status();
+  return pl::ParseModelJson(*text);
+}
+
+absl::StatusOr<pl::ClusterSpec> LoadCluster(const std::string& arg) {
+  if (!IsFile(arg)) return pl::LoadClusterPreset(arg);
+  absl::StatusOr<std::string> text = ReadFile(arg);
+  if (!text.ok()) return text.status();
+  return pl::ParseClusterJson(*text);
+}
+
+absl::StatusOr<std::optional<int>> OptionalPositiveInt(const Args& args,
+                                                       const std::string& name) {
+  absl::StatusOr<std::optional<long long>> v = args.GetInt(name);
+  if (!v.ok()) return v.status();
+  if (!v->has_value()) return std::optional<int>();
+  if (**v <= 0 || **v > (1LL << 30)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " must be a positive integer, got ", **v));
+  }
+  return std::optional<int>(static_cast<int>(**v));
+}
+
+absl::StatusOr<int> RequiredPositiveInt(const Args& args, const std::string& name) {
+  absl::StatusOr<std::optional<int>> v = OptionalPositiveInt(args, name);
+  if (!v.ok()) return v.status();
+  if (!v->has_value()) return absl::InvalidArgumentError(absl::StrCat("missing --", name));
+  return **v;
+}
+
+absl::StatusOr<bool> Bool(const Args& args, const std::string& name, bool fallback) {
+  if (!args.Has(name)) return fallback;
+  const std::string v = absl::AsciiStrToLower(args.GetOr(name, ""));
+  if (v == "true" || v == "1" || v == "on") return true;
+  if (v == "false" || v == "0" || v == "off") return false;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", name, " takes true or false, got '", v, "'"));
+}
+
+// The documented default EP: the largest divisor of the routed experts that
+// divides tp*cp*dp / etp and fits one NVLink domain.
+int DefaultEp(const pl::ModelSpec& m, const pl::ClusterSpec& c,
+              const pl::TrainingShape& s, const pl::ParallelConfig& p) {
+  if (!m.IsMoe()) return 1;
+  const int denom = p.tp * p.pp * p.cp;
+  if (denom <= 0 || s.gpus % denom != 0) return 1;
+  const int dp = s.gpus / denom;
+  const int pool = p.tp * p.cp * dp / std::max(1, p.etp);
+  int best = 1;
+  for (int ep = 1; ep <= std::min(pool, c.nvlink_domain_gpus); ++ep) {
+    if (m.num_routed_experts % ep == 0 && pool % ep == 0) best = ep;
+  }
+  return best;
+}
+
+std::vector<pl::Recompute> DefaultRecomputeLadder() {
+  auto sel = [](uint32_t modules) {
+    pl::Recompute r;
+    r.mode = pl::RecomputeMode::kSelective;
+    r.modules = modules;
+    return r;
+  };
+  const uint32_t a = pl::kRecomputeLayerNorm | pl::kRecomputeMoeAct;
+  const uint32_t b = a | pl::kRecomputeCoreAttn | pl::kRecomputeMlaUpProj;
+  const uint32_t c = b | pl::kRecomputeMlp | pl::kRecomputeSharedExperts;
+  const uint32_t d = c | pl::kRecomputeMoe;
+  pl::Recompute full;
+  full.mode = pl::RecomputeMode::kFull;
+  return {pl::Recompute{}, sel(a), sel(b), sel(c), sel(d), full};
+}
+
+std::string TextReport(const pl::Prediction& p) {
+  std::string out = absl::StrFormat(
+      "%s on %d x %s, seq %d, global batch %d, %s\n"
+      "layout: %s\nknobs:  %s\n\n"
+      "step %.3f s   %.1f tokens/s/GPU   %.1f model TFLOPS/GPU   MFU %.1f%%\n"
+      "peak memory %.1f GiB of %.1f GiB (%s)\n\nbreakdown (per step, slowest pipeline rank):\n",
+      p.model.name, p.shape.gpus, p.cluster_name, p.shape.seq_len, p.shape.global_batch,
+      std::string(pl::PrecisionName(p.knobs.precision)), pl::ToString(p.parallel),
+      pl::ToString(p.knobs), p.step_time_s, p.tokens_per_sec_per_gpu,
+      p.model_tflops_per_gpu, 100 * p.mfu, p.peak_memory_bytes / pl::units::kGiB,
+      p.hbm_bytes / pl::units::kGiB, p.fits ? "fits" : "does NOT fit");
+  for (const pl::Term& t : p.breakdown) {
+    absl::StrAppend(&out, absl::StrFormat("  %-30s %-22s %9.3f s  %s\n", t.name,
+                                          std::string(pl::TermKindName(t.kind)), t.seconds,
+                                          std::string(pl::CostSourceName(t.source))));
+  }
+  absl::StrAppend(&out, "\nAll terms from datasheet priors unless marked calibrated.\n");
+  return out;
+}
+
+int RunPredict(const std::vector<std::string>& argv) {
+  absl::StatusOr<Args> parsed = Args::Parse(argv, PredictFlags());
+  if (!parsed.ok()) return Fail(kExitBadInput, std::string(parsed.status().message()));
+  const Args& args = *parsed;
+  if (args.Has("help")) {
+    std::cout << "usage: moetune predict --model M --cluster C --gpus N --seq S --gbs G "
+                 "[--precision P] [layout and knob flags]\n\n"
+              << Args::Usage(PredictFlags());
+    return kExitOk;
+  }
+  for (const char* required : {"model", "cluster"}) {
+    if (!args.Has(required)) {
+      return Fail(kExitBadInput, absl::StrCat("missing --", required));
+    }
+  }
+  absl::StatusOr<pl::ModelSpec> model = LoadModel(*args.Get("model"));
+  if (!model.ok()) {
+    return Fail(kExitBadInput, absl::StrCat("--model: ", model.status().message()));
+  }
+  absl::StatusOr<pl::ClusterSpec> cluster = LoadCluster(*args.Get("cluster"));
+  if (!cluster.ok()) {
+    return Fail(kExitBadInput, absl::StrCat("--cluster: ", cluster.status().message()));
+  }
+  pl::TrainingShape shape;
+  for (auto [flag, field] : {std::pair<const char*, int*>{"gpus", &shape.gpus},
+                             {"seq", &shape.seq_len},
+                             {"gbs", &shape.global_batch}}) {
+    absl::StatusOr<int> v = RequiredPositiveInt(args, flag);
+    if (!v.ok()) return Fail(kExitBadInput, std::string(v.status().message()));
+    *field = *v;
+  }
+  if (args.Has("objective")) {
+    absl::StatusOr<pl::Objective> o = pl::ParseObjective(args.GetOr("objective", ""));
+    if (!o.ok()) return Fail(kExitBadInput, std::string(o.status().message()));
+    shape.objective = *o;
+  }
+
+  pl::ParallelConfig p;
+  for (auto [flag, field] : {std::pair<const char*, int*>{"tp", &p.tp},
+                             {"pp", &p.pp},
+                             {"vp", &p.vp},
+                             {"etp", &p.etp},
+                             {"cp", &p.cp},
+                             {"mbs", &p.mbs}}) {
+    absl::StatusOr<std::optional<int>> v = OptionalPositiveInt(args, flag);
+    if (!v.ok()) return Fail(kExitBadInput, std::string(v.status().message()));
+    if (v->has_value()) *field = **v;
+  }
+  absl::StatusOr<std::optional<int>> ep = OptionalPositiveInt(args, "ep");
+  if (!ep.ok()) return Fail(kExitBadInput, std::string(ep.status().message()));
+  p.ep = ep->has_value() ? **ep : DefaultEp(*model, *cluster, shape, p);
+  for (auto [flag, field] :
+       {std::pair<const char*, std::optional<int>*>{"first-stage-layers", &p.first_stage_layers},
+        {"last-stage-layers", &p.last_stage_layers}}) {
+    absl::StatusOr<std::optional<long long>> v = args.GetInt(flag);
+    if (!v.ok()) return Fail(kExitBadInput, std::string(v.status().message()));
+    if (v->has_value()) *field = static_cast<int>(**v);
+  }
+  p.shard_params = args.Has("shard-params");
+
+  pl::Knobs knobs;
+  if (args.Has("precision")) {
+    absl::StatusOr<pl::Precision> prec = pl::ParsePrecision(args.GetOr("precision", ""));
+    if (!prec.ok()) return Fail(kExitBadInput, std::string(prec.status().message()));
+    knobs.precision = *prec;
+  }
+  if (args.Has("dispatcher")) {
+    absl::StatusOr<pl::Dispatcher> d = pl::ParseDispatcher(args.GetOr("dispatcher", ""));
+    if (!d.ok()) return Fail(kExitBadInput, std::string(d.status().message()));
+    knobs.dispatcher = *d;
+  }
+  for (auto [flag, field] : {std::pair<const char*, bool*>{"grouped-gemm", &knobs.grouped_gemm},
+                             {"cuda-graphs", &knobs.cuda_graphs}}) {
+    absl::StatusOr<bool> b = Bool(args, flag, *field);
+    if (!b.ok()) return Fail(kExitBadInput, std::string(b.status().message()));
+    *field = *b;
+  }
+  if (args.Has("overlap")) {
+    const std::string v = absl::AsciiStrToLower(args.GetOr("overlap", ""));
+    knobs.overlap.tp_comm = knobs.overlap.ep_comm = knobs.overlap.dp_comm =
+        knobs.overlap.pp_comm = false;
+    if (v != "none") {
+      for (absl::string_view part : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+        if (part == "tp") {
+          knobs.overlap.tp_comm = true;
+        } else if (part == "ep") {
+          knobs.overlap.ep_comm = true;
+        } else if (part == "dp") {
+          knobs.overlap.dp_comm = true;
+        } else if (part == "pp") {
+          knobs.overlap.pp_comm = true;
+        } else {
+          return Fail(kExitBadInput, absl::StrCat("--overlap: unknown communication '", part,
+                                                  "' (expected tp, ep, dp, pp or none)"));
+        }
+      }
+    }
+  }
+  absl::StatusOr<std::optional<int>> streams = OptionalPositiveInt(args, "comm-streams");
+  if (!streams.ok()) return Fail(kExitBadInput, std::string(streams.status().message()));
+  if (streams->has_value()) knobs.overlap.num_comm_streams = **streams;
+  absl::StatusOr<std::optional<double>> imbalance = args.GetDouble("moe-imbalance");
+  if (!imbalance.ok()) return Fail(kExitBadInput, std::string(imbalance.status().message()));
+  if (imbalance->has_value()) {
+    if (!(**imbalance >= 1.0)) {
+      return Fail(kExitBadInput,
+                  absl::StrCat("--moe-imbalance must be >= 1.0, got ", **imbalance));
+    }
+    knobs.moe_load_imbalance = **imbalance;
+  }
+  if (args.Has("offload")) {
+    const std::string v = absl::AsciiStrToLower(args.GetOr("offload", ""));
+    if (v != "none") {
+      absl::StatusOr<uint32_t> mods = pl::ParseOffloadModules(v);
+      if (!mods.ok()) return Fail(kExitBadInput, std::string(mods.status().message()));
+      knobs.offload_activations = *mods != 0;
+      knobs.offload_modules = *mods;
+    }
+  }
+  std::vector<pl::Recompute> ladder;
+  if (args.Has("recompute") || args.Has("recompute-modules")) {
+    pl::Recompute r;
+    if (args.Has("recompute")) {
+      absl::StatusOr<pl::RecomputeMode> mode =
+          pl::ParseRecomputeMode(args.GetOr("recompute", ""));
+      if (!mode.ok()) return Fail(kExitBadInput, std::string(mode.status().message()));
+      r.mode = *mode;
+    } else {
+      r.mode = pl::RecomputeMode::kSelective;
+    }
+    if (args.Has("recompute-modules")) {
+      absl::StatusOr<uint32_t> mods =
+          pl::ParseRecomputeModules(args.GetOr("recompute-modules", ""));
+      if (!mods.ok()) return Fail(kExitBadInput, std::string(mods.status().message()));
+      r.modules = *mods;
+    } else if (r.mode == pl::RecomputeMode::kSelective) {
+      r.modules = pl::kRecomputeCoreAttn;  // Megatron's default selective set
+    }
+    absl::StatusOr<std::optional<int>> layers = OptionalPositiveInt(args, "recompute-layers");
+    if (!layers.ok()) return Fail(kExitBadInput, std::string(layers.status().message()));
+    if (layers->has_value()) r.num_layers = **layers;
+    ladder.push_back(r);
+  } else {
+    ladder = DefaultRecomputeLadder();
+  }
+
+  if (absl::Status s = pl::Validate(*model, shape, p); !s.ok()) {
+    return Fail(kExitBadInput, std::string(s.message()));
+  }
+  absl::StatusOr<pl::StepModel> sm = pl::StepModel::Create(
+      *model, *cluster, shape, std::make_shared<pl::DatasheetCostModel>(*cluster));
+  if (!sm.ok()) return Fail(kExitBadInput, std::string(sm.status().message()));
+  absl::StatusOr<pl::Prediction> pred = absl::UnknownError("no prediction");
+  for (const pl::Recompute& r : ladder) {
+    knobs.recompute = r;
+    pred = sm->Predict(p, knobs);
+    if (!pred.ok() || pred->peak_memory_bytes <= kDefaultMemoryHeadroom * pred->hbm_bytes) {
+      break;
+    }
+  }
+  if (!pred.ok()) return Fail(kExitBadInput, std::string(pred.status().message()));
+  const std::string format = args.GetOr("format", "json");
+  if (format == "json") {
+    std::cout << pl::ToJson(*pred).dump(2) << "\n";
+  } else if (format == "text") {
+    std::cout << TextReport(*pred);
+  } else {
+    return Fail(kExitBadInput, absl::StrCat("--format: expected json or text, got '", format, "'"));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+MOETUNE_REGISTER_COMMAND(predict, "predict one training step (local, datasheet cost model)",
+                         RunPredict);
+
+}  // namespace moetune::cli
