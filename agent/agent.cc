@@ -89,36 +89,43 @@ void Agent::LogAck(const std::string& result_id) {
   out.flush();
 }
 
-bool Agent::Deliver() {
-  std::string agent_id, session_id;
+bool Agent::Send(const v1::ProbeResult& r) {
+  v1::ReportResultRequest req;
   {
     absl::MutexLock lock(&mu_);
-    agent_id = agent_id_;
-    session_id = session_id_;
+    req.set_agent_id(agent_id_);
+    req.set_session_id(session_id_);
   }
+  *req.mutable_result() = r;
+  v1::ReportResultResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, options_.rpc_timeout);
+  grpc::Status s = stub_->ReportResult(&ctx, req, &resp);
+  if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+    // The server will never take it; drop it from the queue but say so.
+    Log(absl::StrCat("server rejected result ", r.result_id(), " for good: ", s.error_message()));
+    return true;
+  }
+  if (!s.ok()) {
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND) SessionLost();
+    Log(absl::StrCat("report of ", r.result_id(), " failed (kept for a re-send): ", Describe(s)));
+    return false;
+  }
+  LogAck(r.result_id());
+  return true;
+}
+
+bool Agent::Deliver() {
   for (const v1::ProbeResult& r : spool_->Pending()) {
-    v1::ReportResultRequest req;
-    req.set_agent_id(agent_id);
-    req.set_session_id(session_id);
-    *req.mutable_result() = r;
-    v1::ReportResultResponse resp;
-    grpc::ClientContext ctx;
-    SetDeadline(&ctx, options_.rpc_timeout);
-    grpc::Status s = stub_->ReportResult(&ctx, req, &resp);
-    if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
-      // The server will never take it; keep it out of the way but say so.
-      Log(absl::StrCat("server rejected result ", r.result_id(), " for good: ", s.error_message()));
-    } else if (!s.ok()) {
-      if (s.error_code() == grpc::StatusCode::NOT_FOUND) SessionLost();
-      Log(absl::StrCat("report of ", r.result_id(), " failed (kept in the spool): ", Describe(s)));
-      return false;
-    } else {
-      LogAck(r.result_id());
-    }
+    if (!Send(r)) return false;
     if (absl::Status st = spool_->Ack(r.result_id()); !st.ok()) {
       Log(absl::StrCat("spool: ", st.ToString()));
       return false;
     }
+  }
+  while (!unspooled_.empty()) {
+    if (!Send(unspooled_.front())) return false;
+    unspooled_.erase(unspooled_.begin());
   }
   return true;
 }
@@ -258,9 +265,9 @@ void Agent::Run(const std::atomic<bool>* stop) {
                         result.error_code() == 0 ? "ok" : result.error_message(),
                         absl::ToDoubleSeconds(absl::Now() - start)));
     if (absl::Status st = spool_->Add(result); !st.ok()) {
-      // Without a durable copy the result could be lost after the send;
-      // send it anyway (the server commits before acknowledging).
-      Log(absl::StrCat("spool: ", st.ToString()));
+      Log(absl::StrCat("spool: ", st.ToString(), "; keeping result ", result.result_id(),
+                       " in memory only"));
+      unspooled_.push_back(std::move(result));
     }
     if (!Deliver()) Backoff(stop);
   }

@@ -55,8 +55,11 @@ class Agent {
 
  private:
   bool Register();
-  // Sends every spooled result; false on the first failure.
+  // Sends every spooled result (and any that could not be spooled); false on
+  // the first failure.
   bool Deliver();
+  // Sends one result; true when acknowledged (or refused for good).
+  bool Send(const moetune::v1::ProbeResult& r);
   void HeartbeatLoop(const std::atomic<bool>* stop);
   void Sleep(absl::Duration d, const std::atomic<bool>* stop);
   void Backoff(const std::atomic<bool>* stop);
@@ -75,6 +78,9 @@ class Agent {
   std::string current_task_ ABSL_GUARDED_BY(mu_);
   absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(2);
   absl::Duration backoff_;
+  // Results the spool could not take (disk failure): kept in memory and sent
+  // like spooled ones, so they are at least not dropped while the agent runs.
+  std::vector<moetune::v1::ProbeResult> unspooled_;
   uint64_t results_made_ = 0;
 };
 
