@@ -48,6 +48,14 @@ struct ColGemm {
   double Flops() const { return GemmFlops(m, n, k); }
 };
 
+// Largest power of two (<= 256) dividing the address.
+uint32_t Alignment(const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 1 && a % align != 0) align /= 2;
+  return align;
+}
+
 // A cuBLASLt matmul prepared once (descriptors + chosen algorithm).
 class LtMatmul {
  public:
@@ -74,12 +82,25 @@ class LtMatmul {
     size_t ws = kLtWorkspaceBytes;
     cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                             &ws, sizeof(ws));
+    // The heuristic assumes 256-byte aligned operands unless told otherwise;
+    // per-expert slices can be less aligned.
+    const uint32_t align_a = Alignment(g.a), align_b = Alignment(g.b), align_c = Alignment(g.c);
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, const uint32_t*> aligns[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c}};
+    for (const auto& [attr, value] : aligns) {
+      if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceSetAttribute(pref, attr, value, sizeof(*value));
+    }
     int found = 0;
     if (s == CUBLAS_STATUS_SUCCESS) {
       s = cublasLtMatmulAlgoGetHeuristic(lt, desc_, a_, b_, c_, c_, pref, 1, &heuristic_, &found);
     }
     cublasLtMatmulPreferenceDestroy(pref);
-    if (s != CUBLAS_STATUS_SUCCESS) return CublasError(s, "cublasLtMatmulAlgoGetHeuristic");
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      return CublasError(s, "cublasLtMatmulPreferenceSetAttribute / cublasLtMatmulAlgoGetHeuristic");
+    }
     if (found == 0) {
       return Unimplemented("cublasLtMatmulAlgoGetHeuristic: no algorithm for m=" + std::to_string(g.m) +
                            " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k));
