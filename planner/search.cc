@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "planner/internal/strings.h"
 #include "planner/parallel_for.h"
 #include "planner/pareto.h"
 #include "planner/step_model.h"
@@ -27,6 +28,7 @@ namespace moetune::planner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using internal::Sv;
 
 constexpr int kNumInfeasibilities =
     static_cast<int>(Infeasibility::kPrecisionUnsupported) + 1;
@@ -147,9 +149,21 @@ struct OpenGroup {
   uint32_t group;
 };
 
+// What scoring one candidate found.
+struct Outcome {
+  Scored scored;              // valid() iff feasible
+  bool runs = false;          // the step model accepted the configuration
+  Infeasibility reason = Infeasibility::kNone;
+  double tokens_per_sec = 0;  // when runs, feasible or not
+};
+
+// Dominance audit: layouts sampled and the tolerance for "faster".
+constexpr int kAuditLayouts = 16;
+constexpr double kAuditTolerance = 1e-9;
+
 class Searcher {
  public:
-  Searcher(const SearchProblem& problem, const StepModel& model,
+  Searcher(const SearchProblem& problem, const CandidateScorer& model,
            const SearchOptions& options, KnobAxes axes)
       : problem_(problem),
         model_(model),
@@ -157,45 +171,53 @@ class Searcher {
         axes_(std::move(axes)),
         limit_bytes_(options.max_memory_fraction * problem.cluster.gpu.hbm_bytes),
         top_(options.top_k) {
-    knobs_ep_ = BuildKnobSet(axes_, problem.model, /*expert_parallel=*/true);
-    knobs_no_ep_ = BuildKnobSet(axes_, problem.model, /*expert_parallel=*/false);
-    min_weight_bytes_ = std::numeric_limits<double>::infinity();
-    for (Precision p : axes_.precisions) {
-      min_weight_bytes_ = std::min(min_weight_bytes_, GemmOperandBytes(p));
-    }
+    BuildKnobSets(0);
   }
 
   absl::StatusOr<SearchResult> Run();
 
  private:
+  void BuildKnobSets(uint32_t group_axes) {
+    knobs_ep_ = BuildKnobSet(axes_, problem_.model, /*expert_parallel=*/true,
+                             group_axes);
+    knobs_no_ep_ = BuildKnobSet(axes_, problem_.model,
+                                /*expert_parallel=*/false, group_axes);
+  }
   const KnobSet& KnobsOf(const ParallelConfig& p) const {
     return p.ep > 1 ? knobs_ep_ : knobs_no_ep_;
   }
-  // Scores one candidate; updates the worker. Returns the score (invalid when
-  // the candidate is infeasible for any reason).
-  Scored Score(uint32_t layout, uint32_t combo, Worker& w);
+  double Floor(const ParallelConfig& p) const {
+    return WeightsFloorBytes(problem_.model, p,
+                             problem_.shape.objective == Objective::kLora);
+  }
+  // Scores one candidate and tallies the outcome in the worker.
+  Outcome Score(uint32_t layout, uint32_t combo, Worker& w);
   void ScoreLayoutExhaustive(uint32_t layout, Worker& w);
   // Default mode, phase 1: floor check and group heads.
   void ScoreLayoutHeads(uint32_t layout, Worker& w,
                         std::vector<OpenGroup>& open, TopLayouts& top);
+  // Default mode, phase 2: subgroup heads, then members, best first.
+  void ExpandGroup(const OpenGroup& g, Worker& w, std::atomic<double>& threshold);
+  uint32_t Audit();
   void Progress(bool force);
   std::string Describe(uint32_t layout, uint32_t combo) const;
   std::string ExampleText(PruneRule rule, int detail, bool evaluated,
                           const Example& ex) const;
   absl::Status NoFeasiblePlan(const Worker& all) const;
+  ParallelConfig ExplicitStages(const ParallelConfig& p, const Knobs& k) const;
   absl::StatusOr<RankedPlan> Derive(const Scored& s) const;
 
   const SearchProblem& problem_;
-  const StepModel& model_;
+  const CandidateScorer& model_;
   const SearchOptions& options_;
   KnobAxes axes_;
   double limit_bytes_;
-  double min_weight_bytes_;
   KnobSet knobs_ep_, knobs_no_ep_;
   std::vector<ParallelConfig> layouts_;
   Tally rejections_;  // invalid layouts, found during enumeration
   uint64_t total_ = 0;
-  uint64_t enumerated_layouts_ = 0;
+  uint32_t bounded_axes_ = 0;
+  uint64_t audit_evaluations_ = 0;
 
   // Shared progress counters.
   Clock::time_point start_;
@@ -204,22 +226,25 @@ class Searcher {
   std::atomic<uint64_t> evaluated_{0};
   std::atomic<double> best_tps_{0};
 
-  std::mutex mu_;  // guards top_ in phase 2
+  std::mutex mu_;  // guards top_ while workers run
   TopLayouts top_;
 };
 
-Scored Searcher::Score(uint32_t layout, uint32_t combo, Worker& w) {
+Outcome Searcher::Score(uint32_t layout, uint32_t combo, Worker& w) {
   const ParallelConfig& p = layouts_[layout];
   const Knobs& k = KnobsOf(p).combos[combo];
   const Estimate e = model_.Quick(p, k);
   ++w.evaluated;
-  Scored s;
-  s.layout = layout;
+  Outcome out;
+  out.scored.layout = layout;
+  out.reason = e.reason;
   if (e.reason != Infeasibility::kNone) {
     w.tally.Add(PruneRule::kUnsupportedByModel, static_cast<int>(e.reason),
                 /*evaluated=*/true, 1, Example{true, layout, combo, 0, 0});
-    return s;
+    return out;
   }
+  out.runs = true;
+  out.tokens_per_sec = e.tokens_per_sec_per_gpu;
   if (!w.least_memory.valid() || e.peak_memory_bytes < w.least_memory.peak_bytes) {
     w.least_memory = Scored{e.tokens_per_sec_per_gpu, e.peak_memory_bytes,
                             layout, combo};
@@ -227,26 +252,24 @@ Scored Searcher::Score(uint32_t layout, uint32_t combo, Worker& w) {
   if (e.peak_memory_bytes > limit_bytes_) {
     w.tally.Add(PruneRule::kOverMemory, 0, /*evaluated=*/true, 1,
                 Example{true, layout, combo, e.peak_memory_bytes, limit_bytes_});
-    return s;
+    return out;
   }
   ++w.feasible;
-  s.tokens_per_sec = e.tokens_per_sec_per_gpu;
-  s.peak_bytes = e.peak_memory_bytes;
-  s.combo = combo;
-  w.front.Offer(ParetoPoint{s.peak_bytes, s.tokens_per_sec,
+  out.scored = Scored{e.tokens_per_sec_per_gpu, e.peak_memory_bytes, layout,
+                      combo};
+  w.front.Offer(ParetoPoint{e.peak_memory_bytes, e.tokens_per_sec_per_gpu,
                             CandidateId(layout, combo)});
-  return s;
+  return out;
 }
 
 void Searcher::ScoreLayoutExhaustive(uint32_t layout, Worker& w) {
   const KnobSet& ks = KnobsOf(layouts_[layout]);
   Scored best;
   for (uint32_t c = 0; c < ks.combos.size(); ++c) {
-    const Scored s = Score(layout, c, w);
-    if (Better(s, best)) best = s;
+    const Outcome o = Score(layout, c, w);
+    if (Better(o.scored, best)) best = o.scored;
   }
-  const double floor =
-      WeightsFloorBytes(problem_.model, layouts_[layout], min_weight_bytes_);
+  const double floor = Floor(layouts_[layout]);
   if (floor < w.floor_bytes) {
     w.floor_bytes = floor;
     w.floor_layout = layout;
@@ -264,7 +287,7 @@ void Searcher::ScoreLayoutHeads(uint32_t layout, Worker& w,
                                 TopLayouts& top) {
   const ParallelConfig& p = layouts_[layout];
   const KnobSet& ks = KnobsOf(p);
-  const double floor = WeightsFloorBytes(problem_.model, p, min_weight_bytes_);
+  const double floor = Floor(p);
   if (floor < w.floor_bytes) {
     w.floor_bytes = floor;
     w.floor_layout = layout;
@@ -280,51 +303,129 @@ void Searcher::ScoreLayoutHeads(uint32_t layout, Worker& w,
   const uint32_t members = static_cast<uint32_t>(ks.group_size - 1);
   for (int g = 0; g < ks.num_groups(); ++g) {
     const uint32_t head = static_cast<uint32_t>(g * ks.group_size);
-    const ParallelConfig& lp = layouts_[layout];
-    const Estimate e = model_.Quick(lp, ks.combos[head]);
-    ++w.evaluated;
-    if (e.reason != Infeasibility::kNone) {
-      // Layout-level reasons: every member shares them.
-      w.tally.Add(PruneRule::kUnsupportedByModel, static_cast<int>(e.reason),
-                  true, 1, Example{true, layout, head, 0, 0});
+    const Outcome o = Score(layout, head, w);
+    if (!o.runs) {
+      // Layout-level reasons (or the precision): every member shares them.
       if (members > 0) {
-        w.tally.Add(PruneRule::kUnsupportedByModel, static_cast<int>(e.reason),
+        w.tally.Add(PruneRule::kUnsupportedByModel, static_cast<int>(o.reason),
                     false, members, Example{true, layout, head + 1, 0, 0});
       }
-      continue;
-    }
-    if (!w.least_memory.valid() ||
-        e.peak_memory_bytes < w.least_memory.peak_bytes) {
-      w.least_memory =
-          Scored{e.tokens_per_sec_per_gpu, e.peak_memory_bytes, layout, head};
-    }
-    if (e.peak_memory_bytes <= limit_bytes_) {
-      ++w.feasible;
-      const Scored s{e.tokens_per_sec_per_gpu, e.peak_memory_bytes, layout,
-                     head};
-      w.front.Offer(ParetoPoint{s.peak_bytes, s.tokens_per_sec,
-                                CandidateId(layout, head)});
-      top.Offer(s);
+    } else if (o.scored.valid()) {
+      top.Offer(o.scored);
       // The head is the group's fastest member and it fits: the group's
       // best feasible candidate is known.
       if (members > 0) {
         w.tally.Add(PruneRule::kDominatedInGroup, 0, false, members,
-                    Example{true, layout, head + 1, s.tokens_per_sec, 0});
+                    Example{true, layout, head + 1, o.tokens_per_sec, 0});
       }
-    } else {
-      w.tally.Add(PruneRule::kOverMemory, 0, true, 1,
-                  Example{true, layout, head, e.peak_memory_bytes,
-                          limit_bytes_});
-      if (members > 0) {
-        open.push_back(OpenGroup{e.tokens_per_sec_per_gpu, layout,
-                                 static_cast<uint32_t>(g)});
-      }
+    } else if (members > 0) {
+      open.push_back(OpenGroup{o.tokens_per_sec, layout,
+                               static_cast<uint32_t>(g)});
     }
   }
   evaluated_.fetch_add(w.evaluated - before, std::memory_order_relaxed);
   // Members of groups left open are counted when phase 2 settles them.
   done_.fetch_add(ks.combos.size() - uint64_t{members} * (open.size() - open_before),
                   std::memory_order_relaxed);
+}
+
+void Searcher::ExpandGroup(const OpenGroup& g, Worker& w,
+                           std::atomic<double>& threshold) {
+  const KnobSet& ks = KnobsOf(layouts_[g.layout]);
+  const uint32_t base = g.group * static_cast<uint32_t>(ks.group_size);
+  const uint32_t sub = static_cast<uint32_t>(ks.subgroup_size);
+  const uint32_t subgroups = static_cast<uint32_t>(ks.subgroups_per_group());
+  const uint64_t before = w.evaluated;
+  Scored best;  // this group's best feasible candidate so far
+  // Subgroup heads (subgroup 0's head is the group head: scored, over).
+  std::vector<std::pair<double, uint32_t>> open_subgroups = {
+      {g.head_tokens_per_sec, 0}};
+  for (uint32_t s = 1; s < subgroups; ++s) {
+    const uint32_t head = base + s * sub;
+    const Outcome o = Score(g.layout, head, w);
+    if (!o.runs) {
+      if (sub > 1) {
+        w.tally.Add(PruneRule::kUnsupportedByModel, static_cast<int>(o.reason),
+                    false, sub - 1, Example{true, g.layout, head + 1, 0, 0});
+      }
+    } else if (o.scored.valid()) {
+      if (Better(o.scored, best)) best = o.scored;
+      if (sub > 1) {
+        w.tally.Add(PruneRule::kDominatedInGroup, 0, false, sub - 1,
+                    Example{true, g.layout, head + 1, o.tokens_per_sec, 0});
+      }
+    } else if (sub > 1) {
+      open_subgroups.push_back({o.tokens_per_sec, s});
+    }
+  }
+  // Open subgroups, best head first, against the K-th best layout and this
+  // layout's best so far (a slower find can change neither).
+  std::sort(open_subgroups.begin(), open_subgroups.end(),
+            [](const std::pair<double, uint32_t>& a,
+               const std::pair<double, uint32_t>& b) {
+              return a.first != b.first ? a.first > b.first : a.second < b.second;
+            });
+  for (const auto& [head_tps, s] : open_subgroups) {
+    if (sub <= 1) break;
+    const double bar = std::max(threshold.load(std::memory_order_relaxed),
+                                best.valid() ? best.tokens_per_sec : -1.0);
+    const uint32_t head = base + s * sub;
+    if (head_tps < bar) {
+      w.tally.Add(PruneRule::kBoundBelowTopK, 0, false, sub - 1,
+                  Example{true, g.layout, head, head_tps, bar});
+      continue;
+    }
+    for (uint32_t c = head + 1; c < head + sub; ++c) {
+      const Outcome o = Score(g.layout, c, w);
+      if (Better(o.scored, best)) best = o.scored;
+    }
+  }
+  evaluated_.fetch_add(w.evaluated - before, std::memory_order_relaxed);
+  done_.fetch_add(ks.group_size - 1, std::memory_order_relaxed);
+  if (best.valid()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    top_.Offer(best);
+    threshold.store(top_.threshold(), std::memory_order_relaxed);
+    best_tps_.store(top_.best()[0].tokens_per_sec, std::memory_order_relaxed);
+  }
+}
+
+// The default search's bound rests on each knob axis listing its fastest
+// value first. Check it on a sample of layouts: from each group head, move
+// one axis to each of its other values; an axis where that is faster is
+// bounded value by value instead (moved to the group level).
+uint32_t Searcher::Audit() {
+  std::vector<uint32_t> sample;
+  const uint32_t n = static_cast<uint32_t>(layouts_.size());
+  const uint32_t step = std::max<uint32_t>(1, n / kAuditLayouts);
+  for (uint32_t i = 0; i < n && sample.size() < kAuditLayouts; i += step) {
+    if (Floor(layouts_[i]) <= limit_bytes_) sample.push_back(i);
+  }
+  uint32_t violated = 0;
+  for (uint32_t li : sample) {
+    const ParallelConfig& p = layouts_[li];
+    const KnobSet& ks = KnobsOf(p);
+    for (int g = 0; g < ks.num_groups(); ++g) {
+      const Knobs& head = ks.combos[static_cast<size_t>(g * ks.group_size)];
+      const Estimate h = model_.Quick(p, head);
+      ++audit_evaluations_;
+      if (h.reason != Infeasibility::kNone) continue;
+      for (int a = 1; a < kNumKnobAxes; ++a) {
+        const KnobAxis axis = static_cast<KnobAxis>(a);
+        const int size = AxisSize(axes_, problem_.model, p.ep > 1, axis);
+        for (int v = 1; v < size; ++v) {
+          const Estimate e = model_.Quick(p, WithAxisValue(axes_, head, axis, v));
+          ++audit_evaluations_;
+          if (e.reason == Infeasibility::kNone &&
+              e.tokens_per_sec_per_gpu >
+                  h.tokens_per_sec_per_gpu * (1 + kAuditTolerance)) {
+            violated |= AxisBit(axis);
+          }
+        }
+      }
+    }
+  }
+  return violated;
 }
 
 void Searcher::Progress(bool force) {
@@ -350,9 +451,49 @@ std::string Searcher::Describe(uint32_t layout, uint32_t combo) const {
   return absl::StrCat(ToString(p), " ", ToString(KnobsOf(p).combos[combo]));
 }
 
+// Makes the plan's pipeline split explicit. While searching, the step model
+// balances layers over the pp x vp stages itself; a training framework needs
+// the split as flags (Megatron: --decoder-first/last-pipeline-num-layers with
+// the middle stages even). Among the balanced expressible splits (middle
+// stages of floor(L/S) - 2 .. ceil(L/S) + 1 layers, first and last taking the
+// rest, at least one layer each) keep the fastest that fits; none: the plan
+// keeps the step model's own split.
+ParallelConfig Searcher::ExplicitStages(const ParallelConfig& p,
+                                        const Knobs& k) const {
+  const int stages = p.pp * p.vp;
+  const int layers = problem_.model.num_layers;
+  if (stages <= 1 || p.first_stage_layers || p.last_stage_layers) return p;
+  ParallelConfig best = p;
+  double best_tps = -1, best_peak = 0;
+  const int lo = std::max(1, layers / stages - 2);
+  const int hi = (layers + stages - 1) / stages + 1;
+  for (int middle = lo; middle <= hi; ++middle) {
+    const int rest = layers - (stages - 2) * middle;
+    if (rest < 0) break;
+    for (int first = 1; first < rest; ++first) {  // at least one layer each
+      ParallelConfig q = p;
+      q.first_stage_layers = first;
+      q.last_stage_layers = rest - first;
+      const Estimate e = model_.Quick(q, k);
+      if (e.reason != Infeasibility::kNone ||
+          e.peak_memory_bytes > limit_bytes_) {
+        continue;
+      }
+      if (e.tokens_per_sec_per_gpu > best_tps ||
+          (e.tokens_per_sec_per_gpu == best_tps && e.peak_memory_bytes < best_peak)) {
+        best = q;
+        best_tps = e.tokens_per_sec_per_gpu;
+        best_peak = e.peak_memory_bytes;
+      }
+    }
+    if (stages == 2) break;  // first + last = L: one family only
+  }
+  return best;
+}
+
 absl::StatusOr<RankedPlan> Searcher::Derive(const Scored& s) const {
-  const ParallelConfig& p = layouts_[s.layout];
-  const Knobs& k = KnobsOf(p).combos[s.combo];
+  const Knobs& k = KnobsOf(layouts_[s.layout]).combos[s.combo];
+  const ParallelConfig p = ExplicitStages(layouts_[s.layout], k);
   absl::StatusOr<Prediction> pred = model_.Predict(p, k);
   if (!pred.ok()) {
     return absl::InternalError(absl::StrCat(
@@ -386,8 +527,7 @@ absl::Status Searcher::NoFeasiblePlan(const Worker& all) const {
         "no plan fits in memory: the least any candidate needs is ",
         Gib(s.peak_bytes), " per GPU (", Describe(s.layout, s.combo),
         "; its weights alone need at least ",
-        Gib(WeightsFloorBytes(problem_.model, layouts_[s.layout],
-                              min_weight_bytes_)),
+        Gib(Floor(layouts_[s.layout])),
         "), the limit is ", limit));
   }
   return absl::FailedPreconditionError(
@@ -408,7 +548,8 @@ std::string Searcher::ExampleText(PruneRule rule, int detail, bool evaluated,
       return absl::StrCat(what, " and its group: at most ",
                           absl::StrFormat("%.1f", ex.a),
                           " tokens/s/GPU < ", absl::StrFormat("%.1f", ex.b),
-                          " (K-th best layout)");
+                          " needed (the K-th best layout, or this layout's "
+                          "best so far)");
     case PruneRule::kDominatedInGroup:
       return absl::StrCat(what, ": its group head fits at ",
                           absl::StrFormat("%.1f", ex.a), " tokens/s/GPU");
@@ -416,7 +557,7 @@ std::string Searcher::ExampleText(PruneRule rule, int detail, bool evaluated,
       return absl::StrCat(what, ": peak ", Gib(ex.a), " > ", Gib(ex.b));
     case PruneRule::kUnsupportedByModel:
       return absl::StrCat(what, ": ",
-                          InfeasibilityName(static_cast<Infeasibility>(detail)),
+                          Sv(InfeasibilityName(static_cast<Infeasibility>(detail))),
                           evaluated ? "" : " (as its group head)");
   }
   return what;
@@ -438,10 +579,8 @@ absl::StatusOr<SearchResult> Searcher::Run() {
           rejected_examples[d] = r;
         }
         total_ += n;
-        ++enumerated_layouts_;
       });
   for (const ParallelConfig& p : layouts_) total_ += KnobsOf(p).combos.size();
-  enumerated_layouts_ += layouts_.size();
   if (layouts_.size() > std::numeric_limits<uint32_t>::max() / 2) {
     return absl::ResourceExhaustedError("search space too large");
   }
@@ -503,6 +642,10 @@ absl::StatusOr<SearchResult> Searcher::Run() {
       }
     });
   } else {
+    // Audit the fastest-first order of the knob axes; bound any axis that
+    // fails it value by value.
+    bounded_axes_ = Audit();
+    if (bounded_axes_ != 0) BuildKnobSets(bounded_axes_);
     // Phase 1: floors and group heads, per worker.
     std::vector<std::vector<OpenGroup>> open(workers.size());
     std::vector<TopLayouts> tops(workers.size(), TopLayouts(options_.top_k));
@@ -533,28 +676,12 @@ absl::StatusOr<SearchResult> Searcher::Run() {
     std::atomic<double> threshold{top_.threshold()};
     ParallelFor(threads, groups.size(), [&](size_t i, int wi) {
       const OpenGroup& g = groups[i];
-      const KnobSet& ks = KnobsOf(layouts_[g.layout]);
-      Worker& w = workers[wi];
       if (g.head_tokens_per_sec < threshold.load(std::memory_order_relaxed)) {
         pruned[i] = 1;
-        done_.fetch_add(ks.group_size - 1, std::memory_order_relaxed);
+        done_.fetch_add(KnobsOf(layouts_[g.layout]).group_size - 1,
+                        std::memory_order_relaxed);
       } else {
-        const uint32_t head = g.group * static_cast<uint32_t>(ks.group_size);
-        Scored best;
-        const uint64_t before = w.evaluated;
-        for (uint32_t c = head + 1; c < head + ks.group_size; ++c) {
-          const Scored s = Score(g.layout, c, w);
-          if (Better(s, best)) best = s;
-        }
-        evaluated_.fetch_add(w.evaluated - before, std::memory_order_relaxed);
-        done_.fetch_add(ks.group_size - 1, std::memory_order_relaxed);
-        if (best.valid()) {
-          std::lock_guard<std::mutex> lock(mu_);
-          top_.Offer(best);
-          threshold.store(top_.threshold(), std::memory_order_relaxed);
-          best_tps_.store(top_.best()[0].tokens_per_sec,
-                          std::memory_order_relaxed);
-        }
+        ExpandGroup(g, workers[wi], threshold);
       }
       if (wi == 0) Progress(false);
     });
@@ -601,20 +728,41 @@ absl::StatusOr<SearchResult> Searcher::Run() {
   result.candidates_evaluated = all.evaluated;
   result.candidates_feasible = all.feasible;
   result.memory_limit_bytes = limit_bytes_;
+  // Derive: full predictions, with the pipeline split made explicit. The
+  // top list is re-ranked by the derived predictions; the front is re-cut.
+  auto by_throughput = [](const RankedPlan& a, const RankedPlan& b) {
+    return a.prediction.tokens_per_sec_per_gpu > b.prediction.tokens_per_sec_per_gpu;
+  };
   for (const Scored& s : top_.best()) {
     absl::StatusOr<RankedPlan> r = Derive(s);
     if (!r.ok()) return r.status();
     result.top.push_back(*std::move(r));
   }
+  std::stable_sort(result.top.begin(), result.top.end(), by_throughput);
   result.best = result.top.front();
+  std::vector<RankedPlan> front_plans;
+  ParetoFront derived_front;
   for (const ParetoPoint& p : all.front.points()) {
     Scored s;
     s.layout = static_cast<uint32_t>(p.id >> 32);
     s.combo = static_cast<uint32_t>(p.id & 0xffffffffu);
     absl::StatusOr<RankedPlan> r = Derive(s);
     if (!r.ok()) return r.status();
-    result.pareto.push_back(*std::move(r));
+    derived_front.Offer(ParetoPoint{r->prediction.peak_memory_bytes,
+                                    r->prediction.tokens_per_sec_per_gpu,
+                                    front_plans.size()});
+    front_plans.push_back(*std::move(r));
   }
+  for (const ParetoPoint& p : derived_front.points()) {
+    result.pareto.push_back(front_plans[p.id]);
+  }
+  for (int a = 0; a < kNumKnobAxes; ++a) {
+    if (bounded_axes_ & (1u << a)) {
+      result.audit_failed_axes.emplace_back(
+          KnobAxisName(static_cast<KnobAxis>(a)));
+    }
+  }
+  result.audit_evaluations = audit_evaluations_;
   for (int r = 0; r < kNumPruneRules; ++r) {
     for (int d = 0; d < kNumInfeasibilities; ++d) {
       for (int e = 0; e < 2; ++e) {
@@ -702,9 +850,9 @@ std::string ToString(const Plan& plan) {
   return absl::StrCat(ToString(plan.parallel), " ", ToString(plan.knobs));
 }
 
-absl::StatusOr<SearchResult> Search(const SearchProblem& problem,
-                                    std::shared_ptr<const CostModel> cost_model,
-                                    const SearchOptions& options) {
+namespace {
+
+absl::Status CheckOptions(const SearchOptions& options) {
   if (options.top_k < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("top K must be at least 1, got ", options.top_k));
@@ -718,14 +866,47 @@ absl::StatusOr<SearchResult> Search(const SearchProblem& problem,
     return absl::InvalidArgumentError(
         absl::StrCat("threads must be >= 0, got ", options.threads));
   }
+  return absl::OkStatus();
+}
+
+class StepModelScorer : public CandidateScorer {
+ public:
+  explicit StepModelScorer(const StepModel& model) : model_(model) {}
+  Estimate Quick(const ParallelConfig& parallel,
+                 const Knobs& knobs) const override {
+    return model_.Quick(parallel, knobs);
+  }
+  absl::StatusOr<Prediction> Predict(const ParallelConfig& parallel,
+                                     const Knobs& knobs) const override {
+    return model_.Predict(parallel, knobs);
+  }
+
+ private:
+  const StepModel& model_;
+};
+
+}  // namespace
+
+absl::StatusOr<SearchResult> SearchWith(const SearchProblem& problem,
+                                        const CandidateScorer& scorer,
+                                        const SearchOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
   absl::StatusOr<KnobAxes> axes =
       BuildKnobAxes(problem.model, problem.cluster, options.constraints);
   if (!axes.ok()) return axes.status();
+  Searcher searcher(problem, scorer, options, *std::move(axes));
+  return searcher.Run();
+}
+
+absl::StatusOr<SearchResult> Search(const SearchProblem& problem,
+                                    std::shared_ptr<const CostModel> cost_model,
+                                    const SearchOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
   absl::StatusOr<StepModel> model = StepModel::Create(
       problem.model, problem.cluster, problem.shape, std::move(cost_model));
   if (!model.ok()) return model.status();
-  Searcher searcher(problem, *model, options, *std::move(axes));
-  return searcher.Run();
+  StepModelScorer scorer(*model);
+  return SearchWith(problem, scorer, options);
 }
 
 nlohmann::json ToJson(const SearchResult& r) {
@@ -755,6 +936,12 @@ nlohmann::json ToJson(const SearchResult& r) {
     j["pruned"].push_back(std::move(e));
   }
   j["search_seconds"] = r.search_seconds;
+  if (!r.exhaustive) {
+    nlohmann::json audit;
+    audit["evaluations"] = r.audit_evaluations;
+    audit["axes_bounded_by_value"] = r.audit_failed_axes;
+    j["dominance_audit"] = audit;
+  }
   return j;
 }
 
@@ -764,11 +951,19 @@ std::string ExplainPruning(const SearchResult& r) {
       r.candidates_total, " candidates, ", r.candidates_evaluated,
       " scored, ", r.candidates_feasible, " feasible, ",
       absl::StrFormat("%.3f", r.search_seconds), " s\n");
+  if (!r.exhaustive) {
+    absl::StrAppend(&out, "dominance audit: ", r.audit_evaluations,
+                    " scores; axes bounded value by value: ",
+                    r.audit_failed_axes.empty()
+                        ? std::string("none")
+                        : absl::StrJoin(r.audit_failed_axes, ", "),
+                    "\n");
+  }
   for (const PruneCount& p : r.pruned) {
     absl::StrAppend(&out, absl::StrFormat("%14u  ", p.candidates),
-                    PruneRuleName(p.rule),
+                    Sv(PruneRuleName(p.rule)),
                     p.detail.empty() ? "" : absl::StrCat(" (", p.detail, ")"),
-                    p.evaluated ? " [scored]" : "", ": ", PruneRuleText(p.rule),
+                    p.evaluated ? " [scored]" : "", ": ", Sv(PruneRuleText(p.rule)),
                     "\n                e.g. ", p.example, "\n");
   }
   return out;

@@ -8,8 +8,11 @@
 //               most max_memory_fraction x HBM.
 //   compare     by tokens/s/GPU, ties broken by enumeration order, so the
 //               result does not depend on thread timing.
-//   derive      the best plan's full Prediction (StepModel::Predict), the top
-//               K layouts, the Pareto front, counts and pruning reasons.
+//   derive      full Predictions (StepModel::Predict) of the top K layouts
+//               and the Pareto front, each with its pipeline split made
+//               explicit (the step model balances stages itself while
+//               scoring; frameworks need first/last stage sizes as flags),
+//               counts and pruning reasons.
 //
 // Default mode is an exact branch-and-bound over layouts:
 //   1. a layout whose weights alone exceed the memory limit is dropped
@@ -21,9 +24,14 @@
 //      below the K-th best layout found);
 //      A group whose head fits needs nothing more: its head is its best
 //      feasible member (rule kDominatedInGroup);
-//   3. groups whose head does not fit are then visited best head first; a
-//      visited group's members are scored and its best feasible member
+//   3. groups whose head does not fit are then visited best head first. In
+//      a visited group the heads of its (recompute, offload) subgroups are
+//      scored, and the same two rules apply one level down: a subgroup whose
+//      head fits is settled, one whose head is below the bar is skipped, the
+//      rest are scored member by member; the group's best feasible member
 //      competes for the top K.
+// Groups are per layout and precision (plus any axis the audit bounds value
+// by value, see search_space.h).
 // The bound rests on the order of each knob axis (search_space.h): less
 // recompute, less offload, grouped GEMM and CUDA graphs never slow a step.
 // The Pareto front of the default mode covers the candidates it scored; the
@@ -45,6 +53,7 @@
 #include "planner/model_spec.h"
 #include "planner/prediction.h"
 #include "planner/search_space.h"
+#include "planner/step_model.h"
 #include "planner/training_config.h"
 
 namespace moetune::planner {
@@ -126,7 +135,29 @@ struct SearchResult {
   std::vector<PruneCount> pruned;    // every rule that removed something
   double search_seconds = 0;
   double memory_limit_bytes = 0;
+  // Default mode: scores spent checking the fastest-first order of the knob
+  // axes (not counted as candidates), and the axes where it failed and that
+  // were therefore bounded value by value.
+  uint64_t audit_evaluations = 0;
+  std::vector<std::string> audit_failed_axes;
 };
+
+// What the search needs from a step model: the fast estimate for scoring and
+// the full prediction for the plans it reports. StepModel provides both
+// (Search() wraps it); tests use small hand-checkable scorers.
+class CandidateScorer {
+ public:
+  virtual ~CandidateScorer() = default;
+  virtual Estimate Quick(const ParallelConfig& parallel,
+                         const Knobs& knobs) const = 0;
+  virtual absl::StatusOr<Prediction> Predict(const ParallelConfig& parallel,
+                                             const Knobs& knobs) const = 0;
+};
+
+// Runs the search with `scorer` (same contract as Search below).
+absl::StatusOr<SearchResult> SearchWith(const SearchProblem& problem,
+                                        const CandidateScorer& scorer,
+                                        const SearchOptions& options);
 
 // Runs the search with the step model over `cost_model`.
 //   InvalidArgument / Unimplemented: bad options or constraints (message names

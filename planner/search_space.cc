@@ -350,6 +350,12 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
       axes.dispatchers.push_back(d);
     }
   }
+  // Fastest first: de-duplicated dispatch never moves more bytes.
+  std::stable_sort(axes.dispatchers.begin(), axes.dispatchers.end(),
+                   [](Dispatcher a, Dispatcher b) {
+                     return a == Dispatcher::kFusedDedup &&
+                            b != Dispatcher::kFusedDedup;
+                   });
 
   axes.grouped_gemm = f.grouped_gemm ? std::vector<bool>{*f.grouped_gemm}
                                      : std::vector<bool>{true, false};
@@ -369,8 +375,8 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
     axes.overlap.push_back({"all", all_on(*f.comm_streams)});
     if (!f.overlap.has_value()) axes.overlap.push_back({"none", none});
   } else {
-    axes.overlap.push_back({"all_2_streams", all_on(2)});
     axes.overlap.push_back({"all_1_stream", all_on(1)});
+    axes.overlap.push_back({"all_2_streams", all_on(2)});
     if (!f.overlap.has_value()) axes.overlap.push_back({"none", none});
   }
 
@@ -379,46 +385,129 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
   return axes;
 }
 
-KnobSet BuildKnobSet(const KnobAxes& axes, const ModelSpec& model,
-                     bool expert_parallel) {
-  const bool moe = model.IsMoe();
-  const std::vector<Dispatcher> dispatchers =
-      moe && expert_parallel
-          ? axes.dispatchers
-          : std::vector<Dispatcher>{axes.dispatchers.empty()
-                                        ? Dispatcher::kFusedDedup
-                                        : axes.dispatchers.front()};
-  const std::vector<bool> grouped =
-      moe ? axes.grouped_gemm
-          : std::vector<bool>{axes.grouped_gemm.empty()
-                                  ? true
-                                  : axes.grouped_gemm.front()};
-  KnobSet set;
-  set.group_size = static_cast<int>(axes.recompute.size() * axes.offload.size() *
-                                    grouped.size() * axes.cuda_graphs.size());
-  for (Precision p : axes.precisions) {
-    for (Dispatcher d : dispatchers) {
-      for (const OverlapLevel& o : axes.overlap) {
-        // One group: the head first (index 0 of every fastest-first axis).
-        for (const RecomputeLevel& r : axes.recompute) {
-          for (const OffloadLevel& off : axes.offload) {
-            for (bool g : grouped) {
-              for (bool graphs : axes.cuda_graphs) {
-                Knobs k;
-                k.precision = p;
-                k.dispatcher = d;
-                k.overlap = o.overlap;
-                k.recompute = r.recompute;
-                k.offload_activations = off.modules != 0;
-                k.offload_modules = off.modules;
-                k.grouped_gemm = g;
-                k.cuda_graphs = graphs;
-                set.combos.push_back(k);
-              }
-            }
-          }
-        }
+std::string_view KnobAxisName(KnobAxis axis) {
+  switch (axis) {
+    case KnobAxis::kPrecision:
+      return "precision";
+    case KnobAxis::kRecompute:
+      return "recompute";
+    case KnobAxis::kOffload:
+      return "offload";
+    case KnobAxis::kDispatcher:
+      return "dispatcher";
+    case KnobAxis::kGroupedGemm:
+      return "grouped_gemm";
+    case KnobAxis::kOverlap:
+      return "overlap";
+    case KnobAxis::kCudaGraphs:
+      return "cuda_graphs";
+  }
+  return "unknown";
+}
+
+int AxisSize(const KnobAxes& axes, const ModelSpec& model, bool expert_parallel,
+             KnobAxis axis) {
+  switch (axis) {
+    case KnobAxis::kPrecision:
+      return static_cast<int>(axes.precisions.size());
+    case KnobAxis::kRecompute:
+      return static_cast<int>(axes.recompute.size());
+    case KnobAxis::kOffload:
+      return static_cast<int>(axes.offload.size());
+    case KnobAxis::kDispatcher:
+      return model.IsMoe() && expert_parallel
+                 ? static_cast<int>(axes.dispatchers.size())
+                 : 1;
+    case KnobAxis::kGroupedGemm:
+      return model.IsMoe() ? static_cast<int>(axes.grouped_gemm.size()) : 1;
+    case KnobAxis::kOverlap:
+      return static_cast<int>(axes.overlap.size());
+    case KnobAxis::kCudaGraphs:
+      return static_cast<int>(axes.cuda_graphs.size());
+  }
+  return 1;
+}
+
+Knobs WithAxisValue(const KnobAxes& axes, Knobs k, KnobAxis axis, int i) {
+  const size_t u = static_cast<size_t>(i);
+  switch (axis) {
+    case KnobAxis::kPrecision:
+      if (u < axes.precisions.size()) k.precision = axes.precisions[u];
+      break;
+    case KnobAxis::kRecompute:
+      if (u < axes.recompute.size()) k.recompute = axes.recompute[u].recompute;
+      break;
+    case KnobAxis::kOffload:
+      if (u < axes.offload.size()) {
+        k.offload_modules = axes.offload[u].modules;
+        k.offload_activations = k.offload_modules != 0;
       }
+      break;
+    case KnobAxis::kDispatcher:
+      if (u < axes.dispatchers.size()) k.dispatcher = axes.dispatchers[u];
+      break;
+    case KnobAxis::kGroupedGemm:
+      if (u < axes.grouped_gemm.size()) k.grouped_gemm = axes.grouped_gemm[u];
+      break;
+    case KnobAxis::kOverlap:
+      if (u < axes.overlap.size()) k.overlap = axes.overlap[u].overlap;
+      break;
+    case KnobAxis::kCudaGraphs:
+      if (u < axes.cuda_graphs.size()) k.cuda_graphs = axes.cuda_graphs[u];
+      break;
+  }
+  return k;
+}
+
+KnobSet BuildKnobSet(const KnobAxes& axes, const ModelSpec& model,
+                     bool expert_parallel, uint32_t group_axes) {
+  group_axes |= AxisBit(KnobAxis::kPrecision);
+  constexpr KnobAxis kSubgroupAxes[] = {KnobAxis::kRecompute, KnobAxis::kOffload};
+  constexpr KnobAxis kMemberAxes[] = {KnobAxis::kDispatcher,
+                                      KnobAxis::kGroupedGemm, KnobAxis::kOverlap,
+                                      KnobAxis::kCudaGraphs};
+  // Axes from outermost to innermost, and each level's size.
+  std::vector<KnobAxis> order;
+  for (int a = 0; a < kNumKnobAxes; ++a) {
+    if (group_axes & (1u << a)) order.push_back(static_cast<KnobAxis>(a));
+  }
+  const size_t group_level = order.size();
+  for (KnobAxis a : kSubgroupAxes) {
+    if (!(group_axes & AxisBit(a))) order.push_back(a);
+  }
+  const size_t subgroup_level = order.size();
+  for (KnobAxis a : kMemberAxes) {
+    if (!(group_axes & AxisBit(a))) order.push_back(a);
+  }
+  std::vector<int> sizes;
+  for (KnobAxis a : order) {
+    sizes.push_back(AxisSize(axes, model, expert_parallel, a));
+  }
+  KnobSet set;
+  set.group_size = 1;
+  set.subgroup_size = 1;
+  for (size_t i = group_level; i < order.size(); ++i) set.group_size *= sizes[i];
+  for (size_t i = subgroup_level; i < order.size(); ++i) {
+    set.subgroup_size *= sizes[i];
+  }
+  size_t total = 1;
+  for (int n : sizes) total *= static_cast<size_t>(n);
+  // Every axis's value 0 first; unused axes (size 1 collapsed) keep value 0.
+  Knobs base;
+  for (int a = 0; a < kNumKnobAxes; ++a) {
+    base = WithAxisValue(axes, base, static_cast<KnobAxis>(a), 0);
+  }
+  set.combos.reserve(total);
+  std::vector<int> digit(order.size(), 0);
+  for (size_t n = 0; n < total; ++n) {
+    Knobs k = base;
+    for (size_t i = 0; i < order.size(); ++i) {
+      k = WithAxisValue(axes, k, order[i], digit[i]);
+    }
+    set.combos.push_back(k);
+    for (size_t i = order.size(); i-- > 0;) {  // innermost axis fastest
+      if (++digit[i] < sizes[i]) break;
+      digit[i] = 0;
     }
   }
   return set;
@@ -543,7 +632,7 @@ std::vector<ParallelConfig> EnumerateLayouts(
 }
 
 double WeightsFloorBytes(const ModelSpec& model, const ParallelConfig& layout,
-                         double bytes_per_param) {
+                         bool lora) {
   double expert = 0;
   double expert_incl_mtp = 0;
   if (model.IsMoe()) {
@@ -553,10 +642,18 @@ double WeightsFloorBytes(const ModelSpec& model, const ParallelConfig& layout,
   }
   // MTP experts are left out of both parts: a lower bound either way.
   const double non_expert = std::max(0.0, model.TotalParams() - expert_incl_mtp);
+  double dense_div = layout.tp;
+  double expert_div = double(layout.ep) * layout.etp;
+  if (layout.shard_params) {
+    const double dp = std::max(1, layout.dp);
+    dense_div *= dp * layout.cp;                                    // dp x cp
+    expert_div = double(layout.tp) * layout.cp * dp;  // ep x etp x expert dp
+  }
   const double per_gpu =
-      (non_expert / layout.tp + expert / (double(layout.ep) * layout.etp)) /
-      layout.pp;
-  return per_gpu * bytes_per_param;
+      (non_expert / dense_div + expert / expert_div) / layout.pp;
+  constexpr double kWeightBytes = 2.0;  // BF16
+  constexpr double kGradBytes = 2.0;    // BF16 main gradients at the least
+  return per_gpu * (kWeightBytes + (lora ? 0.0 : kGradBytes));
 }
 
 }  // namespace moetune::planner

@@ -16,9 +16,13 @@
 //     matter collapses to one value (no dispatcher or grouped GEMM choice on
 //     a dense model or at ep = 1, no MoE offload modules on a dense model).
 // Each knob axis lists its values fastest first under the step model's
-// physics (less recompute, less offload, grouped GEMM, CUDA graphs never make
-// a step slower); the default search relies on that order for its bound and
-// the exhaustive search checks it (search_test.cc).
+// physics: less recompute, less offload, grouped GEMM, CUDA graphs,
+// de-duplicated dispatch (never more bytes than all-to-all) and overlap on
+// one stream (hides the same communication as two streams with less SM
+// contention; overlapping beats not overlapping while the contention
+// slowdown is below 2x) never make a step slower. The default search bounds
+// with that order, audits it on a sample of layouts before relying on it,
+// and the exhaustive search checks the result (search_exhaustive_test.cc).
 #pragma once
 
 #include <cstdint>
@@ -95,7 +99,7 @@ struct OffloadLevel {
   uint32_t modules = 0;
 };
 struct OverlapLevel {
-  std::string_view name;  // "all_2_streams", "all_1_stream", "none"
+  std::string_view name;  // "all_1_stream", "all_2_streams", "none"
   Overlap overlap;
 };
 
@@ -105,9 +109,9 @@ struct KnobAxes {
   std::vector<Precision> precisions;
   std::vector<RecomputeLevel> recompute;  // fastest first
   std::vector<OffloadLevel> offload;      // fastest first
-  std::vector<Dispatcher> dispatchers;    // used when ep > 1
+  std::vector<Dispatcher> dispatchers;    // fastest first; used when ep > 1
   std::vector<bool> grouped_gemm;         // fastest first; MoE models only
-  std::vector<OverlapLevel> overlap;
+  std::vector<OverlapLevel> overlap;      // fastest first
   std::vector<bool> cuda_graphs;          // fastest first
 };
 
@@ -118,22 +122,53 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
                                        const ClusterSpec& cluster,
                                        const SpaceConstraints& constraints);
 
-// The knob settings of a layout, as a flat list of combinations. The
-// combinations that share (precision, dispatcher, overlap) form a group; the
-// first member of each group (index group * group_size) uses the fastest
-// value of every other axis and is the group's "head": no other member of the
-// group is faster (the bound of the default search).
+// The knob axes, for grouping and for the dominance audit of the search.
+enum class KnobAxis {
+  kPrecision,
+  kRecompute,
+  kOffload,
+  kDispatcher,
+  kGroupedGemm,
+  kOverlap,
+  kCudaGraphs,
+};
+inline constexpr int kNumKnobAxes = 7;
+std::string_view KnobAxisName(KnobAxis axis);
+inline uint32_t AxisBit(KnobAxis axis) {
+  return 1u << static_cast<int>(axis);
+}
+
+// How many values an axis takes for a layout (dispatcher: 1 at ep = 1 or on
+// a dense model; grouped GEMM: 1 on a dense model).
+int AxisSize(const KnobAxes& axes, const ModelSpec& model, bool expert_parallel,
+             KnobAxis axis);
+// `knobs` with `axis` set to its value number `index` (0 = fastest).
+Knobs WithAxisValue(const KnobAxes& axes, Knobs knobs, KnobAxis axis,
+                    int index);
+
+// The knob settings of a layout, as a flat list of combinations in three
+// nested levels:
+//   group     axes the search bounds value by value: precision, plus any
+//             axis in `group_axes` (an axis whose fastest-first order the
+//             search's audit found broken);
+//   subgroup  the memory axes, recompute and offload;
+//   member    dispatcher, grouped GEMM, overlap, CUDA graphs.
+// Within a group every non-group axis starts at its fastest value, so the
+// group's first combination (its head) is the fastest of the group; within a
+// subgroup likewise for the member axes.
 struct KnobSet {
   std::vector<Knobs> combos;
-  int group_size = 1;  // members per group; combos.size() % group_size == 0
+  int group_size = 1;     // combos.size() % group_size == 0
+  int subgroup_size = 1;  // group_size % subgroup_size == 0
   int num_groups() const {
     return static_cast<int>(combos.size()) / group_size;
   }
+  int subgroups_per_group() const { return group_size / subgroup_size; }
 };
 // Knob combinations for layouts with ep > 1 (expert_parallel) or ep = 1 (no
 // dispatch, so one dispatcher). On a dense model both are the same.
 KnobSet BuildKnobSet(const KnobAxes& axes, const ModelSpec& model,
-                     bool expert_parallel);
+                     bool expert_parallel, uint32_t group_axes = 0);
 
 // A layout the enumeration rejected, reported once per layout.
 struct LayoutRejection {
@@ -150,11 +185,13 @@ std::vector<ParallelConfig> EnumerateLayouts(
     const std::function<void(const LayoutRejection&)>& on_reject);
 
 // A lower bound on the bytes per GPU that any knob setting of the layout
-// needs: the weights alone, at `bytes_per_param` (the least any allowed
-// precision stores), on the average pipeline stage (the fullest stage holds
-// at least that). Non-expert parameters split over tp, routed experts over
-// ep * etp.
+// needs: its parameters at 2 bytes each (Megatron keeps BF16 weights at every
+// GEMM precision) plus, unless only adapters train (lora), 2 bytes of
+// gradient each (the narrowest main-gradient type, --main-grads-dtype bf16),
+// on the average pipeline stage (the fullest holds at least that).
+// Non-expert parameters split over tp, routed experts over ep * etp; with
+// shard_params both are further split over their data-parallel groups.
 double WeightsFloorBytes(const ModelSpec& model, const ParallelConfig& layout,
-                         double bytes_per_param);
+                         bool lora);
 
 }  // namespace moetune::planner

@@ -1,0 +1,129 @@
+// The default search must find the same plans as the exhaustive one (which
+// scores every candidate of the space with the real step model), on several
+// models and clusters: dense and MoE, GQA and MLA, MTP and uneven pipeline
+// stages, 8-GPU and 72-GPU NVLink domains, one precision and all of them,
+// ample and tight memory.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/cost_model.h"
+#include "planner/hardware.h"
+#include "planner/internal/status_matchers.h"
+#include "planner/model_spec.h"
+#include "planner/search.h"
+#include "planner/search_space.h"
+#include "planner/units.h"
+
+namespace moetune::planner {
+namespace {
+
+using ::moetune::planner::testing::IsOk;
+
+struct Case {
+  std::string model;
+  std::string cluster;
+  int gpus, seq, gbs;
+  std::string fix;           // --fix string, narrows big spaces
+  bool all_precisions = false;
+  double memory_fraction = 1.0;
+};
+
+std::string Name(const ::testing::TestParamInfo<Case>& info) {
+  std::string n = info.param.model + "_" + info.param.cluster + "_" +
+                  std::to_string(info.param.gpus);
+  for (char& c : n) {
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return n;
+}
+
+class ExhaustiveEqualsDefaultTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ExhaustiveEqualsDefaultTest, SameTopPlans) {
+  const Case& c = GetParam();
+  SearchProblem problem;
+  absl::StatusOr<ModelSpec> model = LoadModelPreset(c.model);
+  ASSERT_THAT(model, IsOk());
+  absl::StatusOr<ClusterSpec> cluster = LoadClusterPreset(c.cluster);
+  ASSERT_THAT(cluster, IsOk());
+  problem.model = *model;
+  problem.cluster = *cluster;
+  problem.shape = TrainingShape{c.gpus, c.seq, c.gbs};
+  auto cost = std::make_shared<DatasheetCostModel>(problem.cluster);
+
+  SearchOptions options;
+  options.top_k = 3;
+  options.threads = 2;
+  options.max_memory_fraction = c.memory_fraction;
+  absl::StatusOr<FixedKnobs> fixed = ParseFixSpec(c.fix);
+  ASSERT_THAT(fixed, IsOk());
+  options.constraints.fixed = *fixed;
+  if (c.all_precisions) {
+    options.constraints.precisions = SupportedPrecisions(problem.cluster.gpu);
+  }
+  absl::StatusOr<SearchResult> fast = Search(problem, cost, options);
+  options.exhaustive = true;
+  absl::StatusOr<SearchResult> full = Search(problem, cost, options);
+  ASSERT_THAT(fast, IsOk());
+  ASSERT_THAT(full, IsOk());
+  std::cout << ToString(problem) << "\n  default: " << fast->candidates_evaluated
+            << " scored in " << fast->search_seconds << " s; exhaustive: "
+            << full->candidates_evaluated << " in " << full->search_seconds
+            << " s\n  best: " << ToString(full->best.plan) << " -> "
+            << full->best.prediction.tokens_per_sec_per_gpu << " tokens/s/GPU\n";
+
+  EXPECT_EQ(full->candidates_evaluated, full->candidates_total);
+  EXPECT_EQ(fast->candidates_total, full->candidates_total);
+  EXPECT_LT(fast->candidates_evaluated, full->candidates_evaluated / 4);
+  ASSERT_EQ(fast->top.size(), full->top.size());
+  for (size_t i = 0; i < full->top.size(); ++i) {
+    EXPECT_EQ(ToString(fast->top[i].plan), ToString(full->top[i].plan)) << i;
+    EXPECT_DOUBLE_EQ(fast->top[i].prediction.tokens_per_sec_per_gpu,
+                     full->top[i].prediction.tokens_per_sec_per_gpu)
+        << i;
+  }
+  EXPECT_EQ(ToString(fast->best.plan), ToString(full->best.plan));
+  EXPECT_LE(full->best.prediction.peak_memory_bytes, full->memory_limit_bytes);
+  // The reported prediction is the step model's own for that plan.
+  EXPECT_GT(full->best.prediction.tokens_per_sec_per_gpu, 0);
+  EXPECT_FALSE(full->best.prediction.breakdown.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, ExhaustiveEqualsDefaultTest,
+    ::testing::Values(
+        // Dense, GQA, 8-GPU nodes.
+        Case{"llama3-8b", "h100-sxm", 16, 8192, 128, ""},
+        // Dense and tight: 70B on 32 H100 within 90% of HBM.
+        Case{"llama3-70b", "h100-sxm", 32, 4096, 64, "", false, 0.9},
+        // MoE with GQA, all-to-all vs de-duplicated dispatch.
+        Case{"mixtral-8x7b", "h100-sxm", 16, 4096, 256, ""},
+        // Fine-grained MoE on Blackwell, every precision the GPU has.
+        Case{"qwen3-30b-a3b", "b200", 8, 4096, 256, "", true},
+        // MLA + MTP + 61 layers (uneven stages) on 72-GPU NVLink domains.
+        Case{"deepseek-v3", "gb200-nvl72", 256, 4096, 1024, "tp=1,cp=1"}),
+    Name);
+
+// When nothing fits, both modes say so (70B on 16 H100 within 90% of HBM).
+TEST(ExhaustiveEqualsDefaultInfeasibleTest, BothReportNoFeasiblePlan) {
+  SearchProblem problem;
+  problem.model = *LoadModelPreset("llama3-70b");
+  problem.cluster = *LoadClusterPreset("h100-sxm");
+  problem.shape = TrainingShape{16, 4096, 64};
+  auto cost = std::make_shared<DatasheetCostModel>(problem.cluster);
+  SearchOptions options;
+  options.max_memory_fraction = 0.9;
+  for (bool exhaustive : {false, true}) {
+    options.exhaustive = exhaustive;
+    EXPECT_THAT(Search(problem, cost, options),
+                testing::StatusIs(absl::StatusCode::kFailedPrecondition,
+                                  ::testing::HasSubstr("no plan fits in memory")));
+  }
+}
+
+}  // namespace
+}  // namespace moetune::planner

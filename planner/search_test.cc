@@ -1,0 +1,419 @@
+// Search tests on a scorer whose numbers can be redone by hand (HandScorer
+// below), independent of the step model's calibration. The step model itself
+// is exercised by search_exhaustive_test.cc.
+#include "planner/search.h"
+
+#include <bitset>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/internal/status_matchers.h"
+#include "planner/units.h"
+
+namespace moetune::planner {
+namespace {
+
+using ::moetune::planner::testing::IsOk;
+using ::moetune::planner::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// A 2-layer dense model with 4 heads: on 4 GPUs at seq 1024 its space has 19
+// layouts (search_space_test.cc derives them) x 90 knob combinations
+// (5 recompute x 3 offload x 3 overlap x 2 CUDA graphs) = 1,710 candidates.
+ModelSpec TinyDense() {
+  absl::StatusOr<ModelSpec> m = ParseNativeModelJson(R"({
+      "format": "moetune.model.v1", "name": "tiny-dense",
+      "num_layers": 2, "hidden_size": 512, "vocab_size": 1024,
+      "num_attention_heads": 4, "num_kv_heads": 4, "head_dim": 128,
+      "ffn_hidden_size": 2048})");
+  EXPECT_TRUE(m.ok()) << m.status();
+  return *m;
+}
+
+// H100 numbers with exactly 100 GiB of HBM, so limits are round.
+ClusterSpec HundredGibCluster() {
+  absl::StatusOr<ClusterSpec> c = LoadClusterPreset("h100-sxm");
+  EXPECT_TRUE(c.ok()) << c.status();
+  c->name = "h100-100gib";
+  c->gpu.hbm_bytes = 100 * units::kGiB;
+  return *c;
+}
+
+int RecomputeLevel(const Recompute& r) {
+  switch (r.mode) {
+    case RecomputeMode::kNone:
+      return 0;
+    case RecomputeMode::kFull:
+      return 4;
+    case RecomputeMode::kSelective:
+      // tiny-dense levels: light {layernorm}, attn {+core_attn}, mlp {+mlp}.
+      return static_cast<int>(std::bitset<32>(r.modules).count());
+  }
+  return 0;
+}
+
+int OffloadLevel(const Knobs& k) {
+  if (!k.offload_activations || k.offload_modules == 0) return 0;
+  // tiny-dense levels: attn {core_attn, attn_proj}, all (4 modules).
+  return std::bitset<32>(k.offload_modules).count() == 2 ? 1 : 2;
+}
+
+// tokens/s/GPU = 1000 - 100 (tp-1) - 50 (pp-1) - 10 (cp-1) + 6 mbs
+//                - 20 x recompute level (light 1, attn 2, mlp 3, full 4)
+//                - offload (attn 15, all 30) - 7 without CUDA graphs
+//                - overlap (all on, 1 stream: 3; none: 30)
+// memory GiB   = 100 / (tp pp) + 20 mbs / (tp cp) x f_rec x f_off
+//                + 1 with CUDA graphs
+//   f_rec: none 1, light 0.8, attn 0.6, mlp 0.3, full 0.1
+//   f_off: none 1, attn 0.7, all 0.4
+// Less recompute/offload, CUDA graphs on and 2-stream overlap are each the
+// fastest value of their axis, as the search assumes.
+class HandScorer : public CandidateScorer {
+ public:
+  Estimate Quick(const ParallelConfig& p, const Knobs& k) const override {
+    // Calls with explicit stage sizes come from the derive step, not from
+    // scoring candidates.
+    if (!p.first_stage_layers) ++calls_;
+    return Score(p, k);
+  }
+  static Estimate Score(const ParallelConfig& p, const Knobs& k) {
+    Estimate e;
+    const int rec = RecomputeLevel(k.recompute);
+    const int off = OffloadLevel(k);
+    double tps = 1000 - 100.0 * (p.tp - 1) - 50.0 * (p.pp - 1) -
+                 10.0 * (p.cp - 1) + 6.0 * p.mbs - 20.0 * rec;
+    tps -= off == 1 ? 15 : off == 2 ? 30 : 0;
+    if (!k.cuda_graphs) tps -= 7;
+    if (!k.overlap.tp_comm) {
+      tps -= 30;
+    } else if (k.overlap.num_comm_streams == 1) {
+      tps -= 3;
+    }
+    static constexpr double kRec[] = {1, 0.8, 0.6, 0.3, 0.1};
+    static constexpr double kOff[] = {1, 0.7, 0.4};
+    const double gib = 100.0 / (p.tp * p.pp) +
+                       20.0 * p.mbs / (p.tp * p.cp) * kRec[rec] * kOff[off] +
+                       (k.cuda_graphs ? 1 : 0);
+    e.tokens_per_sec_per_gpu = tps;
+    e.step_time_s = 1.0 / tps;
+    e.peak_memory_bytes = gib * units::kGiB;
+    e.fits = true;
+    return e;
+  }
+  absl::StatusOr<Prediction> Predict(const ParallelConfig& p,
+                                     const Knobs& k) const override {
+    const Estimate e = Score(p, k);
+    Prediction pred;
+    pred.tokens_per_sec_per_gpu = e.tokens_per_sec_per_gpu;
+    pred.step_time_s = e.step_time_s;
+    pred.peak_memory_bytes = e.peak_memory_bytes;
+    pred.parallel = p;
+    pred.knobs = k;
+    return pred;
+  }
+  int64_t calls() const { return calls_; }
+
+ private:
+  mutable std::atomic<int64_t> calls_{0};
+};
+
+SearchProblem TinyProblem(int gbs = 4) {
+  SearchProblem p;
+  p.model = TinyDense();
+  p.cluster = HundredGibCluster();
+  p.shape = TrainingShape{4, 1024, gbs};
+  return p;
+}
+
+struct LayoutKey {
+  int tp, pp, cp, dp, mbs;
+  bool operator==(const LayoutKey& o) const {
+    return tp == o.tp && pp == o.pp && cp == o.cp && dp == o.dp && mbs == o.mbs;
+  }
+};
+LayoutKey KeyOf(const RankedPlan& r) {
+  const ParallelConfig& p = r.plan.parallel;
+  return {p.tp, p.pp, p.cp, p.dp, p.mbs};
+}
+std::ostream& operator<<(std::ostream& os, const LayoutKey& k) {
+  return os << "tp=" << k.tp << " pp=" << k.pp << " cp=" << k.cp
+            << " dp=" << k.dp << " mbs=" << k.mbs;
+}
+
+// Limit 100 GiB. tp = pp = 1 holds 100 GiB of weights: never fits. The best
+// score needs tp = 1 and pp = 2 (weights 50 GiB): 950 - 10 (cp-1) + 6 mbs,
+// with the fastest knobs (no penalty) when memory allows:
+//   cp=2 mbs=4: 940 + 24 = 964, memory 50 + 20*4/2 + 1 = 91 GiB  fits
+//   cp=1 mbs=2: 950 + 12 = 962, memory 50 + 40 + 1 = 91 GiB      fits
+//   cp=1 mbs=1: 950 +  6 = 956, memory 71 GiB                     fits
+// tp = 2 starts at 900: below these.
+TEST(SearchTest, HandBestWithAmpleMemory) {
+  HandScorer scorer;
+  SearchOptions options;
+  options.top_k = 3;
+  options.threads = 1;
+  absl::StatusOr<SearchResult> r = SearchWith(TinyProblem(), scorer, options);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->top.size(), 3u);
+  EXPECT_EQ(KeyOf(r->top[0]), (LayoutKey{1, 2, 2, 1, 4}));
+  EXPECT_DOUBLE_EQ(r->top[0].prediction.tokens_per_sec_per_gpu, 964);
+  EXPECT_EQ(KeyOf(r->top[1]), (LayoutKey{1, 2, 1, 2, 2}));
+  EXPECT_DOUBLE_EQ(r->top[1].prediction.tokens_per_sec_per_gpu, 962);
+  EXPECT_EQ(KeyOf(r->top[2]), (LayoutKey{1, 2, 1, 2, 1}));
+  EXPECT_DOUBLE_EQ(r->top[2].prediction.tokens_per_sec_per_gpu, 956);
+  const Knobs& k = r->best.plan.knobs;
+  EXPECT_EQ(k.recompute.mode, RecomputeMode::kNone);
+  EXPECT_FALSE(k.offload_activations);
+  EXPECT_TRUE(k.cuda_graphs);
+  EXPECT_EQ(k.overlap.num_comm_streams, 2);
+  EXPECT_EQ(r->candidates_total, 19u * 90u);
+}
+
+// Limit 60.5 GiB (max_memory_fraction 0.605). Weights at tp=1 pp=2 take
+// 50 GiB, leaving 10.5 GiB for activations x f_rec x f_off + graphs:
+//   cp=2 mbs=1: A = 20/2 = 10; everything fastest: 50 + 10 + 1 = 61, over;
+//               CUDA graphs off: 60 fits: 946 - 7 = 939
+//               (offload attn instead: 58 fits but 946 - 15 = 931)
+//   cp=1 mbs=1: A = 20; needs 20 f + g <= 10.5: offload all (f 0.4, graphs
+//               on) 956 - 30 = 926
+//   cp=2 mbs=2: A = 20; same: 952 - 30 = 922
+//   cp=1 mbs=2 / cp=2 mbs=4: A = 40: mlp recompute + offload attn (0.21):
+//               962 - 75 = 887, 964 - 75 = 889
+// tp = 2 layouts start at 900 + 6 mbs and need a knob penalty too.
+TEST(SearchTest, HandBestUnderTightMemory) {
+  HandScorer scorer;
+  SearchOptions options;
+  options.top_k = 3;
+  options.threads = 1;
+  options.max_memory_fraction = 0.605;
+  absl::StatusOr<SearchResult> r = SearchWith(TinyProblem(), scorer, options);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->top.size(), 3u);
+  EXPECT_EQ(KeyOf(r->top[0]), (LayoutKey{1, 2, 2, 1, 1}));
+  EXPECT_DOUBLE_EQ(r->top[0].prediction.tokens_per_sec_per_gpu, 939);
+  EXPECT_EQ(r->best.plan.knobs.recompute.mode, RecomputeMode::kNone);
+  EXPECT_EQ(OffloadLevel(r->best.plan.knobs), 0);
+  EXPECT_FALSE(r->best.plan.knobs.cuda_graphs);
+  EXPECT_EQ(KeyOf(r->top[1]), (LayoutKey{1, 2, 1, 2, 1}));
+  EXPECT_DOUBLE_EQ(r->top[1].prediction.tokens_per_sec_per_gpu, 926);
+  EXPECT_EQ(OffloadLevel(r->top[1].plan.knobs), 2);
+  EXPECT_EQ(KeyOf(r->top[2]), (LayoutKey{1, 2, 2, 1, 2}));
+  EXPECT_DOUBLE_EQ(r->top[2].prediction.tokens_per_sec_per_gpu, 922);
+  EXPECT_NEAR(r->memory_limit_bytes / units::kGiB, 60.5, 1e-9);
+  for (const RankedPlan& p : r->top) {
+    EXPECT_LE(p.prediction.peak_memory_bytes, r->memory_limit_bytes);
+  }
+}
+
+std::map<PruneRule, uint64_t> ByRule(const SearchResult& r, bool evaluated) {
+  std::map<PruneRule, uint64_t> out;
+  for (const PruneCount& p : r.pruned) {
+    if (p.evaluated == evaluated) out[p.rule] += p.candidates;
+  }
+  return out;
+}
+
+void ExpectAccountingAddsUp(const SearchResult& r) {
+  uint64_t not_scored = 0, scored_rejected = 0;
+  for (const PruneCount& p : r.pruned) {
+    (p.evaluated ? scored_rejected : not_scored) += p.candidates;
+    EXPECT_FALSE(p.example.empty()) << PruneRuleName(p.rule);
+  }
+  EXPECT_EQ(r.candidates_total, r.candidates_evaluated + not_scored);
+  EXPECT_EQ(r.candidates_feasible, r.candidates_evaluated - scored_rejected);
+}
+
+TEST(SearchTest, ExhaustiveScoresEveryCandidateAndAgrees) {
+  for (double fraction : {1.0, 0.605, 0.3}) {
+    SCOPED_TRACE(fraction);
+    HandScorer fast_scorer, full_scorer;
+    SearchOptions options;
+    options.top_k = 4;
+    options.max_memory_fraction = fraction;
+    absl::StatusOr<SearchResult> fast = SearchWith(TinyProblem(), fast_scorer, options);
+    options.exhaustive = true;
+    absl::StatusOr<SearchResult> full = SearchWith(TinyProblem(), full_scorer, options);
+    ASSERT_THAT(fast, IsOk());
+    ASSERT_THAT(full, IsOk());
+    EXPECT_EQ(full->candidates_evaluated, 19u * 90u);
+    EXPECT_EQ(full_scorer.calls(), int64_t{19 * 90});  // each exactly once
+    EXPECT_LT(fast->candidates_evaluated, full->candidates_evaluated);
+    ASSERT_EQ(fast->top.size(), full->top.size());
+    for (size_t i = 0; i < full->top.size(); ++i) {
+      EXPECT_EQ(KeyOf(fast->top[i]), KeyOf(full->top[i])) << i;
+      EXPECT_EQ(ToString(fast->top[i].plan), ToString(full->top[i].plan)) << i;
+    }
+    ExpectAccountingAddsUp(*fast);
+    ExpectAccountingAddsUp(*full);
+    // Exhaustive rejects only by memory.
+    for (const PruneCount& p : full->pruned) {
+      EXPECT_EQ(p.rule, PruneRule::kOverMemory);
+    }
+    // Every plan on the exhaustive front is undominated among the front.
+    for (const RankedPlan& a : full->pareto) {
+      for (const RankedPlan& b : full->pareto) {
+        if (&a == &b) continue;
+        EXPECT_FALSE(b.prediction.peak_memory_bytes <= a.prediction.peak_memory_bytes &&
+                     b.prediction.tokens_per_sec_per_gpu > a.prediction.tokens_per_sec_per_gpu);
+      }
+    }
+  }
+}
+
+TEST(SearchTest, DefaultModePrunesWithReasons) {
+  HandScorer scorer;
+  SearchOptions options;
+  options.threads = 1;
+  options.top_k = 1;
+  options.max_memory_fraction = 0.605;
+  absl::StatusOr<SearchResult> r = SearchWith(TinyProblem(), scorer, options);
+  ASSERT_THAT(r, IsOk());
+  const std::map<PruneRule, uint64_t> skipped = ByRule(*r, false);
+  // Groups whose fastest member fits need nothing more; groups whose bound is
+  // below the best layout (939) are skipped.
+  EXPECT_GT(skipped.at(PruneRule::kDominatedInGroup), 0u);
+  EXPECT_GT(skipped.at(PruneRule::kBoundBelowTopK), 0u);
+  EXPECT_GT(ByRule(*r, true).at(PruneRule::kOverMemory), 0u);
+  for (const PruneCount& p : r->pruned) {
+    if (p.rule == PruneRule::kBoundBelowTopK) {
+      EXPECT_THAT(p.example, HasSubstr("tokens/s/GPU <"));
+    }
+  }
+  EXPECT_THAT(ExplainPruning(*r), HasSubstr("bound_below_top_k"));
+  ExpectAccountingAddsUp(*r);
+  // HandScorer makes overlap on 2 streams the fastest (0 vs 3 for one
+  // stream), against the search's fastest-first order (one stream first):
+  // the audit catches it and the overlap axis is bounded value by value.
+  EXPECT_THAT(r->audit_failed_axes, ::testing::ElementsAre("overlap"));
+  EXPECT_GT(r->audit_evaluations, 0u);
+}
+
+// gbs = 3 on 4 GPUs: dp must divide 3, so the 4 layouts with dp = 4 or 2
+// (tp1 cp1 pp1; tp1 cp1 pp2; tp1 cp2 pp1; tp2 cp1 pp1) are invalid:
+// 4 x 90 = 360 candidates. dp = 1 leaves tp x cp x pp = 4 in 4 ways, each
+// with mbs 1 or 3: 8 valid layouts. Total (4 + 8) x 90 = 1,080.
+TEST(SearchTest, InvalidLayoutsAreCountedByReason) {
+  HandScorer scorer;
+  SearchOptions options;
+  options.exhaustive = true;
+  absl::StatusOr<SearchResult> r = SearchWith(TinyProblem(3), scorer, options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->candidates_total, 1080u);
+  EXPECT_EQ(r->candidates_evaluated, 720u);
+  bool found = false;
+  for (const PruneCount& p : r->pruned) {
+    if (p.rule != PruneRule::kInvalidLayout) continue;
+    found = true;
+    EXPECT_EQ(p.detail, InfeasibilityName(Infeasibility::kBatchNotDivisible));
+    EXPECT_EQ(p.candidates, 360u);
+    EXPECT_THAT(p.example, HasSubstr("global_batch"));
+  }
+  EXPECT_TRUE(found);
+  ExpectAccountingAddsUp(*r);
+}
+
+// Nothing fits 25 GiB: the least memory is tp=4 (weights 25 GiB) with mbs 1,
+// cp 1, full recompute, offload all and no graphs: 25 + 20/4 x 0.1 x 0.4 =
+// 25.2 GiB.
+TEST(SearchTest, NoFeasiblePlanNamesTheTightestConstraint) {
+  for (bool exhaustive : {false, true}) {
+    HandScorer scorer;
+    SearchOptions options;
+    options.exhaustive = exhaustive;
+    options.max_memory_fraction = 0.25;
+    EXPECT_THAT(SearchWith(TinyProblem(), scorer, options),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         HasSubstr("the least any candidate needs is 25.2 GiB "
+                                   "per GPU (tp=4")));
+  }
+}
+
+TEST(SearchTest, WeightsAloneOverTheLimitIsReported) {
+  HandScorer scorer;
+  SearchOptions options;
+  options.max_memory_fraction = 1e-6;  // ~107 KB; the model has ~10 MB of weights
+  absl::StatusOr<SearchResult> r = SearchWith(TinyProblem(), scorer, options);
+  EXPECT_THAT(r, StatusIs(absl::StatusCode::kFailedPrecondition,
+                          HasSubstr("weights alone need")));
+  EXPECT_EQ(scorer.calls(), 0);  // every layout dropped before scoring
+}
+
+TEST(SearchTest, FixedKnobsRestrictThePlan) {
+  HandScorer scorer;
+  SearchOptions options;
+  absl::StatusOr<FixedKnobs> f = ParseFixSpec("tp=2,recompute=full,cuda_graphs=false");
+  ASSERT_THAT(f, IsOk());
+  options.constraints.fixed = *f;
+  absl::StatusOr<SearchResult> r = SearchWith(TinyProblem(), scorer, options);
+  ASSERT_THAT(r, IsOk());
+  for (const RankedPlan& p : r->top) {
+    EXPECT_EQ(p.plan.parallel.tp, 2);
+    EXPECT_EQ(p.plan.knobs.recompute.mode, RecomputeMode::kFull);
+    EXPECT_FALSE(p.plan.knobs.cuda_graphs);
+  }
+  // tp=3 cannot run on 4 GPUs: bad input, with the reason.
+  f = ParseFixSpec("tp=3");
+  ASSERT_THAT(f, IsOk());
+  options.constraints.fixed = *f;
+  EXPECT_THAT(SearchWith(TinyProblem(), scorer, options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--fix tp=3: every layout is invalid")));
+}
+
+TEST(SearchTest, ResultDoesNotDependOnThreads) {
+  HandScorer a, b;
+  SearchOptions options;
+  options.top_k = 5;
+  options.max_memory_fraction = 0.605;
+  options.threads = 1;
+  absl::StatusOr<SearchResult> one = SearchWith(TinyProblem(), a, options);
+  options.threads = 2;
+  absl::StatusOr<SearchResult> two = SearchWith(TinyProblem(), b, options);
+  ASSERT_THAT(one, IsOk());
+  ASSERT_THAT(two, IsOk());
+  ASSERT_EQ(one->top.size(), two->top.size());
+  for (size_t i = 0; i < one->top.size(); ++i) {
+    EXPECT_EQ(ToString(one->top[i].plan), ToString(two->top[i].plan));
+  }
+}
+
+TEST(SearchTest, ProgressReportsTheWholeSpace) {
+  HandScorer scorer;
+  SearchOptions options;
+  options.progress_interval_s = 0;
+  std::vector<SearchProgress> seen;
+  options.progress = [&](const SearchProgress& p) { seen.push_back(p); };
+  absl::StatusOr<SearchResult> r = SearchWith(TinyProblem(), scorer, options);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().candidates_total, 1710u);
+  EXPECT_EQ(seen.back().candidates_done, 1710u);
+  EXPECT_EQ(seen.back().candidates_evaluated, r->candidates_evaluated);
+  EXPECT_DOUBLE_EQ(seen.back().best_tokens_per_sec_per_gpu, 964);
+}
+
+TEST(SearchTest, BadOptionsAreInvalidArgument) {
+  HandScorer scorer;
+  SearchOptions options;
+  options.top_k = 0;
+  EXPECT_THAT(SearchWith(TinyProblem(), scorer, options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("top K")));
+  options.top_k = 1;
+  options.max_memory_fraction = 1.5;
+  EXPECT_THAT(SearchWith(TinyProblem(), scorer, options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("max memory fraction must be in (0, 1], got 1.5")));
+}
+
+TEST(SearchTest, ProblemPrints) {
+  EXPECT_EQ(ToString(TinyProblem()),
+            "tiny-dense on 4 x h100-100gib (NVIDIA H100 SXM5 (80GB)), seq 1024, "
+            "gbs 4, pretrain");
+}
+
+}  // namespace
+}  // namespace moetune::planner
