@@ -161,7 +161,11 @@ PriorConstants PriorConstantsFor(const GpuSpec& gpu) {
 }
 
 DatasheetCostModel::DatasheetCostModel(ClusterSpec cluster)
-    : cluster_(std::move(cluster)), k_(PriorConstantsFor(cluster_.gpu)) {
+    : DatasheetCostModel(cluster, PriorConstantsFor(cluster.gpu)) {}
+
+DatasheetCostModel::DatasheetCostModel(ClusterSpec cluster,
+                                       const PriorConstants& constants)
+    : cluster_(std::move(cluster)), k_(constants) {
   for (int p = 0; p < kNumPrecisions; ++p) {
     peak_flops_[p] =
         PeakDenseFlopsPerSec(cluster_.gpu, Precision(p)).value_or(0.0);

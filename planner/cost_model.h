@@ -131,6 +131,8 @@ PriorConstants PriorConstantsFor(const GpuSpec& gpu);
 class DatasheetCostModel : public CostModel {
  public:
   explicit DatasheetCostModel(ClusterSpec cluster);
+  // With explicit constants (sensitivity studies, other software stacks).
+  DatasheetCostModel(ClusterSpec cluster, const PriorConstants& constants);
   const ClusterSpec& cluster() const override { return cluster_; }
   const PriorConstants& constants() const { return k_; }
 

@@ -42,43 +42,15 @@ constexpr double kLogitsActivationBytes = 4.0;
 constexpr double kBackwardMemoryBoundFactor = 2.0;
 // Launches per layer in backward relative to forward.
 constexpr double kBackwardKernelFactor = 2.0;
-// Fraction of the other micro-batch's compute that can hide EP
-// dispatch/combine (Megatron-Core 1F1B A2A overlap / DeepSeek dual-batch
-// overlap: attention and expert GEMMs of one micro-batch cover the
-// all-to-all of the other, minus the dependency edges at layer ends).
-constexpr double kEpOverlapFraction = 0.8;
-// Fraction of a block's GEMM time that can hide its TP all-gather /
-// reduce-scatter (Transformer Engine userbuffers ring-exchange overlap).
-constexpr double kTpOverlapFraction = 0.9;
-// Host-side cost of a dropless MoE layer, which stays outside CUDA graphs:
-// its token counts are copied to the host to size the expert GEMMs, a
-// synchronisation that also stops the CPU from running ahead, so host time
-// adds to GPU time. Transformer Engine's GroupedLinear issues its work per
-// local expert from the host (split, quantize, GEMM for fc1 and fc2 in
-// forward; dgrad and wgrad GEMMs with their casts in backward: ~15 ops per
-// expert per micro-batch), plus ~7 router/permute/dispatch ops per pass.
-// At ~25 us per Python/PyTorch op this is ~0.38 ms per local expert per
-// layer and micro-batch -- the fixed cost that separates the Megatron-Bridge
-// rows at 16 and 32 local experts (HGX, EP 8) from those at 4-8 (NVL72,
-// EP 32) and micro-batch 1 from 4 (Qwen3-30B-A3B).
-constexpr double kMoeHostOpsForward = 7;
-constexpr double kGroupedGemmHostOpsPerExpert = 15;
-constexpr double kHostOpS = 25 * kMicrosecond;
 // Dense layers run inside CUDA graphs (cuda_graphs knob) or, without them,
-// at ~kHostOpS per op, overlapped with the GPU (the CPU runs ahead).
+// at ~StackConstants::host_op_s per op, overlapped with the GPU (the CPU
+// runs ahead).
 // Memory the training process holds beyond its tensors: CUDA context,
 // cuBLAS/cuDNN workspaces, NCCL buffers (~3 GiB), plus allocator
 // fragmentation of ~8% of activations (PyTorch caching allocator reports).
 constexpr double kFixedReserveBytes = 3 * kGiB;
 constexpr double kFragmentationFraction = 0.08;
 constexpr double kNcclBufferBytes = 0.5 * kGiB;
-// Flash-attention kernels of the Megatron-Core 2026 stack (Transformer
-// Engine's cuDNN and flash backends) are taken not to implement learned
-// softmax sinks, so GPT-OSS attention runs unfused (batched GEMMs over all
-// keys, scores through HBM). This is an assumption about the software, not
-// a measured fact; it is what reconciles the GPT-OSS-120B rows (20% MFU)
-// with the other MoE rows, and a calibrated attention probe replaces it.
-constexpr bool kFusedAttentionSupportsSinks = false;
 // LoRA: the backward pass computes activation gradients only; the model
 // FLOPs it is credited with are fwd + dgrad = 2/3 of a full step.
 constexpr double kLoraFlopsFraction = 2.0 / 3.0;
@@ -198,6 +170,7 @@ struct Context {
   double bwd_gemm_factor;  // 2 (dgrad + wgrad) or 1 (LoRA)
   double launch_s;
   double overlap_slowdown;
+  const StackConstants* stack;
   bool ep_overlap_schedule;  // pp == 1 or vp > 1
   bool fused_attention;
   double seq_len;
@@ -308,12 +281,6 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
       ep_total_s = ep_fwd_s + 2 * combine.seconds;
       ep_src = SourceBit(dispatch.source) | SourceBit(combine.source);
     }
-    // Host-side ops of the MoE block, serialised with the GPU by the
-    // token-count synchronisation (forward + 2x backward).
-    l.AddSeconds(kSLaunch,
-                 (kMoeHostOpsForward * (1.0 + kBackwardKernelFactor) +
-                  kGroupedGemmHostOpsPerExpert * local) * kHostOpS,
-                 kPriorBit);
   }
 
   // --- Memory-bound kernels (norms, residuals, RoPE, activations,
@@ -322,6 +289,21 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
       tr * kActivationBytes * (k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
   if (c.low_precision) mb_fwd_bytes += tr * k.mb_quant_elems * (2.0 + c.operand_bytes);
   const Cost mb_f = cm.MemoryBound(mb_fwd_bytes);
+
+  if (k.moe) {
+    // Host-side ops of the MoE block, serialised with the GPU work by the
+    // token-count synchronisation (forward + 2x backward, plus the per-expert
+    // ops). The Megatron-Bridge rows fit this additive form better than
+    // max(host, GPU) (MAPE 12.6% vs 19.9% on runs.json): the host issues the
+    // ops of a layer while the GPU idles at each synchronisation.
+    const int local = m.num_routed_experts / c.ep;
+    l.AddSeconds(kSLaunch,
+                 (c.stack->moe_host_ops_forward * (1.0 + kBackwardKernelFactor) +
+                  c.stack->grouped_gemm_host_ops_per_expert * local) *
+                     c.stack->host_op_s,
+                 kPriorBit);
+  }
+
   l.Add(kSMemBound, mb_f, 1.0 + kBackwardMemoryBoundFactor);
   l.AddSeconds(kSLaunch, k.kernels_fwd * (1.0 + kBackwardKernelFactor) * c.launch_s,
                kPriorBit);
@@ -330,7 +312,7 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
     // are shorter than their host cost.
     double gpu = 0;
     for (int i = kSAttnCore; i <= kSLaunch; ++i) gpu += l.s[i];
-    const double host = k.kernels_fwd * (1.0 + kBackwardKernelFactor) * kHostOpS;
+    const double host = k.kernels_fwd * (1.0 + kBackwardKernelFactor) * c.stack->host_op_s;
     l.AddSeconds(kSLaunch, std::max(0.0, host - gpu), kPriorBit);
   }
 
@@ -344,7 +326,7 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
     const double total = 2.0 * tp_pairs * (ag.seconds + rs.seconds);
     const uint8_t src = SourceBit(ag.source) | SourceBit(rs.source);
     if (knobs.overlap.tp_comm) {
-      const double hidden = std::min(total, kTpOverlapFraction * block_gemm_s);
+      const double hidden = std::min(total, c.stack->tp_overlap_fraction * block_gemm_s);
       l.AddSeconds(kSTpHidden, hidden, src);
       l.AddSeconds(kSTpExposed, total - hidden, src);
       l.AddSeconds(kSOverlapSlowdown, hidden * (c.overlap_slowdown - 1.0), src);
@@ -380,7 +362,7 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
     const bool can_overlap = knobs.overlap.ep_comm && c.micro_batches >= 2 &&
                              c.ep_overlap_schedule;
     const double hidden =
-        can_overlap ? std::min(ep_total_s, kEpOverlapFraction * compute) : 0.0;
+        can_overlap ? std::min(ep_total_s, c.stack->ep_overlap_fraction * compute) : 0.0;
     l.AddSeconds(kSEpHidden, hidden, ep_src);
     l.AddSeconds(kSEpExposed, ep_total_s - hidden, ep_src);
     l.AddSeconds(kSOverlapSlowdown, hidden * (c.overlap_slowdown - 1.0), ep_src);
@@ -504,7 +486,8 @@ struct StepModel::Accumulator {
 
 absl::StatusOr<StepModel> StepModel::Create(
     const ModelSpec& model, const ClusterSpec& cluster,
-    const TrainingShape& shape, std::shared_ptr<const CostModel> cost_model) {
+    const TrainingShape& shape, std::shared_ptr<const CostModel> cost_model,
+    const StackConstants& stack) {
   if (cost_model == nullptr) {
     return absl::InvalidArgumentError("StepModel needs a cost model");
   }
@@ -525,6 +508,7 @@ absl::StatusOr<StepModel> StepModel::Create(
         "', not '", cluster.name, "'"));
   }
   StepModel s;
+  s.stack_ = stack;
   s.model_ = model;
   s.shape_ = shape;
   s.cost_ = std::move(cost_model);
@@ -647,8 +631,10 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
   c.bwd_gemm_factor = lora ? 1.0 : 2.0;
   c.launch_s = cost_->KernelLaunchSeconds(knobs.cuda_graphs);
   c.overlap_slowdown = cost_->OverlapSlowdown(knobs.overlap.num_comm_streams);
-  c.ep_overlap_schedule = p.pp == 1 || p.vp > 1;
-  c.fused_attention = !model_.attention_sinks || kFusedAttentionSupportsSinks;
+  c.stack = &stack_;
+  c.ep_overlap_schedule =
+      p.pp == 1 || p.vp > 1 || !stack_.ep_overlap_needs_interleaving;
+  c.fused_attention = !model_.attention_sinks || stack_.fused_attention_supports_sinks;
   c.seq_len = shape_.seq_len;
 
   // Per-kind layer costs, with and without full recompute.

@@ -19,6 +19,45 @@
 
 namespace moetune::planner {
 
+// How the training software behaves: what it overlaps, what it issues from
+// the host, which kernels it has. The defaults describe the Megatron-Core /
+// Megatron-Bridge containers 26.02-26.08 (see each field). Global: never per
+// model or per run.
+struct StackConstants {
+  // Fraction of the other micro-batch's compute that can hide EP
+  // dispatch/combine (Megatron-Core 1F1B A2A overlap, DeepSeek dual-batch
+  // overlap: attention and expert GEMMs of one micro-batch cover the
+  // all-to-all of the other, minus the dependency edges at layer ends).
+  double ep_overlap_fraction = 0.8;
+  // Megatron-Core's combined-1F1B EP overlap runs without pipelining or
+  // with the interleaved schedule only.
+  bool ep_overlap_needs_interleaving = true;
+  // Fraction of a block's GEMM time that can hide its TP all-gather /
+  // reduce-scatter (Transformer Engine userbuffers ring-exchange overlap).
+  double tp_overlap_fraction = 0.9;
+  // Host-side cost of a dropless MoE layer, which stays outside CUDA graphs:
+  // its token counts are copied to the host to size the expert GEMMs, a
+  // synchronisation that also stops the CPU from running ahead, so host
+  // time adds to GPU time. Transformer Engine's GroupedLinear issues its
+  // work per local expert from the host (split, quantize, GEMM for fc1 and
+  // fc2 in forward; dgrad and wgrad GEMMs with their casts in backward:
+  // ~15 ops per expert per micro-batch), plus ~7 router/permute/dispatch
+  // ops per pass. At ~25 us per Python/PyTorch op this is ~0.38 ms per
+  // local expert per layer and micro-batch -- the fixed cost that separates
+  // the Megatron-Bridge rows at 16 and 32 local experts (HGX, EP 8) from
+  // those at 4-8 (NVL72, EP 32) and micro-batch 1 from 4 (Qwen3-30B-A3B).
+  double moe_host_ops_forward = 7;
+  double grouped_gemm_host_ops_per_expert = 15;
+  double host_op_s = 25e-6;
+  // Flash-attention kernels of the stack (Transformer Engine's cuDNN and
+  // flash backends) are taken not to implement learned softmax sinks, so
+  // GPT-OSS attention runs unfused (batched GEMMs over all keys, scores
+  // through HBM). An assumption about the software, not a measured fact:
+  // it is what reconciles the GPT-OSS-120B rows (~20% MFU) with the other
+  // MoE rows; a calibrated attention probe replaces it.
+  bool fused_attention_supports_sinks = false;
+};
+
 // The fast path's answer. reason != kNone: the layout cannot run and the
 // numbers are meaningless.
 struct Estimate {
@@ -34,7 +73,8 @@ class StepModel {
   // InvalidArgument for an inconsistent model or shape (non-positive sizes).
   static absl::StatusOr<StepModel> Create(
       const ModelSpec& model, const ClusterSpec& cluster,
-      const TrainingShape& shape, std::shared_ptr<const CostModel> cost_model);
+      const TrainingShape& shape, std::shared_ptr<const CostModel> cost_model,
+      const StackConstants& stack = StackConstants());
 
   // Full prediction with breakdown. InvalidArgument (one-line reason) for an
   // invalid layout; Unimplemented if the GPU lacks the precision.
@@ -89,6 +129,7 @@ class StepModel {
   Infeasibility Evaluate(const ParallelConfig& parallel, const Knobs& knobs,
                          Accumulator* acc) const;
 
+  StackConstants stack_;
   ModelSpec model_;
   TrainingShape shape_;
   std::shared_ptr<const CostModel> cost_;

@@ -35,6 +35,10 @@ ABSL_FLAG(std::string, runs, "", "path to runs.json");
 ABSL_FLAG(std::string, stack, "megatron-core-2026",
           "rows of this stack only ('all' for every row)");
 ABSL_FLAG(bool, verbose, false, "print each row's breakdown");
+ABSL_FLAG(std::string, set, "",
+          "sensitivity study: override global constants, e.g. "
+          "ep_overlap_fraction=0.5,host_op_us=20,gemm_efficiency_scale=0.9 "
+          "(keys: see ApplyOverrides)");
 ABSL_FLAG(std::string, row, "",
           "only rows whose id contains this; prints every recompute option's "
           "memory");
@@ -117,6 +121,47 @@ absl::StatusOr<mp::Recompute> PublishedRecompute(const json& row) {
 // when the predicted peak is within 90% of HBM.
 constexpr double kRecipeMemoryHeadroom = 0.9;
 
+// --set overrides for sensitivity studies (not used for the reported
+// figures). Prior constants are scaled for every GPU generation alike.
+struct Overrides {
+  mp::StackConstants stack;
+  double gemm_efficiency_scale = 1.0;
+  double attention_efficiency_scale = 1.0;
+  double dispatch_efficiency_scale = 1.0;
+  double hbm_efficiency_scale = 1.0;
+  double comm_sm_fraction_scale = 1.0;
+  double dispatch_scaleout_efficiency = 0;  // 0: keep the prior's
+  double unfused_attention_scale = 1.0;
+};
+
+absl::StatusOr<Overrides> ParseOverrides(const std::string& text) {
+  Overrides o;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) return absl::InvalidArgumentError("--set needs key=value");
+    const std::string key = item.substr(0, eq);
+    const double v = std::atof(item.substr(eq + 1).c_str());
+    if (key == "ep_overlap_fraction") o.stack.ep_overlap_fraction = v;
+    else if (key == "ep_overlap_needs_interleaving") o.stack.ep_overlap_needs_interleaving = v != 0;
+    else if (key == "tp_overlap_fraction") o.stack.tp_overlap_fraction = v;
+    else if (key == "moe_host_ops_forward") o.stack.moe_host_ops_forward = v;
+    else if (key == "grouped_gemm_host_ops_per_expert") o.stack.grouped_gemm_host_ops_per_expert = v;
+    else if (key == "host_op_us") o.stack.host_op_s = v * 1e-6;
+    else if (key == "fused_attention_supports_sinks") o.stack.fused_attention_supports_sinks = v != 0;
+    else if (key == "gemm_efficiency_scale") o.gemm_efficiency_scale = v;
+    else if (key == "attention_efficiency_scale") o.attention_efficiency_scale = v;
+    else if (key == "dispatch_efficiency_scale") o.dispatch_efficiency_scale = v;
+    else if (key == "hbm_efficiency_scale") o.hbm_efficiency_scale = v;
+    else if (key == "comm_sm_fraction_scale") o.comm_sm_fraction_scale = v;
+    else if (key == "dispatch_scaleout_efficiency") o.dispatch_scaleout_efficiency = v;
+    else return absl::InvalidArgumentError("unknown --set key " + key);
+  }
+  return o;
+}
+
 struct RowResult {
   std::string id;
   std::string label;
@@ -149,6 +194,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string stack = absl::GetFlag(FLAGS_stack);
+  absl::StatusOr<Overrides> overrides = ParseOverrides(absl::GetFlag(FLAGS_set));
+  if (!overrides.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(overrides.status().message()).c_str());
+    return 2;
+  }
   std::map<std::string, std::shared_ptr<const mp::CostModel>> cost_models;
   std::vector<RowResult> results;
   int skipped = 0;
@@ -173,7 +223,19 @@ int main(int argc, char** argv) {
       continue;
     }
     std::shared_ptr<const mp::CostModel>& cost = cost_models[cluster_name];
-    if (!cost) cost = std::make_shared<mp::DatasheetCostModel>(*cluster);
+    if (!cost) {
+      mp::PriorConstants k = mp::PriorConstantsFor(cluster->gpu);
+      for (double& e : k.gemm_efficiency) e *= overrides->gemm_efficiency_scale;
+      k.attention_efficiency *= overrides->attention_efficiency_scale;
+      k.dispatch_nvlink_efficiency *= overrides->dispatch_efficiency_scale;
+      k.dispatch_scaleout_efficiency *= overrides->dispatch_efficiency_scale;
+      k.hbm_efficiency *= overrides->hbm_efficiency_scale;
+      k.comm_sm_fraction *= overrides->comm_sm_fraction_scale;
+      if (overrides->dispatch_scaleout_efficiency > 0) {
+        k.dispatch_scaleout_efficiency = overrides->dispatch_scaleout_efficiency;
+      }
+      cost = std::make_shared<mp::DatasheetCostModel>(*cluster, k);
+    }
 
     mp::TrainingShape shape;
     shape.gpus = IntOr(row, "num_gpus", 0);
@@ -199,7 +261,8 @@ int main(int argc, char** argv) {
       skip(std::string(precision.status().message()));
       continue;
     }
-    absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(*model, *cluster, shape, cost);
+    absl::StatusOr<mp::StepModel> sm =
+        mp::StepModel::Create(*model, *cluster, shape, cost, overrides->stack);
     if (!sm.ok()) {
       skip(std::string(sm.status().message()));
       continue;
