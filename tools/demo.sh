@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The main job, end to end, on one machine:
+#   1. installs what is missing and builds the server, the agent and the CLI;
+#   2. starts moetune-server with an SQLite store in a temporary directory and
+#      one local moetune-agent (CUDA probes when a GPU is present, else CPU);
+#   3. runs a calibration campaign on that agent and shows the measurements;
+#   4. submits DeepSeek-V3 for 1,024 GB200 GPUs (NVL72 racks), seq 4096,
+#      global batch 8192, waits for the plan job and prints the tuned
+#      configuration with its prediction and breakdown, then the Megatron-LM
+#      arguments and the MaxText YAML;
+#   5. stops what it started and removes the temporary directory.
+# The local agent measures this machine, not a GB200 rack, so the GB200 plan
+# comes from datasheet priors (the output says so); on a real cluster, point
+# --calibration_cluster at the cluster the agents registered.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== demo: checking dependencies"
+tools/setup.sh
+
+echo "== demo: building //server:moetune-server //agent:moetune-agent //tools:moetune"
+bazel build //server:moetune-server //agent:moetune-agent //tools:moetune
+BIN="$(bazel info bazel-bin 2>/dev/null)"
+SERVER="$BIN/server/moetune-server"
+AGENT="$BIN/agent/moetune-agent"
+CLI="$BIN/tools/moetune"
+
+WORK="$(mktemp -d /tmp/moetune-demo.XXXXXX)"
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+echo "== demo: starting moetune-server (store: $WORK/moetune.db)"
+"$SERVER" --listen 127.0.0.1:0 --db "$WORK/moetune.db" --port_file "$WORK/port" \
+  >"$WORK/server.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 300); do   # up to 30 s for the server to bind
+  [[ -s "$WORK/port" ]] && break
+  kill -0 "${PIDS[0]}" 2>/dev/null || { cat "$WORK/server.log"; exit 1; }
+  sleep 0.1
+done
+[[ -s "$WORK/port" ]] || { echo "server did not start"; cat "$WORK/server.log"; exit 1; }
+ADDR="127.0.0.1:$(cat "$WORK/port")"
+echo "   listening on $ADDR"
+
+echo "== demo: starting one local moetune-agent (backend auto: CUDA if a GPU is present, else CPU)"
+"$AGENT" --server "$ADDR" --cluster demo --node "$(hostname)-demo" --backend auto \
+  --spool "$WORK/agent.spool" >"$WORK/agent.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 300); do
+  "$CLI" agents --server "$ADDR" --format json 2>/dev/null | grep -q '"node' && break
+  sleep 0.1
+done
+"$CLI" agents --server "$ADDR"
+
+PROFILE=quick
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then PROFILE=standard; fi
+echo "== demo: calibration campaign on cluster 'demo' (profile $PROFILE)"
+"$CLI" calibrate --server "$ADDR" --cluster demo --profile "$PROFILE" --wait
+"$CLI" measurements --server "$ADDR" --cluster demo >"$WORK/measurements.txt"
+echo "   $(($(wc -l <"$WORK/measurements.txt") - 1)) measurements stored; the first 12:"
+head -n 13 "$WORK/measurements.txt"
+
+echo "== demo: plan DeepSeek-V3 on 1,024 GB200 GPUs (gb200-nvl72), seq 4096, global batch 8192"
+"$CLI" submit --server "$ADDR" --model deepseek-v3 --cluster gb200-nvl72 \
+  --gpus 1024 --seq 4096 --gbs 8192 --wait | tee "$WORK/submit.txt"
+JOB="$(grep -Eo 'job[-_ ][A-Za-z0-9_-]+|JOB [A-Za-z0-9_-]+' "$WORK/submit.txt" | head -n1 | awk '{print $NF}')"
+echo "== demo: tuned configuration (job $JOB)"
+"$CLI" status --server "$ADDR" "$JOB"
+echo "== demo: Megatron-LM arguments"
+"$CLI" fetch --server "$ADDR" "$JOB" --format megatron
+echo "== demo: MaxText YAML"
+"$CLI" fetch --server "$ADDR" "$JOB" --format maxtext
+echo "== demo: done; stopping the server and the agent"
