@@ -6,11 +6,23 @@
 #include "absl/strings/str_cat.h"
 
 namespace moetune::cli {
+namespace {
+
+// Flags are matched with '_' and '-' treated alike: --top-k and --top_k are
+// one flag, so scripts written either way keep working.
+std::string Canonical(std::string name) {
+  for (char& c : name) {
+    if (c == '_') c = '-';
+  }
+  return name;
+}
+
+}  // namespace
 
 absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& args,
                                  const std::vector<FlagSpec>& specs) {
   std::map<std::string, const FlagSpec*> by_name;
-  for (const FlagSpec& s : specs) by_name[s.name] = &s;
+  for (const FlagSpec& s : specs) by_name[Canonical(s.name)] = &s;
   Args out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -24,6 +36,7 @@ absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& args,
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
+    name = Canonical(name);
     auto it = by_name.find(name);
     if (it == by_name.end()) {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
@@ -47,8 +60,10 @@ absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& args,
   return out;
 }
 
+bool Args::Has(const std::string& name) const { return values_.count(Canonical(name)) > 0; }
+
 std::optional<std::string> Args::Get(const std::string& name) const {
-  auto it = values_.find(name);
+  auto it = values_.find(Canonical(name));
   if (it == values_.end()) return std::nullopt;
   return it->second;
 }

@@ -1,6 +1,7 @@
 // Minimal flag parsing for `moetune` subcommands.
 //
-// Accepts `--key value`, `--key=value` and bare boolean `--key`. Every flag a
+// Accepts `--key value`, `--key=value` and bare boolean `--key`; '_' and '-'
+// in flag names are interchangeable (--top-k == --top_k). Every flag a
 // subcommand reads must be declared; anything else is an InvalidArgument naming
 // the flag, so typos never pass silently.
 #pragma once
@@ -29,7 +30,7 @@ class Args {
   static absl::StatusOr<Args> Parse(const std::vector<std::string>& args,
                                     const std::vector<FlagSpec>& specs);
 
-  bool Has(const std::string& name) const { return values_.count(name) > 0; }
+  bool Has(const std::string& name) const;
   std::optional<std::string> Get(const std::string& name) const;
   std::string GetOr(const std::string& name, const std::string& fallback) const;
   // Integer flag; InvalidArgument naming the flag and value when malformed.

@@ -36,6 +36,16 @@ TEST(ArgsTest, MissingValueAndBadIntegerAreNamed) {
   EXPECT_THAT(std::string(gpus.status().message()), HasSubstr("'12x'"));
 }
 
+TEST(ArgsTest, UnderscoreAndDashSpellingsAreOneFlag) {
+  const std::vector<FlagSpec> specs = {{"model_file", false, "f"}, {"top-k", false, "k"}};
+  auto args = Args::Parse({"--model-file", "m.json", "--top_k=3"}, specs);
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ(args->GetOr("model_file", ""), "m.json");
+  EXPECT_EQ(args->GetOr("model-file", ""), "m.json");
+  EXPECT_EQ(*args->GetInt("top-k").value(), 3);
+  EXPECT_TRUE(args->Has("top_k"));
+}
+
 TEST(ArgsTest, AbsentFlagIsEmptyNotZero) {
   auto args = Args::Parse({}, kSpecs);
   ASSERT_TRUE(args.ok());
