@@ -7,7 +7,7 @@ PACKAGES=(
   bazel-bootstrap bazel-rules-java pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libsqlite3-dev sqlite3 libgloo-dev libopenblas-dev
+  libsqlite3-dev sqlite3 libgloo-dev libopenblas-dev chromium
   ${MOETUNE_EXTRA_PACKAGES:-}
 )
 

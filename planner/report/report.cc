@@ -197,7 +197,9 @@ void Summary(const ReportInput& in, std::string* out) {
   Metric(out, "tokens_per_sec", total_tps, "tokens/s, all GPUs",
          HumanCount(total_tps));
   Metric(out, "model_tflops_per_gpu", p.model_tflops_per_gpu, "TFLOPS per GPU",
-         absl::StrFormat("%.1f", p.model_tflops_per_gpu));
+         p.model_tflops_per_gpu >= 100
+             ? HumanCount(p.model_tflops_per_gpu)
+             : absl::StrFormat("%.1f", p.model_tflops_per_gpu));
   Metric(out, "mfu", p.mfu, absl::StrCat("MFU (", std::string(PrecisionName(p.knobs.precision)),
                                          " dense peak)"),
          HumanPercent(p.mfu));
@@ -354,10 +356,12 @@ void Breakdown(const ReportInput& in, std::string* out) {
                     "\" data-hidden-s=\"", DataNum(hidden[c]),
                     "\"><span class=\"sw\" style=\"background:",
                     kCategories[c].color, "\"></span>",
-                    Esc(kCategories[c].label), " ",
-                    Esc(HumanSeconds(exposed[c])));
+                    Esc(kCategories[c].label), " ");
+    if (exposed[c] > 0) absl::StrAppend(out, Esc(HumanSeconds(exposed[c])));
     if (hidden[c] > 0) {
-      absl::StrAppend(out, " + ", Esc(HumanSeconds(hidden[c])), " hidden");
+      absl::StrAppend(out, exposed[c] > 0 ? " + " : "",
+                      Esc(HumanSeconds(hidden[c])),
+                      exposed[c] > 0 ? " hidden" : " (all hidden)");
     }
     absl::StrAppend(out, "</li>");
   }
@@ -514,7 +518,8 @@ void Pareto(const ReportInput& in, std::string* out) {
                   Px(X(best.hbm_bytes)), "\" y1=\"", Px(y0), "\" x2=\"",
                   Px(X(best.hbm_bytes)), "\" y2=\"", Px(y0 + H),
                   "\"/><text class=\"cap\" x=\"", Px(X(best.hbm_bytes) - 4),
-                  "\" y=\"", Px(y0 + 12), "\" text-anchor=\"end\">HBM</text></g>");
+                  "\" y=\"", Px(y0 + H - 6), "\" text-anchor=\"end\">HBM ",
+                  Esc(HumanGiB(best.hbm_bytes)), "</text></g>");
   // Front as a staircase.
   if (!r.pareto.empty()) {
     std::string path;
@@ -545,9 +550,50 @@ void Pareto(const ReportInput& in, std::string* out) {
                     "</title></circle>");
   }
   absl::StrAppend(out, "</g><g data-series=\"top\">");
+  // Rank labels: first free slot among a few offsets around the mark, so
+  // that plans with nearly equal figures stay readable.
+  struct Box {
+    double x0, y0, x1, y1;
+  };
+  std::vector<Box> placed;
+  auto place = [&](double cx, double cy, const std::string& text,
+                   double* lx, double* ly) {
+    const double w = 7.0 * text.size() + 2, h = 12;
+    const double offsets[][2] = {
+        {14, -6},       {14, 14},       {-14 - w, -6}, {-14 - w, 14},
+        {14, -20},      {14, 28},       {-14 - w, -20}, {-14 - w, 28},
+        {28, -6},       {28, 14},       {-28 - w, -6}, {-28 - w, 14}};
+    for (const auto& o : offsets) {
+      const Box b{cx + o[0], cy + o[1] - h + 2, cx + o[0] + w, cy + o[1] + 2};
+      bool clash = false;
+      for (const Box& p : placed) {
+        if (b.x0 < p.x1 && p.x0 < b.x1 && b.y0 < p.y1 && p.y0 < b.y1) {
+          clash = true;
+          break;
+        }
+      }
+      if (!clash || &o == &offsets[11]) {
+        placed.push_back(b);
+        *lx = b.x0;
+        *ly = cy + o[1];
+        return;
+      }
+    }
+  };
+  placed.push_back({X(best.peak_memory_bytes) - 12,
+                    Y(best.tokens_per_sec_per_gpu) - 12,
+                    X(best.peak_memory_bytes) + 12,
+                    Y(best.tokens_per_sec_per_gpu) + 12});
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    const Prediction& q = r.top[i].prediction;
+    placed.push_back({X(q.peak_memory_bytes) - 6, Y(q.tokens_per_sec_per_gpu) - 6,
+                      X(q.peak_memory_bytes) + 6, Y(q.tokens_per_sec_per_gpu) + 6});
+  }
   for (size_t i = 0; i < r.top.size(); ++i) {
     const Prediction& q = r.top[i].prediction;
     const double cx = X(q.peak_memory_bytes), cy = Y(q.tokens_per_sec_per_gpu);
+    double lx = cx + 8, ly = cy - 7;
+    place(cx, cy, absl::StrCat(i + 1), &lx, &ly);
     absl::StrAppend(out, "<rect class=\"tk\" x=\"", Px(cx - 5), "\" y=\"",
                     Px(cy - 5), "\" width=\"10\" height=\"10\" data-rank=\"",
                     i + 1, "\" data-memory-bytes=\"",
@@ -555,8 +601,8 @@ void Pareto(const ReportInput& in, std::string* out) {
                     "\" data-tokens-per-sec-per-gpu=\"",
                     DataNum(q.tokens_per_sec_per_gpu), "\"><title>#", i + 1,
                     " ", Esc(ToString(r.top[i].plan)), "</title></rect>"
-                    "<text class=\"tkl\" x=\"", Px(cx + 8), "\" y=\"",
-                    Px(cy - 7), "\">", i + 1, "</text>");
+                    "<text class=\"tkl\" x=\"", Px(lx), "\" y=\"",
+                    Px(ly), "\">", i + 1, "</text>");
   }
   absl::StrAppend(out, "</g><circle class=\"chosen\" cx=\"",
                   Px(X(best.peak_memory_bytes)), "\" cy=\"",
@@ -724,6 +770,21 @@ void Pipeline(const ReportInput& in, std::string* out) {
                   "optimizer</li></ul>\n</section>\n");
 }
 
+std::vector<std::pair<std::string, std::string>> PlanColumns(const Plan& plan);
+
+// "pp=4 vp=7 mbs=8": the columns of `other` that differ from `base`.
+std::string PlanDiff(const Plan& base, const Plan& other) {
+  const auto a = PlanColumns(base);
+  const auto b = PlanColumns(other);
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (a[i].second != b[i].second) {
+      parts.push_back(absl::StrCat(b[i].first, "=", b[i].second));
+    }
+  }
+  return absl::StrJoin(parts, " ");
+}
+
 std::string PlanKey(const Prediction& p) {
   return absl::StrCat(ToString(p.parallel), " ", ToString(p.knobs));
 }
@@ -797,7 +858,8 @@ void WhatIf(const ReportInput& in, std::string* out) {
   absl::StrAppend(out, "</svg>\n<table class=\"grid\"><thead><tr><th>scenario"
                        "</th><th>GPUs</th><th>tokens/s/GPU</th><th>vs. chosen"
                        "</th><th>tokens/s, all GPUs</th><th>step time</th>"
-                       "<th>best plan there</th></tr></thead><tbody>");
+                       "<th>best plan there: what differs from the chosen plan</th></tr>"
+                       "</thead><tbody>");
   const std::string base_key = PlanKey(base);
   for (const WhatIfResult& w : in.what_ifs) {
     absl::StrAppend(out, "<tr data-scenario=\"", std::string(WhatIfKnobName(w.scenario.knob)),
@@ -818,15 +880,18 @@ void WhatIf(const ReportInput& in, std::string* out) {
         out, " data-feasible=\"1\" data-tokens-per-sec-per-gpu=\"",
         DataNum(q.tokens_per_sec_per_gpu), "\" data-ratio=\"", DataNum(ratio),
         "\" data-step-time-s=\"", DataNum(q.step_time_s),
-        "\" data-same-plan=\"", same ? 1 : 0, "\"><td>",
+        "\" data-same-plan=\"", same ? 1 : 0, "\"><td class=\"nw\">",
         Esc(ToString(w.scenario)), "</td><td class=\"n\">", HumanCount(w.gpus),
         "</td><td class=\"n\">", HumanCount(q.tokens_per_sec_per_gpu),
         "</td><td class=\"n ", ratio >= 1 ? "up" : "down", "\">",
         Esc(absl::StrFormat("%+.1f%%", (ratio - 1) * 100)),
         "</td><td class=\"n\">",
         HumanCount(q.tokens_per_sec_per_gpu * w.gpus), "</td><td class=\"n\">",
-        Esc(HumanSeconds(q.step_time_s)), "</td><td class=\"plan\">",
-        same ? "same plan" : Esc(ToString(w.best->plan)), "</td></tr>");
+        Esc(HumanSeconds(q.step_time_s)), "</td><td class=\"plan\" title=\"",
+        Esc(ToString(w.best->plan)), "\">",
+        same ? std::string("same plan")
+             : Esc(PlanDiff(in.result.best.plan, w.best->plan)),
+        "</td></tr>");
   }
   absl::StrAppend(out, "</tbody></table>\n<p class=\"small\">Base: ",
                   HumanCount(base_gpus), " GPUs, ",
@@ -995,7 +1060,7 @@ section { margin: 22px 0; break-inside: avoid; page-break-inside: avoid; }
 table { border-collapse: collapse; }
 caption { text-align: left; font-weight: 600; padding: 4px 0; }
 table.kv th { text-align: left; color: #57606a; font-weight: normal; padding: 2px 12px 2px 0; vertical-align: top; white-space: nowrap; }
-table.kv td { padding: 2px 0; word-break: break-word; }
+table.kv td { padding: 2px 0; word-break: break-word; vertical-align: top; }
 table.grid { width: 100%; font-size: 12.5px; }
 table.grid th, table.grid td { border: 1px solid #d0d7de; padding: 3px 6px; }
 table.grid th { background: #f6f8fa; text-align: left; }
@@ -1004,6 +1069,7 @@ td.diff { background: #fff1c2; font-weight: 600; }
 tr.chosen td { border-top: 2px solid #1f2328; border-bottom: 2px solid #1f2328; }
 tr.hidden td { color: #6e7781; }
 td.up { color: #1a7f37; } td.down { color: #cf222e; }
+td.nw { white-space: nowrap; }
 td.plan { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 11.5px; }
 .scroll { overflow-x: auto; }
 .provenance { border-left: 4px solid #bf8700; background: #fff8c5; padding: 6px 10px; margin-top: 10px; }
@@ -1063,7 +1129,8 @@ absl::StatusOr<std::string> RenderPlanReport(const ReportInput& in) {
   }
   const SearchProblem& pb = r.problem;
   const std::string title =
-      absl::StrCat(pb.model.name, " on ", pb.shape.gpus, " x ", pb.cluster.name);
+      absl::StrCat(pb.model.name, " on ", HumanCount(pb.shape.gpus), " x ",
+                   pb.cluster.name);
   std::string out;
   out.reserve(1 << 16);
   absl::StrAppend(&out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
