@@ -172,7 +172,8 @@ struct Context {
   double overlap_slowdown;
   const StackConstants* stack;
   bool ep_overlap_schedule;  // pp == 1 or vp > 1
-  bool fused_attention;
+  bool sinks_unfused_sliding;  // sink layers with a window run unfused
+  bool sinks_unfused_full;     // sink layers with full attention run unfused
   double seq_len;
 };
 
@@ -203,7 +204,7 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
   as.heads = m.num_attention_heads / c.tp;
   as.qk_head_dim = m.QkHeadDim();
   as.v_head_dim = m.v_head_dim;
-  as.fused = c.fused_attention;
+  as.fused = !(k.sliding ? c.sinks_unfused_sliding : c.sinks_unfused_full);
   const Cost attn_f = cm.AttentionForward(as);
   const Cost attn_b = cm.AttentionBackward(as);
   l.Add(kSAttnCore, attn_f);
@@ -362,7 +363,7 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
     const bool can_overlap = knobs.overlap.ep_comm && c.micro_batches >= 2 &&
                              c.ep_overlap_schedule;
     const double hidden =
-        can_overlap ? std::min(ep_total_s, c.stack->ep_overlap_fraction * compute) : 0.0;
+        can_overlap ? c.stack->ep_overlap_fraction * std::min(ep_total_s, compute) : 0.0;
     l.AddSeconds(kSEpHidden, hidden, ep_src);
     l.AddSeconds(kSEpExposed, ep_total_s - hidden, ep_src);
     l.AddSeconds(kSOverlapSlowdown, hidden * (c.overlap_slowdown - 1.0), ep_src);
@@ -466,7 +467,8 @@ double LayerActivationBytes(const StepModel::LayerKindTables& k,
   double total = c.tokens_rank * bytes;
   // Unfused attention keeps the BF16 probabilities for backward unless
   // core attention is recomputed.
-  if (!c.fused_attention && !(r & kRecomputeCoreAttn)) {
+  const bool unfused = k.sliding ? c.sinks_unfused_sliding : c.sinks_unfused_full;
+  if (unfused && !(r & kRecomputeCoreAttn)) {
     total += c.tokens_cp * (double(m.num_attention_heads) / c.tp) * c.seq_len *
              kActivationBytes;
   }
@@ -634,7 +636,11 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
   c.stack = &stack_;
   c.ep_overlap_schedule =
       p.pp == 1 || p.vp > 1 || !stack_.ep_overlap_needs_interleaving;
-  c.fused_attention = !model_.attention_sinks || stack_.fused_attention_supports_sinks;
+  using Unfused = StackConstants::UnfusedSinkLayers;
+  c.sinks_unfused_sliding =
+      model_.attention_sinks && stack_.unfused_sink_layers != Unfused::kNone;
+  c.sinks_unfused_full =
+      model_.attention_sinks && stack_.unfused_sink_layers == Unfused::kAll;
   c.seq_len = shape_.seq_len;
 
   // Per-kind layer costs, with and without full recompute.

@@ -24,11 +24,12 @@ namespace moetune::planner {
 // Megatron-Bridge containers 26.02-26.08 (see each field). Global: never per
 // model or per run.
 struct StackConstants {
-  // Fraction of the other micro-batch's compute that can hide EP
-  // dispatch/combine (Megatron-Core 1F1B A2A overlap, DeepSeek dual-batch
-  // overlap: attention and expert GEMMs of one micro-batch cover the
-  // all-to-all of the other, minus the dependency edges at layer ends).
-  double ep_overlap_fraction = 0.8;
+  // Fraction of the EP dispatch/combine time hidden behind the other
+  // micro-batch's compute when the schedule allows it (Megatron-Core 1F1B
+  // A2A overlap; bounded by that compute). Low in the published recipes:
+  // Qwen3-235B-A22B on 256 GB200 gains only 4% from vp 1 to vp 3 (the
+  // switch that enables the overlap), where full hiding would give ~20%.
+  double ep_overlap_fraction = 0.3;
   // Megatron-Core's combined-1F1B EP overlap runs without pipelining or
   // with the interleaved schedule only.
   bool ep_overlap_needs_interleaving = true;
@@ -49,13 +50,17 @@ struct StackConstants {
   double moe_host_ops_forward = 7;
   double grouped_gemm_host_ops_per_expert = 15;
   double host_op_s = 25e-6;
-  // Flash-attention kernels of the stack (Transformer Engine's cuDNN and
-  // flash backends) are taken not to implement learned softmax sinks, so
-  // GPT-OSS attention runs unfused (batched GEMMs over all keys, scores
-  // through HBM). An assumption about the software, not a measured fact:
-  // it is what reconciles the GPT-OSS-120B rows (~20% MFU) with the other
-  // MoE rows; a calibrated attention probe replaces it.
-  bool fused_attention_supports_sinks = false;
+  // Which attention layers with learned softmax sinks (GPT-OSS) the stack's
+  // fused kernels (Transformer Engine cuDNN/flash backends) cannot run, so
+  // that Megatron falls back to unfused attention (batched GEMMs over all
+  // keys, scores through HBM). An assumption about the software inferred
+  // from the published GPT-OSS-120B throughput, not a measured fact: with
+  // every sink layer fused the GPT-OSS rows come out ~50% too fast, with
+  // every one unfused ~25% too slow and with too small an MXFP8 gain; the
+  // sliding-window ones only fits both. A calibrated attention probe
+  // replaces it.
+  enum class UnfusedSinkLayers { kNone, kSlidingWindow, kAll };
+  UnfusedSinkLayers unfused_sink_layers = UnfusedSinkLayers::kSlidingWindow;
 };
 
 // The fast path's answer. reason != kNone: the layout cannot run and the

@@ -272,18 +272,19 @@ TEST(StepModelRelativeTest, MoreGpusSameBatchNeverMoreTokensPerGpu) {
 // Known model errors (style habit 7): today's prediction for published rows
 // of ../shared/validation/runs.json, with the measured value in the comment.
 // When the model improves these move toward the truth; update them then.
-TEST(StepModelKnownErrorTest, GptOssAttentionSinks) {
-  // mbridge 26.02.01, B300 x 64, EP 8, BF16, mbs 4, gbs 1280: measured
-  // 15,031 tokens/s/GPU. The unfused-attention assumption for sinks
-  // (step_model.cc kFusedAttentionSupportsSinks) with recompute of core
-  // attention predicts ~29% low.
+TEST(StepModelKnownErrorTest, GptOssExpertParallelOverInfiniBand) {
+  // mbridge 26.02, B300 x 64 (8 HGX nodes), EP 64 across InfiniBand, BF16,
+  // mbs 4, gbs 1280: measured 8,359 tokens/s/GPU, about the same as B200
+  // (8,047) although B300's NIC is twice as fast. The model prices the
+  // fused dispatch at 85% of the 800G NIC and predicts ~63% high; the
+  // achieved inter-node EP bandwidth on B300 is evidently far lower.
   const StepModel sm = Make(Preset("gpt-oss-120b"), "b300", {64, 4096, 1280});
   Knobs k;
   k.recompute.mode = RecomputeMode::kSelective;
   k.recompute.modules = kRecomputeCoreAttn | kRecomputeMlaUpProj |
                         kRecomputeLayerNorm | kRecomputeMoeAct;
-  const double t = TokensPerSec(sm, Layout(1, 1, 1, 8, 1, 4), k);
-  EXPECT_NEAR(t, 10761, 0.03 * 10761);  // true: 15,031
+  const double t = TokensPerSec(sm, Layout(1, 1, 1, 64, 1, 4), k);
+  EXPECT_NEAR(t, 13591, 0.03 * 13591);  // true: 8,359
 }
 
 TEST(StepModelKnownErrorTest, Qwen3On8Gb300AfterContainer2606) {
@@ -298,7 +299,7 @@ TEST(StepModelKnownErrorTest, Qwen3On8Gb300AfterContainer2606) {
                         kRecomputeMoeAct | kRecomputeMlp | kRecomputeSharedExperts |
                         kRecomputeMoe;
   const double t = TokensPerSec(sm, Layout(1, 1, 1, 8, 1, 8), k);
-  EXPECT_NEAR(t, 30573, 0.03 * 30573);  // true: 45,275 (26.06)
+  EXPECT_NEAR(t, 28983, 0.03 * 28983);  // true: 45,275 (26.06)
 }
 
 }  // namespace

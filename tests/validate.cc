@@ -150,7 +150,8 @@ absl::StatusOr<Overrides> ParseOverrides(const std::string& text) {
     else if (key == "moe_host_ops_forward") o.stack.moe_host_ops_forward = v;
     else if (key == "grouped_gemm_host_ops_per_expert") o.stack.grouped_gemm_host_ops_per_expert = v;
     else if (key == "host_op_us") o.stack.host_op_s = v * 1e-6;
-    else if (key == "fused_attention_supports_sinks") o.stack.fused_attention_supports_sinks = v != 0;
+    else if (key == "unfused_sink_layers")  // 0 none, 1 sliding window, 2 all
+      o.stack.unfused_sink_layers = static_cast<mp::StackConstants::UnfusedSinkLayers>(int(v));
     else if (key == "gemm_efficiency_scale") o.gemm_efficiency_scale = v;
     else if (key == "attention_efficiency_scale") o.attention_efficiency_scale = v;
     else if (key == "dispatch_efficiency_scale") o.dispatch_efficiency_scale = v;
