@@ -4,7 +4,7 @@
 //
 //   moetune plan --model M --cluster C --gpus N --seq S --gbs G
 //       [--precision P|auto] [--fix k=v,...] [--top K] [--exhaustive]
-//       [--explain] [--format json|megatron|maxtext|text] [--out FILE]
+//       [--explain] [--format json|megatron|maxtext|text|html] [--out FILE]
 //       [--max-memory-fraction F] [--dispatchers alltoall,fused_dedup]
 //       [--threads N] [--objective pretrain|finetune|lora]
 //
@@ -32,6 +32,8 @@
 #include "planner/emitters.h"
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
+#include "planner/report/report.h"
+#include "planner/report/what_if.h"
 #include "planner/search.h"
 #include "planner/training_config.h"
 #include "planner/units.h"
@@ -55,7 +57,7 @@ const std::vector<FlagSpec>& PlanFlags() {
       {"top", false, "number of layouts to report (default 5)"},
       {"exhaustive", true, "score every candidate of the space (memory check only)"},
       {"explain", true, "print, per pruning rule, how many candidates it removed and one example"},
-      {"format", false, "json (default), megatron, maxtext or text"},
+      {"format", false, "json (default), megatron, maxtext, text or html (report page with what-ifs)"},
       {"out", false, "write the output to FILE (atomically) instead of stdout"},
       {"max-memory-fraction", false, "fraction of HBM a plan may use (default 1.0)"},
       {"dispatchers", false, "allowed MoE dispatchers: alltoall, fused_dedup (default both)"},
@@ -309,9 +311,10 @@ int RunPlan(const std::vector<std::string>& argv) {
     if (frac->has_value()) options.max_memory_fraction = **frac;
   }
   const std::string format = args.GetOr("format", "json");
-  if (format != "json" && format != "megatron" && format != "maxtext" && format != "text") {
-    return Fail(kExitBadInput, absl::StrCat("--format must be json, megatron, maxtext or "
-                                            "text, got '", format, "'"));
+  if (format != "json" && format != "megatron" && format != "maxtext" && format != "text" &&
+      format != "html") {
+    return Fail(kExitBadInput, absl::StrCat("--format must be json, megatron, maxtext, "
+                                            "text or html, got '", format, "'"));
   }
   const bool explain = args.Has("explain") && args.GetOr("explain", "") == "true";
   const std::optional<std::string> out_path = args.Get("out");
@@ -350,6 +353,16 @@ int RunPlan(const std::vector<std::string>& argv) {
     text = pl::EmitMegatronArgs(result->best.prediction, ctx);
   } else if (format == "maxtext") {
     text = pl::RenderMaxText(pl::EmitMaxText(result->best.prediction, problem.cluster, ctx));
+  } else if (format == "html") {
+    // The report page (planner/report), each what-if re-planned like this plan.
+    pl::ReportInput report;
+    report.result = *result;
+    report.what_ifs = pl::RunWhatIfs(problem, pl::DefaultWhatIfScenarios(),
+                                     pl::DatasheetReplanner(options));
+    report.generated_at = ctx.generated_at;
+    absl::StatusOr<std::string> html = pl::RenderPlanReport(report);
+    if (!html.ok()) return Fail(kExitFailure, OneLine(html.status().message()));
+    text = *std::move(html);
   } else {
     text = TextReport(*result, ctx);
   }
