@@ -1,0 +1,136 @@
+#include "server/planner_adapter.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/internal/test_util.h"
+#include "server/sqlite_store.h"
+
+namespace moetune::server {
+namespace {
+
+namespace v1 = ::moetune::v1;
+using ::moetune::server::testing::StatusIs;
+using ::moetune::server::testing::TempDbPath;
+using ::testing::HasSubstr;
+
+v1::SubmitPlanRequest Request(const std::string& model, const std::string& cluster, int gpus) {
+  v1::SubmitPlanRequest r;
+  r.mutable_model()->set_preset(model);
+  r.mutable_cluster()->set_preset(cluster);
+  r.mutable_shape()->set_gpus(gpus);
+  r.mutable_shape()->set_seq_len(4096);
+  r.mutable_shape()->set_global_batch_size(256);
+  return r;
+}
+
+class PlannerAdapterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = SqliteStore::Open(TempDbPath("adapter.db"));
+    ASSERT_TRUE(s.ok());
+    store_ = std::move(*s);
+    adapter_ = std::make_unique<PlannerAdapter>(store_.get(), PlannerAdapterOptions{});
+  }
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<PlannerAdapter> adapter_;
+};
+
+TEST_F(PlannerAdapterTest, BadInputsNameTheApiField) {
+  v1::SubmitPlanRequest r = Request("deepseek-v3", "gb200-nvl72", 1024);
+  r.mutable_model()->set_hf_config_json(R"({"model_type": "llama", "num_hidden_layers": -4})");
+  EXPECT_THAT(adapter_->ValidatePlan(r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("model.hf_config_json: ")));
+  r = Request("no-such-model", "gb200-nvl72", 1024);
+  EXPECT_THAT(adapter_->ValidatePlan(r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("model.preset: ")));
+  r = Request("deepseek-v3", "tpu-v5", 1024);
+  EXPECT_THAT(adapter_->ValidatePlan(r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cluster.preset: ")));
+  r = Request("deepseek-v3", "gb200-nvl72", 0);
+  EXPECT_THAT(adapter_->ValidatePlan(r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("shape.gpus must be in 1..")));
+  r = Request("deepseek-v3", "gb200-nvl72", 1024);
+  r.mutable_constraints()->set_top_k(500);
+  EXPECT_THAT(adapter_->ValidatePlan(r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("constraints.top_k")));
+  r = Request("deepseek-v3", "gb200-nvl72", 1024);
+  r.mutable_constraints()->mutable_fixed()->set_tensor_parallel(-2);
+  EXPECT_THAT(adapter_->ValidatePlan(r),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("constraints.fixed.tensor_parallel must be >= 0, got -2")));
+  v1::SubmitPlanRequest empty;
+  EXPECT_THAT(adapter_->ValidatePlan(empty),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("model: one of")));
+  EXPECT_TRUE(adapter_->ValidatePlan(Request("deepseek-v3", "gb200-nvl72", 1024)).ok());
+}
+
+TEST_F(PlannerAdapterTest, PlanRendersEveryFormatForEachPlan) {
+  v1::SubmitPlanRequest r = Request("llama3-8b", "h100-sxm", 8);
+  r.mutable_constraints()->set_top_k(2);
+  int64_t last_done = -1;
+  auto out = adapter_->Plan(r, [&](int64_t done, int64_t) { last_done = done; });
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_GE(out->plans.size(), 1u);
+  EXPECT_GT(last_done, 0);
+  EXPECT_THAT(out->method, HasSubstr("planner search"));
+  EXPECT_THAT(out->calibration_note, HasSubstr("datasheet priors"));
+  for (size_t i = 1; i <= out->plans.size(); ++i) {
+    const int rank = static_cast<int>(i);
+    EXPECT_EQ(out->plans[i - 1].rank(), rank);
+    EXPECT_THAT(out->configs.at({rank, v1::CONFIG_FORMAT_JSON}), HasSubstr("moetune.plan.v1"));
+    EXPECT_THAT(out->configs.at({rank, v1::CONFIG_FORMAT_MEGATRON}),
+                HasSubstr("--tensor-model-parallel-size"));
+    EXPECT_THAT(out->configs.at({rank, v1::CONFIG_FORMAT_MAXTEXT}), HasSubstr("XLA_FLAGS"));
+  }
+  const v1::Plan& best = out->plans[0];
+  const v1::ParallelConfig& p = best.parallel();
+  // The layout covers the 8 GPUs: tp x pp x cp x dp = 8.
+  EXPECT_EQ(p.tensor_parallel() * p.pipeline_parallel() * p.context_parallel() * p.data_parallel(), 8);
+  EXPECT_GT(best.prediction().tokens_per_sec_per_gpu(), 0);
+  EXPECT_FALSE(best.prediction().planner_json().empty());
+  for (const auto& [term, source] : best.prediction().term_sources()) {
+    EXPECT_EQ(source, v1::TERM_SOURCE_DATASHEET) << term;
+  }
+}
+
+TEST_F(PlannerAdapterTest, CalibrationIsUsedOnlyForTheSameGpuModel) {
+  // Grouped-GEMM results measured on "NVIDIA H100 SXM5 (80GB)" (the h100-sxm
+  // preset's GPU) by cluster "pod-a".
+  for (int i = 0; i < 2; ++i) {
+    v1::ProbeResult r;
+    r.set_result_id("r" + std::to_string(i));
+    r.set_kind(v1::PROBE_KIND_GROUPED_GEMM);
+    r.set_params_json(R"({"kind":"grouped_gemm","dtype":"bf16"})");
+    r.mutable_provenance()->set_cluster("pod-a");
+    r.mutable_provenance()->set_device_name("NVIDIA H100 SXM5 (80GB)");
+    r.mutable_provenance()->set_world_size(1);
+    v1::Measurement* m = r.add_measurements();
+    m->set_name("fwd/grouped");
+    m->set_flops(1e12 * (i + 1));
+    m->set_median_seconds(0.002 * (i + 1));  // 500 TFLOPS
+    ASSERT_TRUE(store_->PutResult(r, std::nullopt).ok());
+  }
+  v1::PredictRequest pr;
+  pr.mutable_model()->set_preset("mixtral-8x7b");
+  pr.mutable_cluster()->set_preset("h100-sxm");
+  pr.mutable_cluster()->set_calibration_cluster("pod-a");
+  pr.mutable_shape()->set_gpus(8);
+  pr.mutable_shape()->set_seq_len(4096);
+  pr.mutable_shape()->set_global_batch_size(64);
+  pr.mutable_parallel()->set_expert_parallel(8);
+  auto pred = adapter_->Predict(pr);
+  ASSERT_TRUE(pred.ok()) << pred.status();
+  int calibrated = 0;
+  for (const auto& [term, source] : pred->term_sources()) calibrated += source == v1::TERM_SOURCE_CALIBRATED;
+  EXPECT_GT(calibrated, 0) << "the grouped-GEMM terms should come from pod-a's table";
+
+  v1::SubmitPlanRequest other = Request("mixtral-8x7b", "b200", 8);
+  other.mutable_cluster()->set_calibration_cluster("pod-a");
+  other.mutable_constraints()->set_top_k(1);
+  auto out = adapter_->Plan(other, [](int64_t, int64_t) {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->calibration_note, HasSubstr("has calibration for [NVIDIA H100 SXM5 (80GB)]"));
+}
+
+}  // namespace
+}  // namespace moetune::server
