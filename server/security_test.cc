@@ -135,7 +135,7 @@ class SecureServer {
     EXPECT_GT(port_, 0);
   }
   ~SecureServer() {
-    gate_.release.Notify();
+    if (!gate_.release.HasBeenNotified()) gate_.release.Notify();
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
     jobs_.reset();
   }
@@ -177,7 +177,7 @@ Clients Connect(const std::string& address, const ClientSecurityOptions& o) {
 
 ClientSecurityOptions WithToken(const char* token) {
   ClientSecurityOptions o;
-  o.token_file = Write(absl::StrCat("client-token-", token[0]), absl::StrCat("# mine\n", token, "\n"));
+  o.token_file = Write(absl::StrCat("client-token-", std::hash<std::string>()(token)), absl::StrCat("# mine\n", token, "\n"));
   return o;
 }
 
