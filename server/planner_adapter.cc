@@ -8,6 +8,8 @@
 #include "absl/time/clock.h"
 #include "planner/emitters.h"
 #include "planner/prediction.h"
+#include "planner/report/report.h"
+#include "planner/report/what_if.h"
 #include "planner/search.h"
 #include "planner/step_model.h"
 
@@ -270,6 +272,29 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
     out.configs[{rank, v1::CONFIG_FORMAT_MAXTEXT}] =
         p::RenderMaxText(p::EmitMaxText(rp.prediction, *cluster, ctx));
   }
+  // The report page (best plan), what-ifs re-planned with this job's cost
+  // model choice when enabled.
+  p::ReportInput report;
+  report.result = *result;
+  report.generated_at = ctx.generated_at;
+  report.calibration.cluster = r.cluster().calibration_cluster();
+  report.calibration.note = out.calibration_note;
+  if (options_.report_what_ifs) {
+    p::SearchOptions what_if_options = *options;
+    what_if_options.top_k = 1;
+    what_if_options.progress = nullptr;
+    report.what_ifs = p::RunWhatIfs(
+        problem, p::DefaultWhatIfScenarios(),
+        [&](const p::SearchProblem& q) -> absl::StatusOr<p::SearchResult> {
+          std::string ignored;
+          auto c = CostModelFor(q.cluster, r.cluster().calibration_cluster(), &ignored);
+          if (!c.ok()) return c.status();
+          return p::Search(q, *c, what_if_options);
+        });
+  }
+  absl::StatusOr<std::string> html = p::RenderPlanReport(report);
+  if (!html.ok()) return html.status();
+  out.configs[{1, v1::CONFIG_FORMAT_HTML}] = *std::move(html);
   return out;
 }
 

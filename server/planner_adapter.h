@@ -32,6 +32,10 @@ namespace moetune::server {
 struct PlannerAdapterOptions {
   int search_threads = 1;  // per job
   FitOptions fit;
+  // Re-plan the report's what-if scenarios (planner/report/what_if.h) for
+  // the HTML page of each plan job: 8 more searches per job. Off: the page
+  // says none were computed.
+  bool report_what_ifs = false;
 };
 
 class PlannerAdapter {

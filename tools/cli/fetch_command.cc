@@ -1,5 +1,6 @@
-// moetune fetch JOB --format json|megatron|maxtext [--rank N] [--output PATH]:
-// the tuned config of a finished plan job, as the planner's emitters wrote it.
+// moetune fetch JOB --format json|megatron|maxtext|html [--rank N] [--output PATH]:
+// the tuned config of a finished plan job, as the planner's emitters wrote it
+// (html: the plan report page of the job, best plan only).
 #include <fstream>
 #include <iostream>
 
@@ -15,9 +16,9 @@ int RunFetch(const std::vector<std::string>& argv) {
   Args args;
   ServerCall call;
   int code = 0;
-  if (!StartServerCommand("fetch", "fetch JOB --format json|megatron|maxtext [--rank N] [--output PATH]",
+  if (!StartServerCommand("fetch", "fetch JOB --format json|megatron|maxtext|html [--rank N] [--output PATH]",
                           argv,
-                          {{"format", false, "json (default), megatron or maxtext"},
+                          {{"format", false, "json (default), megatron, maxtext or html (report page)"},
                            {"rank", false, "which plan, 1 = best (default)"},
                            {"output", false, "write to this file instead of stdout"}},
                           &args, &call, &code)) {
@@ -33,8 +34,10 @@ int RunFetch(const std::vector<std::string>& argv) {
     req.set_format(v1::CONFIG_FORMAT_MEGATRON);
   } else if (format == "maxtext") {
     req.set_format(v1::CONFIG_FORMAT_MAXTEXT);
+  } else if (format == "html") {
+    req.set_format(v1::CONFIG_FORMAT_HTML);
   } else {
-    return BadInput("fetch", "--format must be json, megatron or maxtext, got '" + format + "'");
+    return BadInput("fetch", "--format must be json, megatron, maxtext or html, got '" + format + "'");
   }
   auto rank = args.GetInt("rank");
   if (!rank.ok()) return BadInput("fetch", std::string(rank.status().message()));
@@ -62,5 +65,5 @@ int RunFetch(const std::vector<std::string>& argv) {
 }  // namespace
 }  // namespace moetune::cli
 
-MOETUNE_REGISTER_COMMAND(fetch, "fetch a tuned config (json, megatron or maxtext)",
+MOETUNE_REGISTER_COMMAND(fetch, "fetch a tuned config (json, megatron, maxtext or html)",
                          moetune::cli::RunFetch);
