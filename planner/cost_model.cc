@@ -126,7 +126,11 @@ PriorConstants PriorConstantsFor(const GpuSpec& gpu) {
       // sustains clocks closer to boost under dense GEMM load at the same
       // nominal BF16/FP8 peaks: the Megatron-Bridge tables show GB300 ~15-20%
       // ahead of GB200 and B300 ~10% ahead of B200 on identical layouts.
-      for (double& e : k.gemm_efficiency) e *= kBlackwellUltraClockGain;
+      // Its NVFP4 peak was raised instead (15 vs 10 PF dense), so that
+      // figure already carries the gain.
+      for (Precision p : {Precision::kBf16, Precision::kFp8, Precision::kMxfp8}) {
+        k.gemm_efficiency[int(p)] *= kBlackwellUltraClockGain;
+      }
     }
     // cuDNN flash attention on B200: ~1.3-1.5 PF BF16 forward; Blackwell
     // Ultra doubles the SFU exponent rate that bounds attention softmax.

@@ -40,15 +40,16 @@ struct StackConstants {
   // its token counts are copied to the host to size the expert GEMMs, a
   // synchronisation that also stops the CPU from running ahead, so host
   // time adds to GPU time. Transformer Engine's GroupedLinear issues its
-  // work per local expert from the host (split, quantize, GEMM for fc1 and
-  // fc2 in forward; dgrad and wgrad GEMMs with their casts in backward:
-  // ~15 ops per expert per micro-batch), plus ~7 router/permute/dispatch
-  // ops per pass. At ~25 us per Python/PyTorch op this is ~0.38 ms per
-  // local expert per layer and micro-batch -- the fixed cost that separates
-  // the Megatron-Bridge rows at 16 and 32 local experts (HGX, EP 8) from
-  // those at 4-8 (NVL72, EP 32) and micro-batch 1 from 4 (Qwen3-30B-A3B).
+  // work per local expert from the host: fc1 and fc2 each take a forward,
+  // a dgrad and a wgrad GEMM (6) plus the input split/quantize/cast ops
+  // (~7): ~13 ops per expert per micro-batch; the router, permutation and
+  // dispatch bookkeeping add ~7 ops per pass (forward, 2x backward). At
+  // ~25 us per Python/PyTorch op this is ~0.33 ms per local expert per
+  // layer and micro-batch -- the fixed cost that separates the
+  // Megatron-Bridge rows at 16 and 32 local experts (HGX, EP 8) from those
+  // at 4-8 (NVL72, EP 32), and micro-batch 1 from 4 (Qwen3-30B-A3B).
   double moe_host_ops_forward = 7;
-  double grouped_gemm_host_ops_per_expert = 15;
+  double grouped_gemm_host_ops_per_expert = 13;
   double host_op_s = 25e-6;
   // Which attention layers with learned softmax sinks (GPT-OSS) the stack's
   // fused kernels (Transformer Engine cuDNN/flash backends) cannot run, so
