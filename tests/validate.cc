@@ -1,5 +1,6 @@
-// Predicts every row of a published-runs file (shared/validation/runs.json) with its published configuration and prints predicted vs
-// measured tokens/s/GPU, the error of each row and the MAPE.
+// Predicts every row of a published-runs file (shared/validation/runs.json)
+// with its published configuration and prints predicted vs measured
+// tokens/s/GPU, the error of each row and the MAPE.
 //
 //   bazel run //tests:validate -- --runs /work/shared/validation/runs.json
 //       [--stack megatron-core-2026] [--verbose]
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -48,8 +50,11 @@ using nlohmann::json;
 
 namespace {
 
-int IntOr(const json& row, const char* key, int fallback) {
+// A numeric field, the fallback when absent or null; nullopt when present
+// but not a number (such rows are skipped with the field named).
+std::optional<int> IntOr(const json& row, const char* key, int fallback) {
   if (!row.contains(key) || row.at(key).is_null()) return fallback;
+  if (!row.at(key).is_number()) return std::nullopt;
   return row.at(key).get<int>();
 }
 
@@ -238,21 +243,38 @@ int main(int argc, char** argv) {
       cost = std::make_shared<mp::DatasheetCostModel>(*cluster, k);
     }
 
+    bool numeric = true;
+    std::string bad_field;
+    auto num = [&](const char* key, int fallback) {
+      std::optional<int> v = IntOr(row, key, fallback);
+      if (!v) {
+        numeric = false;
+        bad_field = key;
+        return fallback;
+      }
+      return *v;
+    };
     mp::TrainingShape shape;
-    shape.gpus = IntOr(row, "num_gpus", 0);
-    shape.seq_len = IntOr(row, "seq_len", 0);
-    shape.global_batch = IntOr(row, "global_batch", 0);
+    shape.gpus = num("num_gpus", 0);
+    shape.seq_len = num("seq_len", 0);
+    shape.global_batch = num("global_batch", 0);
     if (id.find("-LoRA-") != std::string::npos) shape.objective = mp::Objective::kLora;
     if (id.find("-SFT-") != std::string::npos) shape.objective = mp::Objective::kFinetune;
     mp::ParallelConfig p;
-    p.tp = IntOr(row, "tp", 1);
-    p.pp = IntOr(row, "pp", 1);
-    p.vp = IntOr(row, "vp", 1);
-    p.ep = IntOr(row, "ep", 1);
-    p.etp = IntOr(row, "etp", 1);
-    p.cp = IntOr(row, "cp", 1);
-    p.dp = IntOr(row, "dp", 0);
-    p.mbs = IntOr(row, "micro_batch", 1);
+    p.tp = num("tp", 1);
+    p.pp = num("pp", 1);
+    p.vp = num("vp", 1);
+    p.ep = num("ep", 1);
+    p.etp = num("etp", 1);
+    p.cp = num("cp", 1);
+    p.dp = num("dp", 0);
+    p.mbs = num("micro_batch", 1);
+    if (!numeric || !row.contains("tokens_per_sec_per_gpu") ||
+        !row.at("tokens_per_sec_per_gpu").is_number()) {
+      skip(numeric ? "no numeric tokens_per_sec_per_gpu"
+                   : "field '" + bad_field + "' is not a number");
+      continue;
+    }
     // Rows whose published layout is Megatron-FSDP say so in their notes
     // ("FSDP column = 64").
     p.shard_params = StrOr(row, "notes", "").find("FSDP") != std::string::npos;
