@@ -226,6 +226,11 @@ std::string EmitMegatronArgs(const Prediction& p, const EmitContext& c) {
     a.Flag("--expert-tensor-parallel-size", par.etp);
   }
   a.Flag("--use-distributed-optimizer");
+  if (par.shard_params) {
+    a.Comment("FSDP: parameters, gradients and optimizer states sharded over dp");
+    a.Flag("--use-megatron-fsdp");
+    a.Flag("--data-parallel-sharding-strategy", "optim_grads_params");
+  }
 
   a.Comment("recompute and activation offload");
   switch (k.recompute.mode) {
@@ -362,10 +367,12 @@ MaxTextConfig EmitMaxText(const Prediction& p, const ClusterSpec& cluster,
         " maps to MaxText's 'mlp' sharding over the tensor axis (tp=", par.tp,
         ")"));
   }
+  // Megatron's distributed optimizer is ZeRO-1 over the data axis; FSDP
+  // (shard_params) is MaxText's fsdp axis.
   std::vector<Axis> axes = {{"tensor", par.tp},
                             {"expert", expert},
                             {"context", par.cp},
-                            {"data", dp / expert},
+                            {par.shard_params ? "fsdp" : "data", dp / expert},
                             {"pipeline", par.pp}};
   int budget = slice;
   for (Axis& a : axes) {  // innermost (most communication-heavy) first
@@ -392,7 +399,11 @@ MaxTextConfig EmitMaxText(const Prediction& p, const ClusterSpec& cluster,
                   "\n", "# layout: ", ToString(par), " (dp=", dp, ")\n",
                   "# ICI = inside one NVLink slice of ", slice,
                   " GPUs, DCN = across ", gpus / slice, " slices\n");
-  absl::StrAppend(&y, "hardware: gpu\n",
+  // One process per node beyond a single node.
+  absl::StrAppend(&y, "hardware: ",
+                  gpus > std::max(1, cluster.gpus_per_node) ? "gpu_multiprocess"
+                                                            : "gpu",
+                  "\n",
                   "max_target_length: ", p.shape.seq_len, "\n",
                   absl::StrFormat("per_device_batch_size: %g\n",
                                   static_cast<double>(p.shape.global_batch) / gpus));
@@ -404,9 +415,13 @@ MaxTextConfig EmitMaxText(const Prediction& p, const ClusterSpec& cluster,
   for (const Axis& a : axes) {
     absl::StrAppend(&y, "dcn_", a.name, "_parallelism: ", a.dcn, "\n");
   }
-  absl::StrAppend(&y, "ici_fsdp_parallelism: 1\ndcn_fsdp_parallelism: 1\n");
-  absl::StrAppend(&y, "# distributed optimizer (ZeRO-1) over the data axis\n",
-                  "shard_optimizer_over_data: true\n");
+  if (par.shard_params) {
+    absl::StrAppend(&y, "ici_data_parallelism: 1\ndcn_data_parallelism: 1\n");
+  } else {
+    absl::StrAppend(&y, "ici_fsdp_parallelism: 1\ndcn_fsdp_parallelism: 1\n",
+                    "# distributed optimizer (ZeRO-1) over the data axis\n",
+                    "shard_optimizer_over_data: true\n");
+  }
   if (par.pp > 1) {
     const int stages = par.pp * par.vp;
     const int pipelined = (m.num_layers / stages) * stages;

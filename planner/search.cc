@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -452,41 +453,56 @@ std::string Searcher::Describe(uint32_t layout, uint32_t combo) const {
 }
 
 // Makes the plan's pipeline split explicit. While searching, the step model
-// balances layers over the pp x vp stages itself; a training framework needs
-// the split as flags (Megatron: --decoder-first/last-pipeline-num-layers with
-// the middle stages even). Among the balanced expressible splits (middle
-// stages of floor(L/S) - 2 .. ceil(L/S) + 1 layers, first and last taking the
-// rest, at least one layer each) keep the fastest that fits; none: the plan
-// keeps the step model's own split.
+// balances layers over the S = pp x vp stages itself; a training framework
+// needs the split as flags (Megatron: --decoder-first/last-pipeline-num-layers
+// with the middle stages even). Candidates: middle stages of m layers (m
+// within 2 of L / S), first and last stages taking the rest, at least one
+// layer each; they are tried by increasing imbalance (the larger distance of
+// first or last from m), and the fastest fitting split of the most balanced
+// level that has one wins -- so an artefact of the model cannot pick a
+// lopsided split. None fits: the plan keeps the step model's own split.
 ParallelConfig Searcher::ExplicitStages(const ParallelConfig& p,
                                         const Knobs& k) const {
   const int stages = p.pp * p.vp;
   const int layers = problem_.model.num_layers;
   if (stages <= 1 || p.first_stage_layers || p.last_stage_layers) return p;
+  struct Split {
+    int imbalance, first, last;
+  };
+  std::vector<Split> splits;
+  const int lo = std::max(1, layers / stages - 2);
+  const int hi = (layers + stages - 1) / stages + 2;
+  for (int middle = stages == 2 ? hi : lo; middle <= hi; ++middle) {
+    const int rest = layers - (stages - 2) * middle;
+    for (int first = 1; first < rest; ++first) {
+      const int last = rest - first;
+      const int imbalance =
+          stages == 2 ? std::abs(first - last)
+                      : std::max(std::abs(first - middle), std::abs(last - middle));
+      splits.push_back({imbalance, first, last});
+    }
+  }
+  std::stable_sort(splits.begin(), splits.end(),
+                   [](const Split& a, const Split& b) {
+                     return a.imbalance < b.imbalance;
+                   });
   ParallelConfig best = p;
   double best_tps = -1, best_peak = 0;
-  const int lo = std::max(1, layers / stages - 2);
-  const int hi = (layers + stages - 1) / stages + 1;
-  for (int middle = lo; middle <= hi; ++middle) {
-    const int rest = layers - (stages - 2) * middle;
-    if (rest < 0) break;
-    for (int first = 1; first < rest; ++first) {  // at least one layer each
-      ParallelConfig q = p;
-      q.first_stage_layers = first;
-      q.last_stage_layers = rest - first;
-      const Estimate e = model_.Quick(q, k);
-      if (e.reason != Infeasibility::kNone ||
-          e.peak_memory_bytes > limit_bytes_) {
-        continue;
-      }
-      if (e.tokens_per_sec_per_gpu > best_tps ||
-          (e.tokens_per_sec_per_gpu == best_tps && e.peak_memory_bytes < best_peak)) {
-        best = q;
-        best_tps = e.tokens_per_sec_per_gpu;
-        best_peak = e.peak_memory_bytes;
-      }
+  for (size_t i = 0; i < splits.size(); ++i) {
+    if (best_tps >= 0 && splits[i].imbalance > splits[i - 1].imbalance) break;
+    ParallelConfig q = p;
+    q.first_stage_layers = splits[i].first;
+    q.last_stage_layers = splits[i].last;
+    const Estimate e = model_.Quick(q, k);
+    if (e.reason != Infeasibility::kNone || e.peak_memory_bytes > limit_bytes_) {
+      continue;
     }
-    if (stages == 2) break;  // first + last = L: one family only
+    if (e.tokens_per_sec_per_gpu > best_tps ||
+        (e.tokens_per_sec_per_gpu == best_tps && e.peak_memory_bytes < best_peak)) {
+      best = q;
+      best_tps = e.tokens_per_sec_per_gpu;
+      best_peak = e.peak_memory_bytes;
+    }
   }
   return best;
 }
@@ -697,6 +713,9 @@ absl::StatusOr<SearchResult> Searcher::Run() {
                            g.group * static_cast<uint32_t>(ks.group_size),
                            g.head_tokens_per_sec, top_.threshold()});
     }
+  }
+  if (!top_.best().empty()) {
+    best_tps_.store(top_.best()[0].tokens_per_sec, std::memory_order_relaxed);
   }
   Progress(true);
 

@@ -21,7 +21,7 @@ namespace {
 constexpr const char* kIntKeys[] = {"tp",  "pp", "vp",  "ep",
                                     "etp", "cp", "dp",  "mbs",
                                     "first_stage_layers", "last_stage_layers"};
-constexpr const char* kOtherKeys[] = {"recompute",   "offload",
+constexpr const char* kOtherKeys[] = {"shard_params", "recompute", "offload",
                                       "dispatcher",  "grouped_gemm",
                                       "overlap",     "comm_streams",
                                       "cuda_graphs", "precision"};
@@ -174,11 +174,13 @@ absl::StatusOr<FixedKnobs> ParseFixSpec(std::string_view spec) {
       if (!d.ok()) return FixError(key, value, d.status().message());
       f.dispatcher = *d;
     } else if (key == "grouped_gemm" || key == "overlap" ||
-               key == "cuda_graphs") {
+               key == "cuda_graphs" || key == "shard_params") {
       absl::StatusOr<bool> b = ParseBool(key, value);
       if (!b.ok()) return b.status();
-      (key == "grouped_gemm" ? f.grouped_gemm
-                             : key == "overlap" ? f.overlap : f.cuda_graphs) = *b;
+      (key == "grouped_gemm"   ? f.grouped_gemm
+       : key == "overlap"      ? f.overlap
+       : key == "shard_params" ? f.shard_params
+                               : f.cuda_graphs) = *b;
     } else if (key == "comm_streams") {
       int n = 0;
       if (!absl::SimpleAtoi(value, &n) || n < 1 || n > 8) {
@@ -204,6 +206,9 @@ std::string ToString(const FixedKnobs& f) {
   for (const char* key : kIntKeys) {
     const std::optional<int>* field = IntField(copy, key);
     if (field->has_value()) parts.push_back(absl::StrCat(key, "=", **field));
+  }
+  if (f.shard_params) {
+    parts.push_back(absl::StrCat("shard_params=", BoolName(*f.shard_params)));
   }
   if (f.recompute) {
     parts.push_back(absl::StrCat("recompute=", RecomputeValueName(*f.recompute)));
@@ -620,6 +625,7 @@ std::vector<ParallelConfig> EnumerateLayouts(
                 p.mbs = mbs;
                 p.first_stage_layers = f.first_stage_layers;
                 p.last_stage_layers = f.last_stage_layers;
+                p.shard_params = f.shard_params.value_or(false);
                 check(p);
               }
             }

@@ -10,7 +10,9 @@
 //     limited to tp <= the NVLink domain (TP all-gathers every layer; nobody
 //     runs them over the scale-out network), vp <= kMaxVirtualStages and
 //     mbs <= kMaxMicroBatch. Uneven first/last stages are left to the step
-//     model (it balances embedding, output layer and MTP) unless fixed.
+//     model (it balances embedding, output layer and MTP) unless fixed; the
+//     search makes them explicit for the plans it reports. FSDP
+//     (shard_params) is searched only when fixed (--fix shard_params=true).
 //   knobs: precision x recompute level x offload level x dispatcher x
 //     grouped GEMM x overlap level x CUDA graphs, where an axis that cannot
 //     matter collapses to one value (no dispatcher or grouped GEMM choice on
@@ -52,6 +54,7 @@ inline constexpr int kMaxMicroBatch = 16;
 struct FixedKnobs {
   std::optional<int> tp, pp, vp, ep, etp, cp, dp, mbs;
   std::optional<int> first_stage_layers, last_stage_layers;
+  std::optional<bool> shard_params;  // FSDP; unset: not searched (false)
   std::optional<Recompute> recompute;
   std::optional<uint32_t> offload_modules;  // 0: no offload
   std::optional<Dispatcher> dispatcher;
@@ -64,6 +67,7 @@ struct FixedKnobs {
 
 // Parses "tp=1,ep=64,recompute=full,dispatcher=alltoall". Keys: tp pp vp ep
 // etp cp dp mbs first_stage_layers last_stage_layers (integers),
+// shard_params (true/false: FSDP, parameters and gradients sharded over DP),
 // recompute (none | full | selective | modules joined by '+', e.g.
 // core_attn+moe_act), offload (none | all | modules joined by '+'),
 // dispatcher (alltoall | fused_dedup | deepep | hybridep | flex),

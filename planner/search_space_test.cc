@@ -49,7 +49,7 @@ ClusterSpec EightGpuNodes() {
 TEST(ParseFixSpecTest, ParsesEveryKey) {
   absl::StatusOr<FixedKnobs> f = ParseFixSpec(
       "tp=2, pp=4,vp=2,ep=64,etp=1,cp=2,dp=8,mbs=1,first_stage_layers=3,"
-      "last_stage_layers=2,recompute=core_attn+moe_act,offload=expert_fc1,"
+      "last_stage_layers=2,shard_params=on,recompute=core_attn+moe_act,offload=expert_fc1,"
       "dispatcher=alltoall,grouped_gemm=off,overlap=true,comm_streams=2,"
       "cuda_graphs=0,precision=FP8");
   ASSERT_THAT(f, IsOk());
@@ -63,6 +63,7 @@ TEST(ParseFixSpecTest, ParsesEveryKey) {
   EXPECT_EQ(f->mbs, 1);
   EXPECT_EQ(f->first_stage_layers, 3);
   EXPECT_EQ(f->last_stage_layers, 2);
+  EXPECT_EQ(f->shard_params, true);
   ASSERT_TRUE(f->recompute.has_value());
   EXPECT_EQ(f->recompute->mode, RecomputeMode::kSelective);
   EXPECT_EQ(f->recompute->modules, kRecomputeCoreAttn | kRecomputeMoeAct);
@@ -76,7 +77,7 @@ TEST(ParseFixSpecTest, ParsesEveryKey) {
   // Round trip.
   EXPECT_EQ(ToString(*f),
             "tp=2,pp=4,vp=2,ep=64,etp=1,cp=2,dp=8,mbs=1,first_stage_layers=3,"
-            "last_stage_layers=2,recompute=core_attn+moe_act,"
+            "last_stage_layers=2,shard_params=true,recompute=core_attn+moe_act,"
             "offload=expert_fc1,dispatcher=alltoall,grouped_gemm=false,"
             "overlap=true,comm_streams=2,cuda_graphs=false,precision=fp8");
   absl::StatusOr<FixedKnobs> again = ParseFixSpec(ToString(*f));

@@ -1,0 +1,267 @@
+// Golden-file tests of the config emitters. Each case is a plan with a
+// hand-written prediction (fixed round numbers, so the goldens do not move
+// when the step model is retuned); every emitter's output is compared with
+// planner/testdata/golden/<case>.<format> after dropping the lines that
+// carry the generation time ("generated_at"). See
+// planner/testdata/golden/README.md to add a case or regenerate.
+#include "planner/emitters.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "planner/hardware.h"
+#include "planner/model_spec.h"
+#include "planner/units.h"
+
+namespace moetune::planner {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct GoldenCase {
+  std::string name;
+  Prediction prediction;
+  ClusterSpec cluster;
+};
+
+Prediction BasePrediction(const std::string& model, const ClusterSpec& cluster,
+                          TrainingShape shape) {
+  Prediction p;
+  absl::StatusOr<ModelSpec> m = LoadModelPreset(model);
+  EXPECT_TRUE(m.ok()) << m.status();
+  p.model = *m;
+  p.cluster_name = cluster.name;
+  p.shape = shape;
+  p.hbm_bytes = cluster.gpu.hbm_bytes;
+  // Round figures; only their formatting is under test.
+  p.step_time_s = 10.0;
+  p.tokens_per_sec_per_gpu = 1000.0;
+  p.model_flops_per_token = 300e9;
+  p.model_tflops_per_gpu = 300.0;
+  p.mfu = 0.25;
+  p.memory.weights_bytes = 40 * units::kGiB;
+  p.memory.grads_bytes = 20 * units::kGiB;
+  p.memory.optimizer_bytes = 10 * units::kGiB;
+  p.memory.activations_bytes = 30 * units::kGiB;
+  p.memory.comm_buffers_bytes = 2 * units::kGiB;
+  p.memory.reserve_bytes = 3 * units::kGiB;
+  p.peak_memory_bytes = p.memory.Total();
+  p.fits = p.peak_memory_bytes <= p.hbm_bytes;
+  p.breakdown = {
+      {"attention.core", TermKind::kComputeAttention, 2.0, CostSource::kDatasheetPrior},
+      {"gemm.dense", TermKind::kComputeDenseGemm, 4.0, CostSource::kDatasheetPrior},
+      {"moe.dispatch", TermKind::kCommEpHidden, 1.5, CostSource::kDatasheetPrior},
+      {"pipeline.bubble", TermKind::kPipelineBubble, 1.0, CostSource::kDatasheetPrior},
+  };
+  return p;
+}
+
+ClusterSpec Cluster(const std::string& name) {
+  absl::StatusOr<ClusterSpec> c = LoadClusterPreset(name);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+std::vector<GoldenCase> Cases() {
+  std::vector<GoldenCase> cases;
+  {
+    // DeepSeek-V3 on 256 GB200: MLA, MTP, 61 layers over pp 4 x vp 4 with
+    // explicit first/last stages, EP 64 with DeepEP, selective recompute and
+    // MoE activation offload, BF16.
+    const ClusterSpec c = Cluster("gb200-nvl72");
+    Prediction p = BasePrediction("deepseek-v3", c, {256, 4096, 1024});
+    p.parallel.tp = 1;
+    p.parallel.pp = 4;
+    p.parallel.vp = 4;
+    p.parallel.ep = 64;
+    p.parallel.etp = 1;
+    p.parallel.cp = 1;
+    p.parallel.dp = 64;
+    p.parallel.mbs = 1;
+    p.parallel.first_stage_layers = 4;
+    p.parallel.last_stage_layers = 1;
+    p.knobs.recompute = {RecomputeMode::kSelective,
+                         kRecomputeMlaUpProj | kRecomputeLayerNorm | kRecomputeMoeAct, 0};
+    p.knobs.offload_activations = true;
+    p.knobs.offload_modules = kOffloadExpertFc1 | kOffloadMoeAct;
+    p.knobs.dispatcher = Dispatcher::kFusedDedup;
+    p.knobs.overlap.num_comm_streams = 1;
+    p.knobs.precision = Precision::kBf16;
+    cases.push_back({"deepseek_v3_gb200_256", p, c});
+  }
+  {
+    // Llama 3 8B on 16 H100: TP 2 with sequence parallelism, CP 2, full
+    // recompute, no overlap, no CUDA graphs, FP8.
+    const ClusterSpec c = Cluster("h100-sxm");
+    Prediction p = BasePrediction("llama3-8b", c, {16, 8192, 128});
+    p.parallel.tp = 2;
+    p.parallel.cp = 2;
+    p.parallel.dp = 4;
+    p.parallel.mbs = 1;
+    p.knobs.recompute = {RecomputeMode::kFull, 0, 0};
+    p.knobs.overlap = Overlap{false, false, false, false, 1};
+    p.knobs.cuda_graphs = false;
+    p.knobs.precision = Precision::kFp8;
+    cases.push_back({"llama3_8b_h100_16", p, c});
+  }
+  {
+    // Mixtral 8x7B on 64 B200: even pipeline with interleaving (32 layers /
+    // (pp 2 x vp 2)), ETP 2, all-to-all dispatch, a loop of GEMMs, FSDP,
+    // NVFP4.
+    const ClusterSpec c = Cluster("b200");
+    Prediction p = BasePrediction("mixtral-8x7b", c, {64, 4096, 512});
+    p.parallel.tp = 2;
+    p.parallel.pp = 2;
+    p.parallel.vp = 2;
+    p.parallel.ep = 8;
+    p.parallel.etp = 2;
+    p.parallel.dp = 16;
+    p.parallel.mbs = 2;
+    p.parallel.shard_params = true;
+    p.knobs.dispatcher = Dispatcher::kAllToAll;
+    p.knobs.grouped_gemm = false;
+    p.knobs.overlap.num_comm_streams = 2;
+    p.knobs.precision = Precision::kNvfp4;
+    cases.push_back({"mixtral_8x7b_b200_64", p, c});
+  }
+  return cases;
+}
+
+std::string Strip(const std::string& text) {
+  std::istringstream in(text);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (line.find("generated_at") != std::string::npos) continue;
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string Emit(const GoldenCase& c, const std::string& format,
+                 const EmitContext& ctx) {
+  if (format == "plan.json") return EmitCanonicalJson(c.prediction, ctx);
+  if (format == "megatron.sh") return EmitMegatronArgs(c.prediction, ctx);
+  if (format == "maxtext.yaml") {
+    return RenderMaxText(EmitMaxText(c.prediction, c.cluster, ctx));
+  }
+  return EmitText(c.prediction, ctx);
+}
+
+const char* const kFormats[] = {"plan.json", "megatron.sh", "maxtext.yaml",
+                                "txt"};
+
+// MOETUNE_UPDATE_GOLDEN=1 bazel run //planner:emitters_test rewrites the
+// goldens in the source tree (bazel run sets BUILD_WORKSPACE_DIRECTORY).
+TEST(EmittersGoldenTest, MatchesGoldenFiles) {
+  EmitContext ctx;
+  ctx.generated_at = "2026-11-29T18:00:00Z";  // stripped before comparing
+  const char* update = std::getenv("MOETUNE_UPDATE_GOLDEN");
+  const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+  for (const GoldenCase& c : Cases()) {
+    for (const char* format : kFormats) {
+      const std::string rel =
+          std::string("planner/testdata/golden/") + c.name + "." + format;
+      const std::string actual = Emit(c, format, ctx);
+      if (update != nullptr && workspace != nullptr) {
+        std::ofstream(std::string(workspace) + "/" + rel) << actual;
+        continue;
+      }
+      std::ifstream in(rel);
+      ASSERT_TRUE(in.good()) << "missing golden " << rel
+                             << " (see planner/testdata/golden/README.md)";
+      std::stringstream golden;
+      golden << in.rdbuf();
+      EXPECT_EQ(Strip(actual), Strip(golden.str())) << rel;
+    }
+  }
+}
+
+TEST(EmittersTest, TimeLivesOnlyOnGeneratedAtLines) {
+  const GoldenCase c = Cases()[0];
+  EmitContext a, b;
+  a.generated_at = "2026-01-01T00:00:00Z";
+  b.generated_at = "2027-06-30T12:34:56Z";
+  for (const char* format : kFormats) {
+    const std::string x = Emit(c, format, a);
+    const std::string y = Emit(c, format, b);
+    EXPECT_NE(x, y) << format;
+    EXPECT_EQ(Strip(x), Strip(y)) << format;
+  }
+}
+
+TEST(EmittersTest, CanonicalJsonCarriesPlanAndPrediction) {
+  const GoldenCase c = Cases()[0];
+  const nlohmann::json j =
+      nlohmann::json::parse(EmitCanonicalJson(c.prediction, EmitContext{}));
+  EXPECT_EQ(j["format"], "moetune.plan.v1");
+  EXPECT_EQ(j["plan"]["parallel"]["ep"], 64);
+  EXPECT_EQ(j["plan"]["parallel"]["first_stage_layers"], 4);
+  EXPECT_EQ(j["plan"]["knobs"]["dispatcher"], "fused_dedup");
+  EXPECT_DOUBLE_EQ(j["prediction"]["tokens_per_sec_per_gpu"].get<double>(), 1000.0);
+  EXPECT_FALSE(j.contains("generated_at"));
+}
+
+TEST(EmittersTest, MegatronFlagsFollowThePlan) {
+  const std::vector<GoldenCase> cases = Cases();
+  const std::string dsv3 = EmitMegatronArgs(cases[0].prediction, {});
+  EXPECT_THAT(dsv3, HasSubstr("  --pipeline-model-parallel-size 4\n"));
+  EXPECT_THAT(dsv3, HasSubstr("  --decoder-first-pipeline-num-layers 4\n"));
+  EXPECT_THAT(dsv3, HasSubstr("  --decoder-last-pipeline-num-layers 1\n"));
+  EXPECT_THAT(dsv3, HasSubstr("  --num-virtual-stages-per-pipeline-rank 4\n"));
+  EXPECT_THAT(dsv3, Not(HasSubstr("--num-layers-per-virtual-pipeline-stage")));
+  EXPECT_THAT(dsv3, HasSubstr("  --moe-token-dispatcher-type flex\n  --moe-enable-deepep\n"));
+  EXPECT_THAT(dsv3, HasSubstr("  --recompute-granularity selective\n"));
+  EXPECT_THAT(dsv3, HasSubstr("  --recompute-modules mla_up_proj layernorm moe_act\n"));
+  EXPECT_THAT(dsv3, HasSubstr("  --offload-modules expert_fc1 moe_act\n"));
+  EXPECT_THAT(dsv3, HasSubstr("  --moe-layer-freq '([0]*3+[1]*58)'\n"));
+  EXPECT_THAT(dsv3, HasSubstr("  --mtp-num-layers 1\n"));
+  EXPECT_THAT(dsv3, Not(HasSubstr("--sequence-parallel")));  // tp = 1
+  const std::string llama = EmitMegatronArgs(cases[1].prediction, {});
+  EXPECT_THAT(llama, HasSubstr("  --sequence-parallel\n"));
+  EXPECT_THAT(llama, HasSubstr("  --recompute-granularity full\n  --recompute-method uniform\n"));
+  EXPECT_THAT(llama, HasSubstr("  --fp8-format hybrid\n  --fp8-recipe tensorwise\n"));
+  EXPECT_THAT(llama, HasSubstr("  --cuda-graph-impl none\n"));
+  EXPECT_THAT(llama, Not(HasSubstr("--overlap-grad-reduce")));
+  EXPECT_THAT(llama, Not(HasSubstr("--num-experts")));
+  const std::string mixtral = EmitMegatronArgs(cases[2].prediction, {});
+  EXPECT_THAT(mixtral, HasSubstr("  --num-layers-per-virtual-pipeline-stage 8\n"));
+  EXPECT_THAT(mixtral, HasSubstr("  --moe-token-dispatcher-type alltoall\n"));
+  EXPECT_THAT(mixtral, Not(HasSubstr("--moe-grouped-gemm")));
+  EXPECT_THAT(mixtral, HasSubstr("  --fp4-format e2m1\n  --fp4-recipe nvfp4\n"));
+  EXPECT_THAT(mixtral, HasSubstr("  --use-megatron-fsdp\n"));
+}
+
+TEST(EmittersTest, MaxTextAxesMultiplyToTheGpuCount) {
+  for (const GoldenCase& c : Cases()) {
+    const MaxTextConfig m = EmitMaxText(c.prediction, c.cluster, {});
+    std::istringstream in(m.yaml);
+    std::string line;
+    long long product = 1;
+    while (std::getline(in, line)) {
+      if (line.rfind("ici_", 0) == 0 || line.rfind("dcn_", 0) == 0) {
+        product *= std::stoll(line.substr(line.find(':') + 1));
+      }
+    }
+    EXPECT_EQ(product, c.prediction.shape.gpus) << c.name;
+    EXPECT_THAT(m.xla_flags, HasSubstr("--xla_gpu_enable_command_buffer="));
+  }
+  const MaxTextConfig dsv3 = EmitMaxText(Cases()[0].prediction, Cases()[0].cluster, {});
+  EXPECT_THAT(dsv3.xla_flags,
+              HasSubstr("--xla_gpu_experimental_parallel_collective_overlap_limit=1"));
+  EXPECT_THAT(dsv3.yaml, HasSubstr("remat_policy: custom\n"));
+  const MaxTextConfig llama = EmitMaxText(Cases()[1].prediction, Cases()[1].cluster, {});
+  EXPECT_THAT(llama.xla_flags,
+              HasSubstr("--xla_gpu_enable_latency_hiding_scheduler=false"));
+  EXPECT_THAT(llama.yaml, HasSubstr("remat_policy: full\n"));
+  EXPECT_THAT(llama.yaml, HasSubstr("quantization: te_fp8_currentscaling\n"));
+}
+
+}  // namespace
+}  // namespace moetune::planner

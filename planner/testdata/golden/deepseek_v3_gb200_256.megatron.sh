@@ -1,0 +1,69 @@
+# moetune plan for Megatron-LM / Megatron-Core (pretrain_gpt.py)
+# problem: deepseek-v3 on 256 x gb200-nvl72, seq 4096, gbs 1024
+# generated_at: 2026-11-29T18:00:00Z
+# predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 173.2 GiB
+# cost source: datasheet prior
+# layout: tp=1 pp=4 vp=4 ep=64 etp=1 cp=1 dp=64 mbs=1 first_stage_layers=4 last_stage_layers=1 (dp=64)
+# knobs: precision=bf16 recompute=selective(mla_up_proj,layernorm,moe_act) offload=expert_fc1,moe_act dispatcher=fused_dedup grouped_gemm=true overlap(tp,ep,dp,pp)=1111 streams=1 cuda_graphs=true
+# Add data, tokenizer, optimizer and checkpoint flags, then: torchrun ... pretrain_gpt.py "${MEGATRON_ARGS[@]}" ...
+MEGATRON_ARGS=(
+  # model shape
+  --num-layers 61
+  --hidden-size 7168
+  --num-attention-heads 128
+  --multi-latent-attention
+  --q-lora-rank 1536
+  --kv-lora-rank 512
+  --qk-head-dim 128
+  --qk-pos-emb-head-dim 64
+  --v-head-dim 128
+  --ffn-hidden-size 18432
+  --swiglu
+  --vocab-size 129280
+  --untie-embeddings-and-output-weights
+  --position-embedding-type rope
+  --normalization RMSNorm
+  --num-experts 256
+  --moe-router-topk 8
+  --moe-ffn-hidden-size 2048
+  --moe-shared-expert-intermediate-size 2048
+  --moe-layer-freq '([0]*3+[1]*58)'
+  --mtp-num-layers 1
+  # batch and sequence
+  --seq-length 4096
+  --max-position-embeddings 4096
+  --micro-batch-size 1
+  --global-batch-size 1024
+  # parallel layout: dp = 256 / (tp 1 x pp 4 x cp 1) = 64
+  --tensor-model-parallel-size 1
+  --pipeline-model-parallel-size 4
+  --decoder-first-pipeline-num-layers 4
+  --decoder-last-pipeline-num-layers 1
+  --num-virtual-stages-per-pipeline-rank 4
+  --context-parallel-size 1
+  --expert-model-parallel-size 64
+  --expert-tensor-parallel-size 1
+  --use-distributed-optimizer
+  # recompute and activation offload
+  --recompute-granularity selective
+  --recompute-modules mla_up_proj layernorm moe_act
+  --fine-grained-activation-offloading
+  --offload-modules expert_fc1 moe_act
+  # MoE dispatch and experts
+  --moe-token-dispatcher-type flex
+  --moe-enable-deepep
+  --moe-grouped-gemm
+  --moe-permute-fusion
+  # communication overlap
+  --overlap-grad-reduce
+  --overlap-param-gather
+  --moe-shared-expert-overlap
+  --overlap-moe-expert-parallel-comm
+  --delay-wgrad-compute
+  # CUDA graphs
+  --cuda-graph-impl transformer_engine
+  --cuda-graph-scope attn moe_router moe_preprocess
+  --te-rng-tracker
+  # precision: bf16
+  --bf16
+)

@@ -1,0 +1,64 @@
+# moetune plan for Megatron-LM / Megatron-Core (pretrain_gpt.py)
+# problem: mixtral-8x7b on 64 x b200, seq 4096, gbs 512
+# generated_at: 2026-11-29T18:00:00Z
+# predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 167.6 GiB
+# cost source: datasheet prior
+# layout: tp=2 pp=2 vp=2 ep=8 etp=2 cp=1 dp=16 mbs=2 shard_params=true (dp=16)
+# knobs: precision=nvfp4 recompute=none offload=none dispatcher=alltoall grouped_gemm=false overlap(tp,ep,dp,pp)=1111 streams=2 cuda_graphs=true
+# Add data, tokenizer, optimizer and checkpoint flags, then: torchrun ... pretrain_gpt.py "${MEGATRON_ARGS[@]}" ...
+MEGATRON_ARGS=(
+  # model shape
+  --num-layers 32
+  --hidden-size 4096
+  --num-attention-heads 32
+  --kv-channels 128
+  --group-query-attention
+  --num-query-groups 8
+  --ffn-hidden-size 14336
+  --swiglu
+  --vocab-size 32000
+  --untie-embeddings-and-output-weights
+  --position-embedding-type rope
+  --normalization RMSNorm
+  --num-experts 8
+  --moe-router-topk 2
+  --moe-ffn-hidden-size 14336
+  # batch and sequence
+  --seq-length 4096
+  --max-position-embeddings 4096
+  --micro-batch-size 2
+  --global-batch-size 512
+  # parallel layout: dp = 64 / (tp 2 x pp 2 x cp 1) = 16
+  --tensor-model-parallel-size 2
+  --sequence-parallel
+  --pipeline-model-parallel-size 2
+  --num-layers-per-virtual-pipeline-stage 8
+  --context-parallel-size 1
+  --expert-model-parallel-size 8
+  --expert-tensor-parallel-size 2
+  --use-distributed-optimizer
+  # FSDP: parameters, gradients and optimizer states sharded over dp
+  --use-megatron-fsdp
+  --data-parallel-sharding-strategy optim_grads_params
+  # recompute and activation offload
+  # no recompute
+  # no activation offload
+  # MoE dispatch and experts
+  --moe-token-dispatcher-type alltoall
+  # grouped GEMM off: TE runs one GEMM per local expert
+  --moe-permute-fusion
+  # communication overlap
+  --overlap-grad-reduce
+  --overlap-param-gather
+  --tp-comm-overlap
+  --overlap-moe-expert-parallel-comm
+  --delay-wgrad-compute
+  # CUDA graphs
+  --cuda-graph-impl transformer_engine
+  --cuda-graph-scope attn moe_router moe_preprocess
+  --te-rng-tracker
+  # precision: nvfp4
+  --bf16
+  --fp4-format e2m1
+  --fp4-recipe nvfp4
+)
