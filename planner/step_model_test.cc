@@ -304,3 +304,123 @@ TEST(StepModelKnownErrorTest, Qwen3On8Gb300AfterContainer2606) {
 
 }  // namespace
 }  // namespace moetune::planner
+
+namespace moetune::planner {
+namespace {
+
+// A cost model in which every dense GEMM takes exactly 1 ms and every
+// collective `collective_ms`, everything else nothing: the step model's
+// composition (passes, layers, stages, micro-batches, bubble) can then be
+// redone by hand.
+class UnitCostModel : public CostModel {
+ public:
+  explicit UnitCostModel(ClusterSpec c, double collective_ms = 0)
+      : cluster_(std::move(c)), collective_s_(collective_ms * 1e-3) {}
+  const ClusterSpec& cluster() const override { return cluster_; }
+  Cost DenseGemm(double, double, double, Precision) const override { return {1e-3}; }
+  Cost GroupedGemm(const GroupedGemmShape&) const override { return {}; }
+  Cost AttentionForward(const AttentionShape&) const override { return {}; }
+  Cost AttentionBackward(const AttentionShape&) const override { return {}; }
+  Cost MemoryBound(double) const override { return {}; }
+  Cost Collective(CollectiveKind, double, int n, LinkSpan) const override {
+    return {n > 1 ? collective_s_ : 0.0};
+  }
+  Cost Dispatch(const DispatchShape&) const override { return {}; }
+  Cost HostOffload(double) const override { return {}; }
+  double OverlapSlowdown(int) const override { return 1.0; }
+  double KernelLaunchSeconds(bool) const override { return 0.0; }
+
+ private:
+  ClusterSpec cluster_;
+  double collective_s_;
+};
+
+double StepSeconds(const TrainingShape& shape, const ParallelConfig& p,
+                   const Knobs& k, double collective_ms = 0) {
+  const ClusterSpec c = Cluster("h100-sxm");
+  absl::StatusOr<StepModel> sm = StepModel::Create(
+      TinyDense(), c, shape, std::make_shared<UnitCostModel>(c, collective_ms));
+  EXPECT_TRUE(sm.ok()) << sm.status();
+  absl::StatusOr<Prediction> pr = sm->Predict(p, k);
+  EXPECT_TRUE(pr.ok()) << pr.status();
+  return pr.ok() ? pr->step_time_s : 0.0;
+}
+
+// TinyDense per layer and micro-batch: 4 GEMMs (QKV, output projection,
+// fc1, fc2) x 3 passes (forward, dgrad, wgrad) = 12 ms. The last stage adds
+// the logits GEMM x 3 = 3 ms. 8 sequences, mbs 1, dp 1: 8 micro-batches.
+TEST(StepModelByHandTest, NoPipeline) {
+  // 8 x (4 x 12 + 3) = 408 ms.
+  EXPECT_NEAR(StepSeconds({1, 2048, 8}, Layout(1, 1, 1, 1, 1, 1), Knobs{}), 0.408,
+              1e-12);
+}
+
+TEST(StepModelByHandTest, OneFOneBWithBalancedStages) {
+  // pp 2: the last stage's head (3 ms = 0.25 layers) is balanced in layer
+  // units: target (4 + 0.25) / 2 = 2.125 layers per stage; first stage
+  // round(2.125) = 2, last round(2.125 - 0.25) = 2. Rank 0: 24 ms, rank 1:
+  // 24 + 3 = 27 ms. Step = 8 x 27 + (pp - 1) x mean(24, 27) = 216 + 25.5.
+  EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(1, 2, 1, 1, 1, 1), Knobs{}), 0.2415,
+              1e-12);
+}
+
+TEST(StepModelByHandTest, InterleavedStages) {
+  // pp 2, vp 2: 4 virtual stages of one layer each (target 1.0625; last
+  // round(0.8125) = 1, first 1). Rank times as above (24 and 27 ms), the
+  // bubble divided by vp: 216 + 25.5 / 2 = 228.75 ms.
+  EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(1, 2, 2, 1, 1, 1), Knobs{}), 0.22875,
+              1e-12);
+}
+
+TEST(StepModelByHandTest, UnevenFirstAndLastStages) {
+  // first_stage_layers 1, last 3: rank 0 12 ms, rank 1 3 x 12 + 3 = 39 ms.
+  // 8 x 39 + mean(12, 39) = 312 + 25.5 = 337.5 ms.
+  ParallelConfig p = Layout(1, 2, 1, 1, 1, 1);
+  p.first_stage_layers = 1;
+  p.last_stage_layers = 3;
+  EXPECT_NEAR(StepSeconds({2, 2048, 8}, p, Knobs{}), 0.3375, 1e-12);
+}
+
+TEST(StepModelByHandTest, FullRecomputeAndLora) {
+  // Full recompute repeats each layer's forward GEMMs (4 ms) before its
+  // backward: 8 x (4 x 16 + 3) = 536 ms.
+  Knobs full;
+  full.recompute.mode = RecomputeMode::kFull;
+  EXPECT_NEAR(StepSeconds({1, 2048, 8}, Layout(1, 1, 1, 1, 1, 1), full), 0.536, 1e-12);
+  // LoRA: no weight-gradient GEMMs: 2 passes, 8 ms per layer, 2 ms head:
+  // 8 x (4 x 8 + 2) = 272 ms.
+  TrainingShape lora{1, 2048, 8};
+  lora.objective = Objective::kLora;
+  EXPECT_NEAR(StepSeconds(lora, Layout(1, 1, 1, 1, 1, 1), Knobs{}), 0.272, 1e-12);
+}
+
+TEST(StepModelByHandTest, TensorParallelCommunication) {
+  // tp 2 with every collective 1 ms and TP overlap off: per layer an
+  // all-gather + reduce-scatter pair around attention and around the MLP,
+  // forward and backward: 2 pairs x 2 passes x 2 ms = 8 ms; the head adds
+  // its all-gather forward and backward, 2 ms. 8 x (4 x (12 + 8) + 3 + 2)
+  // = 680 ms.
+  Knobs k;
+  k.overlap.tp_comm = false;
+  EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(2, 1, 1, 1, 1, 1), k, 1.0), 0.680,
+              1e-12);
+  // With TP overlap, at most 90% of the block's GEMM time hides it: per
+  // layer GEMMs 12 ms, TP 8 ms -> all hidden: 8 x (4 x 12 + 5) = 424 ms.
+  EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(2, 1, 1, 1, 1, 1), Knobs{}, 1.0), 0.424,
+              1e-12);
+}
+
+TEST(StepModelByHandTest, DataParallelOverlapWindow) {
+  // dp 2 (2 GPUs): one reduce-scatter and one all-gather per step (1 ms
+  // each when the collective costs 1 ms) hide behind one stage time
+  // (51 ms): nothing exposed, 408 ms. Without DP overlap both are exposed:
+  // 410 ms.
+  EXPECT_NEAR(StepSeconds({2, 2048, 16}, Layout(1, 1, 1, 1, 1, 1), Knobs{}, 1.0), 0.408,
+              1e-12);
+  Knobs k;
+  k.overlap.dp_comm = false;
+  EXPECT_NEAR(StepSeconds({2, 2048, 16}, Layout(1, 1, 1, 1, 1, 1), k, 1.0), 0.410, 1e-12);
+}
+
+}  // namespace
+}  // namespace moetune::planner
