@@ -38,6 +38,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "proto/health.grpc.pb.h"
 #include "proto/planner_service.grpc.pb.h"
 #include "server/sqlite_store.h"
 
@@ -166,8 +167,14 @@ class ServiceIntegrationTest : public ::testing::Test {
         << "server did not start: " << Tail(server_->log());
     port_ = std::stoi(ReadFile(port_file));
     address_ = absl::StrCat("127.0.0.1:", port_);
-    stub_ = v1::PlannerService::NewStub(
-        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+    auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+    stub_ = v1::PlannerService::NewStub(channel);
+    // The standard health service answers SERVING.
+    grpc::health::v1::HealthCheckRequest hreq;
+    grpc::health::v1::HealthCheckResponse hresp;
+    grpc::Status hs = grpc::health::v1::Health::NewStub(channel)->Check(Ctx().get(), hreq, &hresp);
+    ASSERT_TRUE(hs.ok()) << hs.error_message();
+    EXPECT_EQ(hresp.status(), grpc::health::v1::HealthCheckResponse::SERVING);
   }
 
   void StartAgent(const std::string& node) {
