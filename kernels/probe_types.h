@@ -185,6 +185,9 @@ struct GroupSpec {
   std::chrono::milliseconds timeout{60000};
   // CUDA: the device this rank uses in multi-process mode (-1 = rank % count).
   int device_ordinal = -1;
+  // CPU (Gloo over TCP): the address this rank listens on; peers on other
+  // hosts must be able to reach it. Loopback suits single-host groups.
+  std::string bind_address = "127.0.0.1";
 };
 
 // Validation. Each returns InvalidArgument naming the offending field and

@@ -38,15 +38,14 @@ void GlooStoreAdapter::wait(const std::vector<std::string>& keys,
   }
 }
 
-ProbeStatus ConnectGloo(const GroupSpec& group, std::shared_ptr<gloo::Context>* context,
-                        const std::string& hostname) {
+ProbeStatus ConnectGloo(const GroupSpec& group, std::shared_ptr<gloo::Context>* context) {
   if (group.world_size > 1 && group.store == nullptr) {
     return FailedPrecondition("gloo: a " + std::to_string(group.world_size) +
                               "-rank probe needs a rendezvous store (GroupSpec::store)");
   }
   try {
     gloo::transport::tcp::attr attr;
-    attr.hostname = hostname;
+    attr.hostname = group.bind_address;
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto ctx = std::make_shared<gloo::rendezvous::Context>(group.rank, group.world_size);
     ctx->setTimeout(group.timeout);

@@ -30,11 +30,10 @@ class GlooStoreAdapter : public gloo::rendezvous::Store {
   std::chrono::milliseconds timeout_;
 };
 
-// Connects rank group.rank of group.world_size over TCP on `hostname`
-// (default loopback), rendezvous through group.store under group.key_prefix.
-// FailedPrecondition without a store; DeadlineExceeded / Unavailable when the
-// peers do not show up in group.timeout.
-ProbeStatus ConnectGloo(const GroupSpec& group, std::shared_ptr<gloo::Context>* context,
-                        const std::string& hostname = "127.0.0.1");
+// Connects rank group.rank of group.world_size over TCP, listening on
+// group.bind_address, rendezvous through group.store under group.key_prefix.
+// FailedPrecondition without a store (world_size > 1); Unavailable naming the
+// missing key when the peers do not show up within group.timeout.
+ProbeStatus ConnectGloo(const GroupSpec& group, std::shared_ptr<gloo::Context>* context);
 
 }  // namespace moetune::kernels::cpu

@@ -140,19 +140,18 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
   WorkerPool pool(workers);
   for (Pass& pass : passes) {
     const auto assignment = Assign(pass.grouped, workers);
+    const std::vector<GemmOp> dense_only(1, pass.dense);
     double dense_seconds = 0;
     std::vector<Measurement> ms;
     for (Impl impl : {Impl::kDense, Impl::kLoop, Impl::kGrouped}) {
       std::function<void()> run;
-      std::vector<GemmOp> outputs;
+      const std::vector<GemmOp>& outputs = impl == Impl::kDense ? dense_only : pass.grouped;
       if (impl == Impl::kDense) {
         run = [&] { RunOp(pass.dense); };
-        outputs = {pass.dense};
       } else if (impl == Impl::kLoop) {
         run = [&] {
           for (const GemmOp& op : pass.grouped) RunOp(op);
         };
-        outputs = pass.grouped;
       } else {
         run = [&] {
           BlasThreads one(1);
@@ -160,7 +159,6 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
             for (size_t i : assignment[wk]) RunOp(pass.grouped[i]);
           });
         };
-        outputs = pass.grouped;
       }
       Measurement m;
       m.name = std::string(pass.name) + "/" + ImplName(impl);
