@@ -145,10 +145,14 @@ struct Slots {
 };
 
 // Exposed time of a layer: everything but the hidden communication slots.
+constexpr bool IsHiddenSlot(int i) {
+  return i == kSTpHidden || i == kSEpHidden || i == kSCpHidden || i == kSPpHidden ||
+         i == kSDpHidden || i == kSOffloadHidden;
+}
 double CriticalPath(const Slots& l) {
   double t = 0;
   for (int i = 0; i < kNumSlots; ++i) {
-    if (!IsHidden(kSlots[i].kind)) t += l.s[i];
+    if (!IsHiddenSlot(i)) t += l.s[i];
   }
   return t;
 }

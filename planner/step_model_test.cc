@@ -424,3 +424,26 @@ TEST(StepModelByHandTest, DataParallelOverlapWindow) {
 
 }  // namespace
 }  // namespace moetune::planner
+
+namespace moetune::planner {
+namespace {
+
+TEST(StepModelSlotsTest, HiddenTermsAreExactlyTheHiddenKinds) {
+  // The fast path's slot table and prediction.h's IsHidden agree: checked
+  // through a prediction that has every communication kind.
+  const StepModel sm = Make(Preset("deepseek-v3"), "h100-sxm", {1024, 4096, 4096});
+  Knobs k;
+  k.precision = Precision::kFp8;
+  k.offload_activations = true;
+  k.offload_modules = kOffloadMoeAct;
+  absl::StatusOr<Prediction> p = sm.Predict(Layout(2, 8, 2, 32, 2, 1), k);
+  ASSERT_TRUE(p.ok()) << p.status();
+  double exposed = 0;
+  for (const Term& t : p->breakdown) {
+    if (!IsHidden(t.kind)) exposed += t.seconds;
+  }
+  EXPECT_NEAR(exposed, p->step_time_s, 1e-9 * p->step_time_s);
+}
+
+}  // namespace
+}  // namespace moetune::planner

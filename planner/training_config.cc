@@ -230,7 +230,8 @@ Infeasibility CheckLayout(const ModelSpec& m, const TrainingShape& s,
       (s.seq_len / p.cp) % p.tp != 0) {
     return Infeasibility::kSeqNotDivisible;
   }
-  if (m.NumMoeLayers() < m.num_layers && m.ffn_hidden_size % p.tp != 0) {
+  // (The O(layers) count only when the cheap test fails.)
+  if (m.ffn_hidden_size % p.tp != 0 && m.NumMoeLayers() < m.num_layers) {
     return Infeasibility::kFfnNotDivisible;
   }
   if (m.IsMoe() && m.moe_ffn_hidden_size % p.etp != 0) {
