@@ -26,6 +26,10 @@ constexpr double kGemmHalfEfficiencyRows = 128;
 // first (NCCL channels of a second concurrent collective).
 constexpr double kExtraStreamSmShare = 0.25;
 
+// EP dispatch/combine across nodes, fraction of the NIC rate (see
+// PriorConstantsFor): DeepEP's 0.85-0.9 in isolation, lower in a step.
+constexpr double kDispatchScaleoutEfficiency = 0.7;
+
 // Sustained-clock advantage of Blackwell Ultra over Blackwell at equal
 // nominal dense peaks (see PriorConstantsFor).
 constexpr double kBlackwellUltraClockGain = 1.12;
@@ -109,9 +113,10 @@ PriorConstants PriorConstantsFor(const GpuSpec& gpu) {
     // head dim 128, i.e. ~0.6 of 989 on long causal sequences.
     k.attention_efficiency = 0.55;
     // DeepEP README (H800): intranode 153-158 GB/s of 200 GB/s NVLink;
-    // internode 43-58 GB/s of 50 GB/s RDMA (node-level aggregation).
+    // internode 43-47 GB/s of 50 GB/s RDMA in isolation. Inside a training
+    // step (compute on the other SMs, two-hop forwarding) less: 0.7.
     k.dispatch_nvlink_efficiency = 0.75;
-    k.dispatch_scaleout_efficiency = 0.85;
+    k.dispatch_scaleout_efficiency = kDispatchScaleoutEfficiency;
     // DeepEP normal kernels take 20-24 of 132 SMs.
     k.comm_sm_fraction = 20.0 / 132.0;
   } else {
@@ -137,7 +142,7 @@ PriorConstants PriorConstantsFor(const GpuSpec& gpu) {
     k.attention_efficiency = ultra ? 0.62 : 0.55;
     // HybridEP/DeepEP on NVLink5: ~0.7 of 900 GB/s per direction.
     k.dispatch_nvlink_efficiency = 0.70;
-    k.dispatch_scaleout_efficiency = 0.85;
+    k.dispatch_scaleout_efficiency = kDispatchScaleoutEfficiency;
     k.comm_sm_fraction = 20.0 / 148.0;
   }
   // One GEMM kernel: ~3 us of prologue/epilogue and tail wave on a full GPU.

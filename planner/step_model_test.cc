@@ -276,7 +276,7 @@ TEST(StepModelKnownErrorTest, GptOssExpertParallelOverInfiniBand) {
   // mbridge 26.02, B300 x 64 (8 HGX nodes), EP 64 across InfiniBand, BF16,
   // mbs 4, gbs 1280: measured 8,359 tokens/s/GPU, about the same as B200
   // (8,047) although B300's NIC is twice as fast. The model prices the
-  // fused dispatch at 85% of the 800G NIC and predicts ~63% high; the
+  // fused dispatch at 70% of the 800G NIC and predicts ~52% high; the
   // achieved inter-node EP bandwidth on B300 is evidently far lower.
   const StepModel sm = Make(Preset("gpt-oss-120b"), "b300", {64, 4096, 1280});
   Knobs k;
@@ -284,7 +284,7 @@ TEST(StepModelKnownErrorTest, GptOssExpertParallelOverInfiniBand) {
   k.recompute.modules = kRecomputeCoreAttn | kRecomputeMlaUpProj |
                         kRecomputeLayerNorm | kRecomputeMoeAct;
   const double t = TokensPerSec(sm, Layout(1, 1, 1, 64, 1, 4), k);
-  EXPECT_NEAR(t, 13591, 0.03 * 13591);  // true: 8,359
+  EXPECT_NEAR(t, 12708, 0.03 * 12708);  // true: 8,359
 }
 
 TEST(StepModelKnownErrorTest, Qwen3On8Gb300AfterContainer2606) {
