@@ -1,0 +1,79 @@
+// `moetune predict` through the command registry: one JSON object on
+// stdout for a valid layout, exit 2 with one line on stderr otherwise.
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tools/cli/command_registry.h"
+
+namespace moetune::cli {
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result RunPredict(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  std::streambuf* old_out = std::cout.rdbuf(out.rdbuf());
+  std::streambuf* old_err = std::cerr.rdbuf(err.rdbuf());
+  const int code = Commands().at("predict").run(args);
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(PredictCommandTest, PrintsOneJsonObject) {
+  const Result r = RunPredict({"--model", "deepseek-v3", "--cluster", "gb200-nvl72", "--gpus", "1024",
+                        "--seq", "4096", "--gbs", "8192", "--precision", "mxfp8", "--pp", "8",
+                        "--vp", "4", "--ep", "64"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  for (const char* key : {"tokens_per_sec_per_gpu", "model_tflops_per_gpu", "step_time_s", "mfu",
+                          "peak_memory_gib", "fits", "breakdown", "config"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["config"]["parallel"]["dp"], 128);
+  EXPECT_GT(j["tokens_per_sec_per_gpu"].get<double>(), 0);
+}
+
+TEST(PredictCommandTest, DefaultsAreDocumented) {
+  // No --ep on a MoE model: the largest divisor of 128 experts that fits an
+  // 8-GPU NVLink node, 8.
+  const Result r = RunPredict({"--model", "qwen3-30b-a3b", "--cluster", "h100-sxm", "--gpus", "16",
+                        "--seq", "4096", "--gbs", "256", "--precision", "fp8"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["config"]["parallel"]["ep"], 8);
+  EXPECT_EQ(j["config"]["knobs"]["dispatcher"], "fused_dedup");
+}
+
+TEST(PredictCommandTest, InvalidCombinationsExitTwoWithOneLine) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"--model", "deepseek-v3", "--cluster", "h100-sxm", "--gpus", "64", "--seq", "4096",
+       "--gbs", "64", "--tp", "3"},
+      {"--model", "deepseek-v3", "--cluster", "h100-sxm", "--gpus", "64", "--seq", "4096",
+       "--gbs", "64", "--ep", "7"},
+      {"--model", "llama3-8b", "--cluster", "h100-sxm", "--gpus", "8", "--seq", "4096",
+       "--gbs", "64", "--precision", "mxfp8"},
+      {"--model", "no-such-model", "--cluster", "h100-sxm", "--gpus", "8", "--seq", "4096",
+       "--gbs", "64"},
+      {"--model", "llama3-8b", "--cluster", "h100-sxm", "--gpus", "8", "--seq", "4096"},
+  };
+  for (const std::vector<std::string>& args : cases) {
+    const Result r = RunPredict(args);
+    EXPECT_EQ(r.code, kExitBadInput) << r.out;
+    EXPECT_TRUE(r.out.empty());
+    ASSERT_FALSE(r.err.empty());
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;  // one line
+  }
+}
+
+}  // namespace
+}  // namespace moetune::cli
