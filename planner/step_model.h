@@ -3,8 +3,9 @@
 //
 // Create() builds everything that depends only on (model, cluster, shape):
 // per-layer FLOPs and parameter counts, per-layer-kind byte counts. Each
-// Predict() is then arithmetic plus a few dozen cost-model lookups. Estimate()
-// is the search's fast path: same numbers, no strings, no allocation.
+// Predict() is then arithmetic plus a few dozen cost-model lookups (~2 us for
+// DeepSeek-V3 on 1,024 GPUs). Quick() is the search's fast path: the same
+// numbers as an Estimate, no strings, no allocation (~1 us).
 #pragma once
 
 #include <memory>
