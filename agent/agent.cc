@@ -184,6 +184,7 @@ v1::ProbeResult Agent::RunTask(const v1::ProbeTask& task) {
       req.group.store = std::make_shared<GrpcRendezvousStore>(
           stub_.get(), agent_id, absl::ToChronoMilliseconds(options_.rpc_timeout));
       req.group.key_prefix = task.rendezvous_prefix();
+      req.group.bind_address = options_.probe_bind_address;
       if (task.rendezvous_timeout_ms() > 0) {
         req.group.timeout = std::chrono::milliseconds(task.rendezvous_timeout_ms());
       }

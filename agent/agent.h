@@ -33,6 +33,9 @@ struct AgentOptions {
   absl::Duration pull_wait = absl::Seconds(5);
   absl::Duration min_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(10);
+  // Address this node's ranks of multi-rank CPU probes listen on (Gloo over
+  // TCP); peers on other nodes must reach it. See DefaultProbeBindAddress().
+  std::string probe_bind_address = "127.0.0.1";
   // When set, every acknowledged result_id is appended here (an audit trail
   // that tests compare with the server's store).
   std::string ack_log_path;

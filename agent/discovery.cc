@@ -1,5 +1,8 @@
 #include "agent/discovery.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -46,6 +49,25 @@ uint64_t HostMemoryBytes() {
   uint64_t kb = 0;
   if (!absl::SimpleAtoi(absl::StripSuffix(v, " kB"), &kb)) return 0;
   return kb * 1024;
+}
+
+std::string DefaultProbeBindAddress(const std::string& server) {
+  const std::string host = server.substr(0, server.rfind(':'));
+  if (host == "localhost" || host.rfind("127.", 0) == 0 || host == "[::1]") return "127.0.0.1";
+  std::string found = "127.0.0.1";
+  struct ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) return found;
+  for (struct ifaddrs* i = ifs; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    char buf[INET_ADDRSTRLEN] = {0};
+    const auto* sin = reinterpret_cast<const struct sockaddr_in*>(i->ifa_addr);
+    if (inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf)) == nullptr) continue;
+    if (std::string(buf).rfind("127.", 0) == 0) continue;
+    found = buf;
+    break;
+  }
+  freeifaddrs(ifs);
+  return found;
 }
 
 std::string KernelRelease() {

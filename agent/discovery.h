@@ -27,6 +27,12 @@ using CudaDeviceCountFn = std::function<absl::StatusOr<int>()>;
 absl::StatusOr<moetune::v1::AgentInfo> Discover(const DiscoveryOptions& options,
                                                 const CudaDeviceCountFn& cuda_device_count);
 
+// The address multi-rank CPU probes should listen on when --probe_bind_address
+// is not given: 127.0.0.1 when the server is on loopback (single host), else
+// the first non-loopback IPv4 address of this host's interfaces (or
+// 127.0.0.1 if there is none).
+std::string DefaultProbeBindAddress(const std::string& server_address);
+
 // Host facts, for tests and the CPU device entry.
 std::string CpuModelName();   // /proc/cpuinfo "model name", or "cpu"
 uint64_t HostMemoryBytes();   // /proc/meminfo MemTotal, or 0

@@ -1,5 +1,7 @@
 #include "agent/discovery.h"
 
+#include <algorithm>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -44,6 +46,16 @@ TEST(DiscoveryTest, UnknownBackendIsInvalid) {
   auto info = Discover({"n1", "ci", "tpu", "v"}, NoCuda);
   EXPECT_EQ(info.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(info.status().message()), HasSubstr("'tpu'"));
+}
+
+TEST(DiscoveryTest, ProbesBindToLoopbackWhenTheServerIsLocal) {
+  EXPECT_EQ(DefaultProbeBindAddress("127.0.0.1:7070"), "127.0.0.1");
+  EXPECT_EQ(DefaultProbeBindAddress("localhost:7070"), "127.0.0.1");
+  // A remote server: some IPv4 address of this host (loopback only if the
+  // host has no other).
+  std::string a = DefaultProbeBindAddress("planner.example.com:7070");
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(std::count(a.begin(), a.end(), '.'), 3) << a;
 }
 
 }  // namespace

@@ -29,6 +29,10 @@ ABSL_FLAG(std::string, ack_log, "", "append each acknowledged result id to this 
 ABSL_FLAG(int32_t, rpc_timeout_ms, 10000, "deadline of each RPC");
 ABSL_FLAG(int32_t, pull_wait_ms, 5000, "long-poll bound when asking for tasks");
 ABSL_FLAG(int32_t, max_backoff_ms, 10000, "longest wait between reconnection attempts");
+ABSL_FLAG(std::string, probe_bind_address, "",
+          "address multi-rank CPU probes (Gloo) listen on; peers on other nodes must reach "
+          "it (default: 127.0.0.1 for a loopback server, else this host's first non-loopback "
+          "IPv4 address)");
 
 namespace {
 
@@ -78,6 +82,10 @@ int main(int argc, char** argv) {
   options.pull_wait = absl::Milliseconds(absl::GetFlag(FLAGS_pull_wait_ms));
   options.max_backoff = absl::Milliseconds(absl::GetFlag(FLAGS_max_backoff_ms));
   options.ack_log_path = absl::GetFlag(FLAGS_ack_log);
+  options.probe_bind_address = absl::GetFlag(FLAGS_probe_bind_address);
+  if (options.probe_bind_address.empty()) {
+    options.probe_bind_address = moetune::agent::DefaultProbeBindAddress(server);
+  }
 
   grpc::ChannelArguments args;
   // Reconnect quickly after a server restart (gRPC's own backoff caps at 2 min).
