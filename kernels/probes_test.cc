@@ -82,3 +82,18 @@ TEST(ParseBackend, KnownAndUnknown) {
 
 }  // namespace
 }  // namespace moetune::kernels
+
+namespace moetune::kernels {
+namespace {
+
+TEST(CudaDescribeDevices, WithoutGpuSaysWhy) {
+  std::vector<cuda::CudaDeviceDescription> devices;
+  const ProbeStatus s = cuda::CudaDescribeDevices(&devices);
+  if (s.ok()) GTEST_SKIP() << devices.size() << " CUDA device(s) present";
+  EXPECT_TRUE(devices.empty());
+  EXPECT_THAT(s, ::testing::AnyOf(StatusIs(ProbeCode::kUnavailable, ::testing::HasSubstr("no CUDA device")),
+                                  StatusIs(ProbeCode::kUnimplemented, ::testing::HasSubstr("without the CUDA"))));
+}
+
+}  // namespace
+}  // namespace moetune::kernels

@@ -26,15 +26,45 @@ int DeviceForRank(const GroupSpec& group, int device_count) {
   return device_count > 0 ? group.rank % device_count : 0;
 }
 
+namespace {
+
+std::string UuidString(const cudaUUID_t& id) {
+  char uuid[64];
+  const unsigned char* u = reinterpret_cast<const unsigned char*>(id.bytes);
+  std::snprintf(uuid, sizeof(uuid), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  return uuid;
+}
+
+}  // namespace
+
+ProbeStatus CudaDescribeDevices(std::vector<CudaDeviceDescription>* devices) {
+  devices->clear();
+  int count = 0;
+  MOETUNE_PROBE_RETURN_IF_ERROR(CudaDeviceCount(&count));
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp prop;
+    MOETUNE_CUDA(cudaGetDeviceProperties(&prop, i));
+    CudaDeviceDescription d;
+    d.index = i;
+    d.name = prop.name;
+    d.uuid = UuidString(prop.uuid);
+    char bus[32];
+    std::snprintf(bus, sizeof(bus), "%04x:%02x:%02x.0", prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
+    d.pci_bus_id = bus;
+    d.compute_capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+    d.memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+    d.multiprocessors = prop.multiProcessorCount;
+    devices->push_back(d);
+  }
+  return ProbeStatus::Ok();
+}
+
 ProbeStatus DeviceProvenance(int device, Provenance* p) {
   cudaDeviceProp prop;
   MOETUNE_CUDA(cudaGetDeviceProperties(&prop, device));
   p->device_name = prop.name;
-  char uuid[64];
-  const unsigned char* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);
-  std::snprintf(uuid, sizeof(uuid), "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-  p->device_uuid = uuid;
+  p->device_uuid = UuidString(prop.uuid);
   p->compute_capability = std::to_string(prop.major) + "." + std::to_string(prop.minor);
   int driver = 0, runtime = 0;
   MOETUNE_CUDA(cudaDriverGetVersion(&driver));

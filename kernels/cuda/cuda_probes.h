@@ -8,6 +8,10 @@
 // through the store.
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "kernels/probe_result.h"
 #include "kernels/probe_status.h"
 #include "kernels/probe_types.h"
@@ -20,5 +24,18 @@ ProbeStatus RunCudaProbe(const ProbeParams& params, const GroupSpec& group, Prob
 
 // Number of usable devices, or Unavailable naming the failing call.
 ProbeStatus CudaDeviceCount(int* count);
+
+// What the agent reports at registration, one entry per visible device.
+struct CudaDeviceDescription {
+  int index = 0;
+  std::string name;                // "NVIDIA H200"
+  std::string uuid;                // "GPU-xxxxxxxx-xxxx-..."
+  std::string pci_bus_id;          // "0000:18:00.0"
+  std::string compute_capability;  // "9.0"
+  int64_t memory_bytes = 0;
+  int multiprocessors = 0;
+};
+// Unavailable without a device, Unimplemented when built without CUDA.
+ProbeStatus CudaDescribeDevices(std::vector<CudaDeviceDescription>* devices);
 
 }  // namespace moetune::kernels::cuda

@@ -13,4 +13,9 @@ ProbeStatus CudaDeviceCount(int* count) {
   return Unimplemented("cuda backend: built without the CUDA toolkit");
 }
 
+ProbeStatus CudaDescribeDevices(std::vector<CudaDeviceDescription>* devices) {
+  devices->clear();
+  return Unimplemented("cuda backend: built without the CUDA toolkit");
+}
+
 }  // namespace moetune::kernels::cuda
