@@ -26,7 +26,7 @@ class DispatchCombineRunner {
  public:
   DispatchCombineRunner(const DispatchCombineParams& p, std::shared_ptr<gloo::Context> ctx,
                         DispatchPlan plan)
-      : p_(p), h_(p.hidden), ctx_(std::move(ctx)), plan_(std::move(plan)) {
+      : h_(p.hidden), ctx_(std::move(ctx)), plan_(std::move(plan)) {
     const size_t n = plan_.stages.size();
     bufs_.resize(n + 1);
     for (size_t s = 0; s <= n; ++s) bufs_[s].resize(std::max<int64_t>(1, plan_.buffer_rows[s]) * h_);
@@ -104,7 +104,6 @@ class DispatchCombineRunner {
   ProbeStatus Barrier() { return GlooBarrier(ctx_, kTagBarrier); }
 
  private:
-  const DispatchCombineParams& p_;
   const int64_t h_;
   std::shared_ptr<gloo::Context> ctx_;
   DispatchPlan plan_;
