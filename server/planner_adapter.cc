@@ -11,6 +11,7 @@
 #include "planner/report/report.h"
 #include "planner/report/what_if.h"
 #include "planner/search.h"
+#include "planner/search_space.h"
 #include "planner/step_model.h"
 
 namespace moetune::server {
@@ -51,6 +52,15 @@ absl::StatusOr<p::SearchOptions> ToSearchOptions(const v1::PlanConstraints& c,
         absl::StrCat("constraints.top_k must be 0..", kMaxTopK, ", got ", c.top_k()));
   }
   o.top_k = c.top_k() == 0 ? kDefaultTopK : c.top_k();
+  if (c.fix().size() > 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("constraints.fix is ", c.fix().size(), " characters, limit 4096"));
+  }
+  if (!c.fix().empty()) {
+    absl::StatusOr<p::FixedKnobs> parsed = p::ParseFixSpec(c.fix());
+    if (!parsed.ok()) return InField("constraints.fix", parsed.status());
+    o.constraints.fixed = *parsed;
+  }
   const v1::ParallelConfig& f = c.fixed();
   struct Pin {
     const char* name;
@@ -69,7 +79,13 @@ absl::StatusOr<p::SearchOptions> ToSearchOptions(const v1::PlanConstraints& c,
       return absl::InvalidArgumentError(
           absl::StrCat("constraints.fixed.", pin.name, " must be >= 0, got ", pin.value));
     }
-    if (pin.value > 0) *pin.target = pin.value;
+    if (pin.value == 0) continue;
+    if (pin.target->has_value() && **pin.target != pin.value) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "constraints.fixed.", pin.name, " = ", pin.value, " contradicts constraints.fix (",
+          **pin.target, ")"));
+    }
+    *pin.target = pin.value;
   }
   if (c.precision() != v1::PRECISION_UNSPECIFIED) {
     absl::StatusOr<p::Precision> prec = ToPrecision(c.precision(), "constraints.precision");

@@ -58,6 +58,15 @@ TEST_F(PlannerAdapterTest, BadInputsNameTheApiField) {
   EXPECT_THAT(adapter_->ValidatePlan(r),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("constraints.fixed.tensor_parallel must be >= 0, got -2")));
+  r = Request("deepseek-v3", "gb200-nvl72", 1024);
+  r.mutable_constraints()->set_fix("tpp=2");
+  EXPECT_THAT(adapter_->ValidatePlan(r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("constraints.fix: ")));
+  r.mutable_constraints()->set_fix("tp=2,recompute=full");
+  r.mutable_constraints()->mutable_fixed()->set_tensor_parallel(4);
+  EXPECT_THAT(adapter_->ValidatePlan(r),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("constraints.fixed.tensor_parallel = 4 contradicts")));
   v1::SubmitPlanRequest empty;
   EXPECT_THAT(adapter_->ValidatePlan(empty),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("model: one of")));
@@ -67,6 +76,7 @@ TEST_F(PlannerAdapterTest, BadInputsNameTheApiField) {
 TEST_F(PlannerAdapterTest, PlanRendersEveryFormatForEachPlan) {
   v1::SubmitPlanRequest r = Request("llama3-8b", "h100-sxm", 8);
   r.mutable_constraints()->set_top_k(2);
+  r.mutable_constraints()->set_fix("tp=2");
   int64_t last_done = -1;
   auto out = adapter_->Plan(r, [&](int64_t done, int64_t) { last_done = done; });
   ASSERT_TRUE(out.ok()) << out.status();
@@ -84,6 +94,7 @@ TEST_F(PlannerAdapterTest, PlanRendersEveryFormatForEachPlan) {
   }
   const v1::Plan& best = out->plans[0];
   const v1::ParallelConfig& p = best.parallel();
+  EXPECT_EQ(p.tensor_parallel(), 2);  // pinned by constraints.fix
   // The layout covers the 8 GPUs: tp x pp x cp x dp = 8.
   EXPECT_EQ(p.tensor_parallel() * p.pipeline_parallel() * p.context_parallel() * p.data_parallel(), 8);
   EXPECT_GT(best.prediction().tokens_per_sec_per_gpu(), 0);

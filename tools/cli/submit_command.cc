@@ -44,6 +44,7 @@ int RunSubmit(const std::vector<std::string>& argv) {
       {"gbs", false, "global batch size (sequences)"},
       {"top_k", false, "plans to keep (default 3)"},
       {"precision", false, "bf16 | fp8 | mxfp8 | nvfp4 (default: planner's choice)"},
+      {"fix", false, "pin knobs as in `moetune plan --fix`, e.g. recompute=full,ep=64"},
       {"wait", true, "follow the job until it ends"},
       {"wait_timeout_s", false, "give up waiting after this long (default 3600)"},
       {"format", false, "text (default) or json"}};
@@ -116,6 +117,7 @@ int RunSubmit(const std::vector<std::string>& argv) {
     }
     f.set(**v);
   }
+  req.mutable_constraints()->set_fix(args.GetOr("fix", ""));
   if (auto prec = args.Get("precision")) {
     v1::Precision p = v1::PRECISION_UNSPECIFIED;
     if (*prec == "bf16") p = v1::PRECISION_BF16;
