@@ -94,6 +94,21 @@ TEST(StepModelTest, MemoryByHand) {
   EXPECT_EQ(p->memory.weights_bytes, 265289728.0);
   EXPECT_EQ(p->memory.grads_bytes, 530579456.0);
   EXPECT_EQ(p->memory.optimizer_bytes, 1591738368.0);
+  // Activations per token and layer (elements, BF16): attention saves its
+  // norm input and a residual (2h), q, k, v (3 x 1024) and the core output
+  // (1024) = 6,144; the two norm outputs 2h = 2,048; the MLP its fc1
+  // output (2 x 4096), activation output (4096) and input (1024) = 13,312.
+  // (6,144 + 2,048 + 13,312) x 2 B = 43,008 B; x 2,048 tokens x 4 layers
+  // = 352,321,536 B, one micro-batch in flight (pp 1), plus the fp32 logits
+  // of the last stage: 2,048 x 32,000 x 4 B = 262,144,000 B.
+  EXPECT_EQ(p->memory.activations_bytes, 352321536.0 + 262144000.0);
+  // Full recompute keeps each layer's input (2,048 x 1,024 x 2 B = 4,194,304
+  // B) plus one layer's full activations (88,080,384 B) and the logits.
+  Knobs full;
+  full.recompute.mode = RecomputeMode::kFull;
+  absl::StatusOr<Prediction> pf1 = sm.Predict(Layout(1, 1, 1, 1, 1, 1), full);
+  ASSERT_TRUE(pf1.ok());
+  EXPECT_EQ(pf1->memory.activations_bytes, 4 * 4194304.0 + 88080384.0 + 262144000.0);
   // dp = 8 shards the optimizer states only (distributed optimizer).
   const StepModel sm8 = Make(TinyDense(), "h100-sxm", {8, 2048, 64});
   absl::StatusOr<Prediction> p8 = sm8.Predict(Layout(1, 1, 1, 1, 1, 1), Knobs{});
