@@ -1,9 +1,9 @@
 // render_report: plans a problem with the datasheet cost model, re-plans the
 // default what-if scenarios and writes the HTML report. Used for the README
 // screenshot and to look at reports without a server:
-//   bazel run //planner/report:render_report -- --model deepseek-v3 \
-//     --cluster gb200-nvl72 --gpus 1024 --seq 4096 --gbs 8192 \
-//     --out /tmp/report.html
+//   bazel run //planner/report:render_report -- --model deepseek-v3
+//     --cluster gb200-nvl72 --gpus 1024 --seq 4096 --gbs 8192
+//     --out /tmp/report.html     (one command line)
 #include <cstdio>
 #include <ctime>
 #include <fstream>

@@ -663,8 +663,20 @@ void Pipeline(const ReportInput& in, std::string* out) {
                   " and ", Esc(HumanSeconds(model_bubble)), ".</p>\n");
   const double x0 = 90, W = 970, lane_h = 22, comm_h = 9, gap = 12;
   const double rank_h = lane_h + 2 + comm_h + gap;
-  const double height = 30 + ranks * rank_h + 40;
-  const double scale = W / std::max(tl->step_s, 1e-12);
+  const double panel_h = 22 + ranks * rank_h + 36;
+  // The second panel zooms into the start of the step (warm-up and the first
+  // steady 1F1B passes), where the passes are wide enough to label.
+  double zoom_s = tl->step_s;
+  {
+    std::vector<double> rank0_ends;
+    for (const PipelineOp& op : tl->compute) {
+      if (op.rank == 0) rank0_ends.push_back(op.end_s);
+    }
+    const size_t k = static_cast<size_t>(3 * spec.pp * spec.vp + 2);
+    if (k < rank0_ends.size()) zoom_s = rank0_ends[k];
+  }
+  const bool zoom = zoom_s < 0.6 * tl->step_s;
+  const double height = zoom ? 2 * panel_h + 24 : panel_h;
   absl::StrAppend(out, "<svg class=\"chart timeline\" viewBox=\"0 0 1080 ",
                   Px(height), "\" role=\"img\" aria-label=\"pipeline schedule"
                   "\"><defs><pattern id=\"hatch\" width=\"6\" height=\"6\" "
@@ -685,75 +697,101 @@ void Pipeline(const ReportInput& in, std::string* out) {
     }
   }
   const double min_label_w = 13;
-  for (int r = 0; r < ranks; ++r) {
-    const double y = 22 + r * rank_h;
-    absl::StrAppend(out, "<g data-rank=\"", r, "\" data-forward-passes=\"",
-                    fwd_count[r], "\" data-backward-passes=\"", bwd_count[r],
-                    "\" data-bubble-s=\"", DataNum(tl->bubble_s[r]), "\">"
-                    "<text x=\"", Px(x0 - 6), "\" y=\"", Px(y + 15),
-                    "\" text-anchor=\"end\">rank ", r, "</text><text x=\"",
-                    Px(x0 - 6), "\" y=\"", Px(y + lane_h + 2 + 8),
-                    "\" text-anchor=\"end\" class=\"small\">comm</text>"
-                    "<rect x=\"", Px(x0), "\" y=\"", Px(y), "\" width=\"",
-                    Px(last_bwd[r] * scale), "\" height=\"", Px(lane_h),
-                    "\" fill=\"url(#hatch)\" class=\"bubble\"/>"
-                    "<rect x=\"", Px(x0), "\" y=\"", Px(y + lane_h + 2),
-                    "\" width=\"", Px(W), "\" height=\"", Px(comm_h),
-                    "\" fill=\"#fafafa\" stroke=\"#e0e0e0\" stroke-width=\"0.5\"/>");
-    for (const PipelineOp& op : tl->compute) {
-      if (op.rank != r) continue;
-      const double bx = x0 + op.start_s * scale;
-      const double bw = std::max((op.end_s - op.start_s) * scale, 0.3);
-      const char* fill;
-      std::string label;
-      double hidden = 0;
-      switch (op.kind) {
-        case PipelineOpKind::kForward:
-          fill = op.chunk % 2 == 0 ? "#4e79a7" : "#7fa6cf";
-          label = absl::StrCat(op.micro_batch + 1);
-          hidden = spec.forward_hidden_comm_s;
-          break;
-        case PipelineOpKind::kBackward:
-          fill = op.chunk % 2 == 0 ? "#59a14f" : "#8cc47f";
-          label = absl::StrCat(op.micro_batch + 1);
-          hidden = spec.backward_hidden_comm_s;
-          break;
-        default:
-          fill = "#9c755f";
-          label = "opt";
-          break;
+  // Draws ranks [0, ranks) over [0, t1] with its top at y_top; the full
+  // panel carries the data-* attributes.
+  auto panel = [&](double t1, double y_top, bool full) {
+    const double scale = W / std::max(t1, 1e-12);
+    for (int r = 0; r < ranks; ++r) {
+      const double y = y_top + 22 + r * rank_h;
+      absl::StrAppend(out, "<g");
+      if (full) {
+        absl::StrAppend(out, " data-rank=\"", r, "\" data-forward-passes=\"",
+                        fwd_count[r], "\" data-backward-passes=\"",
+                        bwd_count[r], "\" data-bubble-s=\"",
+                        DataNum(tl->bubble_s[r]), "\"");
       }
-      absl::StrAppend(out, "<rect x=\"", Px(bx), "\" y=\"", Px(y),
-                      "\" width=\"", Px(bw), "\" height=\"", Px(lane_h),
-                      "\" fill=\"", fill, "\" class=\"op\"/>");
-      if (bw >= min_label_w * label.size() * 0.6 + 4) {
-        absl::StrAppend(out, "<text class=\"in small\" x=\"", Px(bx + bw / 2),
-                        "\" y=\"", Px(y + 15), "\" text-anchor=\"middle\">",
-                        label, "</text>");
+      absl::StrAppend(out, "><text x=\"", Px(x0 - 6), "\" y=\"", Px(y + 15),
+                      "\" text-anchor=\"end\">rank ", r, "</text><text x=\"",
+                      Px(x0 - 6), "\" y=\"", Px(y + lane_h + 2 + 8),
+                      "\" text-anchor=\"end\" class=\"small\">comm</text>"
+                      "<rect x=\"", Px(x0), "\" y=\"", Px(y), "\" width=\"",
+                      Px(std::min(last_bwd[r], t1) * scale), "\" height=\"",
+                      Px(lane_h), "\" fill=\"url(#hatch)\" class=\"bubble\"/>"
+                      "<rect x=\"", Px(x0), "\" y=\"", Px(y + lane_h + 2),
+                      "\" width=\"", Px(W), "\" height=\"", Px(comm_h),
+                      "\" fill=\"#fafafa\" stroke=\"#e0e0e0\" "
+                      "stroke-width=\"0.5\"/>");
+      for (const PipelineOp& op : tl->compute) {
+        if (op.rank != r || op.start_s >= t1) continue;
+        const double end = std::min(op.end_s, t1);
+        const double bx = x0 + op.start_s * scale;
+        const double bw = std::max((end - op.start_s) * scale, 0.3);
+        const char* fill;
+        std::string label;
+        double hidden = 0;
+        switch (op.kind) {
+          case PipelineOpKind::kForward:
+            fill = op.chunk % 2 == 0 ? "#4e79a7" : "#7fa6cf";
+            label = absl::StrCat(op.micro_batch + 1);
+            hidden = spec.forward_hidden_comm_s;
+            break;
+          case PipelineOpKind::kBackward:
+            fill = op.chunk % 2 == 0 ? "#59a14f" : "#8cc47f";
+            label = absl::StrCat(op.micro_batch + 1);
+            hidden = spec.backward_hidden_comm_s;
+            break;
+          default:
+            fill = "#9c755f";
+            label = "opt";
+            break;
+        }
+        absl::StrAppend(out, "<rect x=\"", Px(bx), "\" y=\"", Px(y),
+                        "\" width=\"", Px(bw), "\" height=\"", Px(lane_h),
+                        "\" fill=\"", fill, "\" class=\"op\"/>");
+        if (bw >= min_label_w * label.size() * 0.6 + 4) {
+          absl::StrAppend(out, "<text class=\"in small\" x=\"",
+                          Px(bx + bw / 2), "\" y=\"", Px(y + 15),
+                          "\" text-anchor=\"middle\">", label, "</text>");
+        }
+        if (hidden > 0) {
+          const double hw = std::min(hidden, end - op.start_s) * scale;
+          absl::StrAppend(out, "<rect x=\"", Px(bx), "\" y=\"",
+                          Px(y + lane_h + 2), "\" width=\"", Px(hw),
+                          "\" height=\"", Px(comm_h),
+                          "\" fill=\"#e15759\" fill-opacity=\"0.45\"/>");
+        }
       }
-      if (hidden > 0) {
-        const double hw =
-            std::min(hidden, op.end_s - op.start_s) * scale;
+      for (const PipelineOp& op : tl->comm) {
+        if (op.rank != r || op.start_s >= t1) continue;
+        const double bx = x0 + op.start_s * scale;
+        const double bw =
+            std::max((std::min(op.end_s, t1) - op.start_s) * scale, 0.5);
         absl::StrAppend(out, "<rect x=\"", Px(bx), "\" y=\"",
-                        Px(y + lane_h + 2), "\" width=\"", Px(hw),
-                        "\" height=\"", Px(comm_h),
-                        "\" fill=\"#e15759\" fill-opacity=\"0.45\"/>");
+                        Px(y + lane_h + 2), "\" width=\"", Px(bw),
+                        "\" height=\"", Px(comm_h), "\" fill=\"",
+                        op.kind == PipelineOpKind::kSend ? "#edc948"
+                                                         : "#76b7b2",
+                        "\"/>");
       }
+      absl::StrAppend(out, "</g>");
     }
-    for (const PipelineOp& op : tl->comm) {
-      if (op.rank != r) continue;
-      const double bx = x0 + op.start_s * scale;
-      const double bw = std::max((op.end_s - op.start_s) * scale, 0.5);
-      absl::StrAppend(out, "<rect x=\"", Px(bx), "\" y=\"",
-                      Px(y + lane_h + 2), "\" width=\"", Px(bw),
-                      "\" height=\"", Px(comm_h), "\" fill=\"",
-                      op.kind == PipelineOpKind::kSend ? "#edc948" : "#76b7b2",
-                      "\"/>");
-    }
+    XAxis(out, x0, y_top + 22 + ranks * rank_h, W, t1, units::kMillisecond,
+          "ms");
+  };
+  absl::StrAppend(out, "<text x=\"", Px(x0), "\" y=\"12\" class=\"small\">"
+                  "whole step</text>");
+  panel(tl->step_s, 0, true);
+  if (zoom) {
+    const double y2 = panel_h + 24;
+    absl::StrAppend(out, "<g data-panel=\"zoom\" data-until-s=\"",
+                    DataNum(zoom_s), "\"><text x=\"", Px(x0), "\" y=\"",
+                    Px(y2 + 12), "\" class=\"small\">first ",
+                    Esc(HumanSeconds(zoom_s)),
+                    " zoomed: warm-up, then one forward and one backward pass "
+                    "in turn; numbers are micro-batches</text>");
+    panel(zoom_s, y2, false);
     absl::StrAppend(out, "</g>");
   }
-  XAxis(out, x0, 22 + ranks * rank_h, W, tl->step_s, units::kMillisecond,
-        "ms");
   absl::StrAppend(out, "</svg>\n<ul class=\"legend\">"
                   "<li><span class=\"sw\" style=\"background:#4e79a7\"></span>"
                   "forward (lighter: odd model chunk)</li>"
