@@ -462,3 +462,59 @@ TEST(StepModelSlotsTest, HiddenTermsAreExactlyTheHiddenKinds) {
 
 }  // namespace
 }  // namespace moetune::planner
+
+namespace moetune::planner {
+namespace {
+
+TEST(StepModelPropertyTest, FiniteAndConsistentOverManyLayouts) {
+  // Every preset on every cluster over a grid of layouts and knobs: each
+  // answer is either a reason or finite, positive numbers whose exposed
+  // terms add up to the step, and Quick agrees with Predict.
+  int feasible = 0;
+  for (const std::string& name : ModelPresetNames()) {
+    const ModelSpec m = Preset(name.c_str());
+    for (const char* cluster : {"h100-sxm", "gb200-nvl72"}) {
+      const StepModel sm = Make(m, cluster, {256, 4096, 1024});
+      for (int tp : {1, 2, 8}) {
+        for (int pp : {1, 4}) {
+          for (int vp : {1, 2}) {
+            for (int ep : {1, 8, 32}) {
+              for (int cp : {1, 2}) {
+                for (bool full : {false, true}) {
+                  ParallelConfig p = Layout(tp, pp, vp, ep, cp, 1);
+                  Knobs k;
+                  k.precision = Precision::kFp8;
+                  if (full) k.recompute.mode = RecomputeMode::kFull;
+                  const Estimate e = sm.Quick(p, k);
+                  absl::StatusOr<Prediction> pr = sm.Predict(p, k);
+                  if (e.reason != Infeasibility::kNone) {
+                    EXPECT_FALSE(pr.ok()) << name << " " << ToString(p);
+                    continue;
+                  }
+                  ASSERT_TRUE(pr.ok()) << name << " " << ToString(p) << ": " << pr.status();
+                  ++feasible;
+                  EXPECT_TRUE(std::isfinite(pr->step_time_s) && pr->step_time_s > 0)
+                      << name << " " << ToString(p);
+                  EXPECT_TRUE(std::isfinite(pr->peak_memory_bytes) &&
+                              pr->peak_memory_bytes > 0);
+                  EXPECT_EQ(e.step_time_s, pr->step_time_s);
+                  double exposed = 0;
+                  for (const Term& t : pr->breakdown) {
+                    EXPECT_TRUE(std::isfinite(t.seconds) && t.seconds >= 0) << t.name;
+                    if (!IsHidden(t.kind)) exposed += t.seconds;
+                  }
+                  EXPECT_NEAR(exposed, pr->step_time_s, 1e-9 * pr->step_time_s)
+                      << name << " " << ToString(p);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(feasible, 300);
+}
+
+}  // namespace
+}  // namespace moetune::planner
