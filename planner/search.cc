@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -172,17 +173,18 @@ class Searcher {
         axes_(std::move(axes)),
         limit_bytes_(options.max_memory_fraction * problem.cluster.gpu.hbm_bytes),
         top_(options.top_k) {
-    BuildKnobSets(0);
+    BuildKnobSets();
   }
 
   absl::StatusOr<SearchResult> Run();
 
  private:
-  void BuildKnobSets(uint32_t group_axes) {
+  void BuildKnobSets() {
     knobs_ep_ = BuildKnobSet(axes_, problem_.model, /*expert_parallel=*/true,
-                             group_axes);
+                             bounded_axes_, neutral_axes_);
     knobs_no_ep_ = BuildKnobSet(axes_, problem_.model,
-                                /*expert_parallel=*/false, group_axes);
+                                /*expert_parallel=*/false, bounded_axes_,
+                                neutral_axes_);
   }
   const KnobSet& KnobsOf(const ParallelConfig& p) const {
     return p.ep > 1 ? knobs_ep_ : knobs_no_ep_;
@@ -199,7 +201,7 @@ class Searcher {
                         std::vector<OpenGroup>& open, TopLayouts& top);
   // Default mode, phase 2: subgroup heads, then members, best first.
   void ExpandGroup(const OpenGroup& g, Worker& w, std::atomic<double>& threshold);
-  uint32_t Audit();
+  void Audit();
   void Progress(bool force);
   std::string Describe(uint32_t layout, uint32_t combo) const;
   std::string ExampleText(PruneRule rule, int detail, bool evaluated,
@@ -217,7 +219,9 @@ class Searcher {
   std::vector<ParallelConfig> layouts_;
   Tally rejections_;  // invalid layouts, found during enumeration
   uint64_t total_ = 0;
-  uint32_t bounded_axes_ = 0;
+  uint32_t bounded_axes_ = 0;                 // bounded value by value
+  uint32_t neutral_axes_ = kDefaultNeutralAxes;  // never change memory
+  uint32_t memory_axes_found_ = 0;  // assumed neutral, found not to be
   uint64_t audit_evaluations_ = 0;
 
   // Shared progress counters.
@@ -335,50 +339,68 @@ void Searcher::ExpandGroup(const OpenGroup& g, Worker& w,
   const KnobSet& ks = KnobsOf(layouts_[g.layout]);
   const uint32_t base = g.group * static_cast<uint32_t>(ks.group_size);
   const uint32_t sub = static_cast<uint32_t>(ks.subgroup_size);
+  const uint32_t block = static_cast<uint32_t>(ks.block_size);
   const uint32_t subgroups = static_cast<uint32_t>(ks.subgroups_per_group());
+  const uint32_t blocks = static_cast<uint32_t>(ks.blocks_per_subgroup());
   const uint64_t before = w.evaluated;
   Scored best;  // this group's best feasible candidate so far
+  // Tallies a scored head of `n` combinations (itself included): the
+  // members it settles without being scored.
+  auto settle = [&](const Outcome& o, uint32_t head, uint32_t n) {
+    if (n <= 1) return;
+    if (!o.runs) {
+      w.tally.Add(PruneRule::kUnsupportedByModel, static_cast<int>(o.reason),
+                  false, n - 1, Example{true, g.layout, head + 1, 0, 0});
+    } else if (o.scored.valid()) {
+      w.tally.Add(PruneRule::kDominatedInGroup, 0, false, n - 1,
+                  Example{true, g.layout, head + 1, o.tokens_per_sec, 0});
+    } else {
+      w.tally.Add(PruneRule::kSameMemoryOverLimit, 0, false, n - 1,
+                  Example{true, g.layout, head + 1, 0, limit_bytes_});
+    }
+  };
   // Subgroup heads (subgroup 0's head is the group head: scored, over).
   std::vector<std::pair<double, uint32_t>> open_subgroups = {
       {g.head_tokens_per_sec, 0}};
   for (uint32_t s = 1; s < subgroups; ++s) {
     const uint32_t head = base + s * sub;
     const Outcome o = Score(g.layout, head, w);
-    if (!o.runs) {
-      if (sub > 1) {
-        w.tally.Add(PruneRule::kUnsupportedByModel, static_cast<int>(o.reason),
-                    false, sub - 1, Example{true, g.layout, head + 1, 0, 0});
-      }
-    } else if (o.scored.valid()) {
-      if (Better(o.scored, best)) best = o.scored;
-      if (sub > 1) {
-        w.tally.Add(PruneRule::kDominatedInGroup, 0, false, sub - 1,
-                    Example{true, g.layout, head + 1, o.tokens_per_sec, 0});
-      }
-    } else if (sub > 1) {
+    if (o.runs && !o.scored.valid()) {
       open_subgroups.push_back({o.tokens_per_sec, s});
+    } else {
+      if (Better(o.scored, best)) best = o.scored;
+      settle(o, head, sub);
     }
   }
   // Open subgroups, best head first, against the K-th best layout and this
-  // layout's best so far (a slower find can change neither).
+  // layout's best so far (a slower find can change neither). In a visited
+  // subgroup each block head is scored: it settles its block, whose members
+  // are no faster and need the same memory.
   std::sort(open_subgroups.begin(), open_subgroups.end(),
             [](const std::pair<double, uint32_t>& a,
                const std::pair<double, uint32_t>& b) {
               return a.first != b.first ? a.first > b.first : a.second < b.second;
             });
   for (const auto& [head_tps, s] : open_subgroups) {
-    if (sub <= 1) break;
     const double bar = std::max(threshold.load(std::memory_order_relaxed),
                                 best.valid() ? best.tokens_per_sec : -1.0);
     const uint32_t head = base + s * sub;
     if (head_tps < bar) {
-      w.tally.Add(PruneRule::kBoundBelowTopK, 0, false, sub - 1,
-                  Example{true, g.layout, head, head_tps, bar});
+      if (sub > 1) {
+        w.tally.Add(PruneRule::kBoundBelowTopK, 0, false, sub - 1,
+                    Example{true, g.layout, head, head_tps, bar});
+      }
       continue;
     }
-    for (uint32_t c = head + 1; c < head + sub; ++c) {
-      const Outcome o = Score(g.layout, c, w);
+    // Block 0's head is the subgroup head: over the limit.
+    Outcome over;
+    over.runs = true;
+    settle(over, head, block);
+    for (uint32_t b = 1; b < blocks; ++b) {
+      const uint32_t bh = head + b * block;
+      const Outcome o = Score(g.layout, bh, w);
       if (Better(o.scored, best)) best = o.scored;
+      settle(o, bh, block);
     }
   }
   evaluated_.fetch_add(w.evaluated - before, std::memory_order_relaxed);
@@ -391,42 +413,62 @@ void Searcher::ExpandGroup(const OpenGroup& g, Worker& w,
   }
 }
 
-// The default search's bound rests on each knob axis listing its fastest
-// value first. Check it on a sample of layouts: from each group head, move
-// one axis to each of its other values; an axis where that is faster is
-// bounded value by value instead (moved to the group level).
-uint32_t Searcher::Audit() {
+// The default search rests on two properties of the step model, checked here
+// on a sample of layouts before it relies on them:
+//   speed   each knob axis lists its fastest value first: from each group
+//           head, moving one axis to another value is never faster. An axis
+//           that fails is bounded value by value (moved to the group level).
+//   memory  the axes assumed memory-neutral (dispatcher, grouped GEMM, CUDA
+//           graphs) leave peak memory unchanged, from the group head and from
+//           its most memory-frugal setting (full recompute, all offload). An
+//           axis that fails becomes a block axis (scored value by value).
+void Searcher::Audit() {
   std::vector<uint32_t> sample;
   const uint32_t n = static_cast<uint32_t>(layouts_.size());
   const uint32_t step = std::max<uint32_t>(1, n / kAuditLayouts);
   for (uint32_t i = 0; i < n && sample.size() < kAuditLayouts; i += step) {
     if (Floor(layouts_[i]) <= limit_bytes_) sample.push_back(i);
   }
-  uint32_t violated = 0;
+  auto same_memory = [](double a, double b) {
+    return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+  };
   for (uint32_t li : sample) {
     const ParallelConfig& p = layouts_[li];
     const KnobSet& ks = KnobsOf(p);
     for (int g = 0; g < ks.num_groups(); ++g) {
       const Knobs& head = ks.combos[static_cast<size_t>(g * ks.group_size)];
-      const Estimate h = model_.Quick(p, head);
-      ++audit_evaluations_;
-      if (h.reason != Infeasibility::kNone) continue;
-      for (int a = 1; a < kNumKnobAxes; ++a) {
-        const KnobAxis axis = static_cast<KnobAxis>(a);
-        const int size = AxisSize(axes_, problem_.model, p.ep > 1, axis);
-        for (int v = 1; v < size; ++v) {
-          const Estimate e = model_.Quick(p, WithAxisValue(axes_, head, axis, v));
-          ++audit_evaluations_;
-          if (e.reason == Infeasibility::kNone &&
-              e.tokens_per_sec_per_gpu >
-                  h.tokens_per_sec_per_gpu * (1 + kAuditTolerance)) {
-            violated |= AxisBit(axis);
+      Knobs frugal = WithAxisValue(
+          axes_, head, KnobAxis::kRecompute,
+          AxisSize(axes_, problem_.model, p.ep > 1, KnobAxis::kRecompute) - 1);
+      frugal = WithAxisValue(
+          axes_, frugal, KnobAxis::kOffload,
+          AxisSize(axes_, problem_.model, p.ep > 1, KnobAxis::kOffload) - 1);
+      for (const Knobs* from : std::initializer_list<const Knobs*>{&head, &frugal}) {
+        const Estimate h = model_.Quick(p, *from);
+        ++audit_evaluations_;
+        if (h.reason != Infeasibility::kNone) continue;
+        for (int a = 1; a < kNumKnobAxes; ++a) {
+          const KnobAxis axis = static_cast<KnobAxis>(a);
+          const int size = AxisSize(axes_, problem_.model, p.ep > 1, axis);
+          for (int v = 1; v < size; ++v) {
+            const Estimate e =
+                model_.Quick(p, WithAxisValue(axes_, *from, axis, v));
+            ++audit_evaluations_;
+            if (e.reason != Infeasibility::kNone) continue;
+            if (from == &head && e.tokens_per_sec_per_gpu >
+                                     h.tokens_per_sec_per_gpu * (1 + kAuditTolerance)) {
+              bounded_axes_ |= AxisBit(axis);
+            }
+            if ((neutral_axes_ & AxisBit(axis)) &&
+                !same_memory(e.peak_memory_bytes, h.peak_memory_bytes)) {
+              neutral_axes_ &= ~AxisBit(axis);
+              memory_axes_found_ |= AxisBit(axis);
+            }
           }
         }
       }
     }
   }
-  return violated;
 }
 
 void Searcher::Progress(bool force) {
@@ -569,6 +611,8 @@ std::string Searcher::ExampleText(PruneRule rule, int detail, bool evaluated,
     case PruneRule::kDominatedInGroup:
       return absl::StrCat(what, ": its group head fits at ",
                           absl::StrFormat("%.1f", ex.a), " tokens/s/GPU");
+    case PruneRule::kSameMemoryOverLimit:
+      return absl::StrCat(what, ": its block head needs more than ", Gib(ex.b));
     case PruneRule::kOverMemory:
       return absl::StrCat(what, ": peak ", Gib(ex.a), " > ", Gib(ex.b));
     case PruneRule::kUnsupportedByModel:
@@ -660,8 +704,8 @@ absl::StatusOr<SearchResult> Searcher::Run() {
   } else {
     // Audit the fastest-first order of the knob axes; bound any axis that
     // fails it value by value.
-    bounded_axes_ = Audit();
-    if (bounded_axes_ != 0) BuildKnobSets(bounded_axes_);
+    Audit();
+    BuildKnobSets();
     // Phase 1: floors and group heads, per worker.
     std::vector<std::vector<OpenGroup>> open(workers.size());
     std::vector<TopLayouts> tops(workers.size(), TopLayouts(options_.top_k));
@@ -780,6 +824,10 @@ absl::StatusOr<SearchResult> Searcher::Run() {
       result.audit_failed_axes.emplace_back(
           KnobAxisName(static_cast<KnobAxis>(a)));
     }
+    if (memory_axes_found_ & (1u << a)) {
+      result.audit_memory_axes.emplace_back(
+          KnobAxisName(static_cast<KnobAxis>(a)));
+    }
   }
   result.audit_evaluations = audit_evaluations_;
   for (int r = 0; r < kNumPruneRules; ++r) {
@@ -838,6 +886,8 @@ std::string_view PruneRuleName(PruneRule rule) {
       return "bound_below_top_k";
     case PruneRule::kDominatedInGroup:
       return "dominated_in_group";
+    case PruneRule::kSameMemoryOverLimit:
+      return "same_memory_over_limit";
     case PruneRule::kOverMemory:
       return "over_memory";
     case PruneRule::kUnsupportedByModel:
@@ -857,6 +907,9 @@ std::string_view PruneRuleText(PruneRule rule) {
     case PruneRule::kDominatedInGroup:
       return "the group's fastest setting already fits, so no other member "
              "can beat it";
+    case PruneRule::kSameMemoryOverLimit:
+      return "differs from a scored setting over the memory limit only in "
+             "knobs that do not change memory";
     case PruneRule::kOverMemory:
       return "scored: peak memory over the limit";
     case PruneRule::kUnsupportedByModel:
@@ -959,6 +1012,7 @@ nlohmann::json ToJson(const SearchResult& r) {
     nlohmann::json audit;
     audit["evaluations"] = r.audit_evaluations;
     audit["axes_bounded_by_value"] = r.audit_failed_axes;
+    audit["axes_found_to_change_memory"] = r.audit_memory_axes;
     j["dominance_audit"] = audit;
   }
   return j;
@@ -976,6 +1030,10 @@ std::string ExplainPruning(const SearchResult& r) {
                     r.audit_failed_axes.empty()
                         ? std::string("none")
                         : absl::StrJoin(r.audit_failed_axes, ", "),
+                    "; axes found to change memory: ",
+                    r.audit_memory_axes.empty()
+                        ? std::string("none")
+                        : absl::StrJoin(r.audit_memory_axes, ", "),
                     "\n");
   }
   for (const PruneCount& p : r.pruned) {

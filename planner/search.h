@@ -27,9 +27,12 @@
 //   3. groups whose head does not fit are then visited best head first. In
 //      a visited group the heads of its (recompute, offload) subgroups are
 //      scored, and the same two rules apply one level down: a subgroup whose
-//      head fits is settled, one whose head is below the bar is skipped, the
-//      rest are scored member by member; the group's best feasible member
-//      competes for the top K.
+//      head fits is settled, one whose head is below the bar is skipped. In
+//      the rest, each block head (one per value of the memory-changing
+//      member axes, overlap) is scored; it settles its block, whose members
+//      differ only in knobs that change speed but not memory (rule
+//      kSameMemoryOverLimit when it is over the limit). The group's best
+//      feasible member competes for the top K.
 // Groups are per layout and precision (plus any axis the audit bounds value
 // by value, see search_space.h).
 // The bound rests on the order of each knob axis (search_space.h): less
@@ -96,10 +99,11 @@ enum class PruneRule {
   kWeightsExceedMemory,   // default mode: weights alone over the limit
   kBoundBelowTopK,        // default mode: group head below the K-th best
   kDominatedInGroup,      // default mode: group head fits, so it is the best
+  kSameMemoryOverLimit,   // default mode: same memory as a head over the limit
   kOverMemory,            // scored, peak memory over the limit
   kUnsupportedByModel,    // the step model rejected the configuration
 };
-inline constexpr int kNumPruneRules = 6;
+inline constexpr int kNumPruneRules = 7;
 std::string_view PruneRuleName(PruneRule rule);
 std::string_view PruneRuleText(PruneRule rule);
 
@@ -140,6 +144,9 @@ struct SearchResult {
   // were therefore bounded value by value.
   uint64_t audit_evaluations = 0;
   std::vector<std::string> audit_failed_axes;
+  // Axes assumed not to change memory that the audit found to change it
+  // (scored value by value instead).
+  std::vector<std::string> audit_memory_axes;
 };
 
 // What the search needs from a step model: the fast estimate for scoring and

@@ -465,13 +465,14 @@ Knobs WithAxisValue(const KnobAxes& axes, Knobs k, KnobAxis axis, int i) {
 }
 
 KnobSet BuildKnobSet(const KnobAxes& axes, const ModelSpec& model,
-                     bool expert_parallel, uint32_t group_axes) {
+                     bool expert_parallel, uint32_t group_axes,
+                     uint32_t neutral_axes) {
   group_axes |= AxisBit(KnobAxis::kPrecision);
   constexpr KnobAxis kSubgroupAxes[] = {KnobAxis::kRecompute, KnobAxis::kOffload};
   constexpr KnobAxis kMemberAxes[] = {KnobAxis::kDispatcher,
                                       KnobAxis::kGroupedGemm, KnobAxis::kOverlap,
                                       KnobAxis::kCudaGraphs};
-  // Axes from outermost to innermost, and each level's size.
+  // Axes from outermost to innermost, and where each level starts.
   std::vector<KnobAxis> order;
   for (int a = 0; a < kNumKnobAxes; ++a) {
     if (group_axes & (1u << a)) order.push_back(static_cast<KnobAxis>(a));
@@ -482,21 +483,30 @@ KnobSet BuildKnobSet(const KnobAxes& axes, const ModelSpec& model,
   }
   const size_t subgroup_level = order.size();
   for (KnobAxis a : kMemberAxes) {
-    if (!(group_axes & AxisBit(a))) order.push_back(a);
+    if (!(group_axes & AxisBit(a)) && !(neutral_axes & AxisBit(a))) {
+      order.push_back(a);
+    }
+  }
+  const size_t block_level = order.size();
+  for (KnobAxis a : kMemberAxes) {
+    if (!(group_axes & AxisBit(a)) && (neutral_axes & AxisBit(a))) {
+      order.push_back(a);
+    }
   }
   std::vector<int> sizes;
   for (KnobAxis a : order) {
     sizes.push_back(AxisSize(axes, model, expert_parallel, a));
   }
+  auto product_from = [&](size_t level) {
+    int n = 1;
+    for (size_t i = level; i < sizes.size(); ++i) n *= sizes[i];
+    return n;
+  };
   KnobSet set;
-  set.group_size = 1;
-  set.subgroup_size = 1;
-  for (size_t i = group_level; i < order.size(); ++i) set.group_size *= sizes[i];
-  for (size_t i = subgroup_level; i < order.size(); ++i) {
-    set.subgroup_size *= sizes[i];
-  }
-  size_t total = 1;
-  for (int n : sizes) total *= static_cast<size_t>(n);
+  set.group_size = product_from(group_level);
+  set.subgroup_size = product_from(subgroup_level);
+  set.block_size = product_from(block_level);
+  const size_t total = static_cast<size_t>(product_from(0));
   // Every axis's value 0 first; unused axes (size 1 collapsed) keep value 0.
   Knobs base;
   for (int a = 0; a < kNumKnobAxes; ++a) {

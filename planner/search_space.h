@@ -150,29 +150,41 @@ int AxisSize(const KnobAxes& axes, const ModelSpec& model, bool expert_parallel,
 Knobs WithAxisValue(const KnobAxes& axes, Knobs knobs, KnobAxis axis,
                     int index);
 
-// The knob settings of a layout, as a flat list of combinations in three
+// The knob settings of a layout, as a flat list of combinations in four
 // nested levels:
 //   group     axes the search bounds value by value: precision, plus any
 //             axis in `group_axes` (an axis whose fastest-first order the
 //             search's audit found broken);
 //   subgroup  the memory axes, recompute and offload;
-//   member    dispatcher, grouped GEMM, overlap, CUDA graphs.
+//   block     the other axes that change peak memory (overlap: TP overlap
+//             needs communication buffers);
+//   member    the axes in `neutral_axes`, which change speed but not memory
+//             (dispatcher, grouped GEMM, CUDA graphs by default).
 // Within a group every non-group axis starts at its fastest value, so the
-// group's first combination (its head) is the fastest of the group; within a
-// subgroup likewise for the member axes.
+// group's first combination (its head) is the fastest of the group; likewise
+// for the head of each subgroup and each block. All members of a block need
+// the same memory as its head.
 struct KnobSet {
   std::vector<Knobs> combos;
   int group_size = 1;     // combos.size() % group_size == 0
   int subgroup_size = 1;  // group_size % subgroup_size == 0
+  int block_size = 1;     // subgroup_size % block_size == 0
   int num_groups() const {
     return static_cast<int>(combos.size()) / group_size;
   }
   int subgroups_per_group() const { return group_size / subgroup_size; }
+  int blocks_per_subgroup() const { return subgroup_size / block_size; }
 };
+// The member axes assumed memory-neutral until an audit says otherwise.
+inline constexpr uint32_t kDefaultNeutralAxes =
+    (1u << static_cast<int>(KnobAxis::kDispatcher)) |
+    (1u << static_cast<int>(KnobAxis::kGroupedGemm)) |
+    (1u << static_cast<int>(KnobAxis::kCudaGraphs));
 // Knob combinations for layouts with ep > 1 (expert_parallel) or ep = 1 (no
 // dispatch, so one dispatcher). On a dense model both are the same.
 KnobSet BuildKnobSet(const KnobAxes& axes, const ModelSpec& model,
-                     bool expert_parallel, uint32_t group_axes = 0);
+                     bool expert_parallel, uint32_t group_axes = 0,
+                     uint32_t neutral_axes = kDefaultNeutralAxes);
 
 // A layout the enumeration rejected, reported once per layout.
 struct LayoutRejection {

@@ -253,12 +253,24 @@ TEST(KnobAxesTest, DefaultAxesAndSetSizes) {
   EXPECT_EQ(axes->offload.front().modules, 0u);
   EXPECT_EQ(axes->overlap.size(), 3u);
   // MoE at ep > 1: one group per precision of 5 recompute x 3 offload
-  // subgroups of 2 dispatchers x 2 grouped x 3 overlap x 2 graphs = 24.
+  // subgroups of 3 overlap blocks of 2 dispatchers x 2 grouped x 2 graphs.
   KnobSet ep = BuildKnobSet(*axes, moe, /*expert_parallel=*/true);
   EXPECT_EQ(ep.num_groups(), 1);
   EXPECT_EQ(ep.group_size, 360);
   EXPECT_EQ(ep.subgroup_size, 24);
   EXPECT_EQ(ep.subgroups_per_group(), 15);
+  EXPECT_EQ(ep.block_size, 8);
+  EXPECT_EQ(ep.blocks_per_subgroup(), 3);
+  // Every member of a block differs from its head in neutral axes only.
+  for (size_t b = 0; b < ep.combos.size(); b += 8) {
+    const Knobs& head = ep.combos[b];
+    for (size_t i = b; i < b + 8; ++i) {
+      EXPECT_EQ(ep.combos[i].recompute.mode, head.recompute.mode);
+      EXPECT_EQ(ep.combos[i].offload_modules, head.offload_modules);
+      EXPECT_EQ(ep.combos[i].overlap.tp_comm, head.overlap.tp_comm);
+      EXPECT_EQ(ep.combos[i].overlap.num_comm_streams, head.overlap.num_comm_streams);
+    }
+  }
   // At ep = 1 one dispatcher: 180.
   KnobSet no_ep = BuildKnobSet(*axes, moe, /*expert_parallel=*/false);
   EXPECT_EQ(no_ep.group_size, 180);
@@ -270,6 +282,7 @@ TEST(KnobAxesTest, DefaultAxesAndSetSizes) {
   KnobSet d = BuildKnobSet(*dense_axes, dense, true);
   EXPECT_EQ(d.group_size, 90);
   EXPECT_EQ(d.subgroup_size, 6);
+  EXPECT_EQ(d.block_size, 2);  // CUDA graphs on/off
   // Every subgroup's head uses the fastest value of every member axis, and
   // the group's head the fastest of every axis.
   for (int s = 0; s < ep.subgroups_per_group(); ++s) {
@@ -291,6 +304,11 @@ TEST(KnobAxesTest, DefaultAxesAndSetSizes) {
   EXPECT_EQ(by_overlap.num_groups(), 3);
   EXPECT_EQ(by_overlap.group_size, 120);
   EXPECT_EQ(by_overlap.subgroup_size, 8);
+  EXPECT_EQ(by_overlap.block_size, 8);
+  // Nothing neutral: blocks of one.
+  KnobSet no_neutral = BuildKnobSet(*axes, moe, true, 0, 0);
+  EXPECT_EQ(no_neutral.block_size, 1);
+  EXPECT_EQ(no_neutral.subgroup_size, 24);
   for (int g = 0; g < 3; ++g) {
     const Knobs& head = by_overlap.combos[static_cast<size_t>(g * 120)];
     EXPECT_EQ(head.recompute.mode, RecomputeMode::kNone);

@@ -289,6 +289,8 @@ TEST(SearchTest, DefaultModePrunesWithReasons) {
   // stream), against the search's fastest-first order (one stream first):
   // the audit catches it and the overlap axis is bounded value by value.
   EXPECT_THAT(r->audit_failed_axes, ::testing::ElementsAre("overlap"));
+  // It also charges CUDA graphs 1 GiB: not memory-neutral, and found out.
+  EXPECT_THAT(r->audit_memory_axes, ::testing::ElementsAre("cuda_graphs"));
   EXPECT_GT(r->audit_evaluations, 0u);
 }
 
