@@ -17,6 +17,7 @@
 #include "agent/spool.h"
 #include "kernels/cuda/cuda_probes.h"
 #include "kernels/probes.h"
+#include "tools/security/client_flags.h"
 
 ABSL_FLAG(std::string, server, "", "planner server, HOST:PORT");
 ABSL_FLAG(std::string, cluster, "", "cluster label this node belongs to");
@@ -92,9 +93,12 @@ int main(int argc, char** argv) {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, absl::GetFlag(FLAGS_max_backoff_ms));
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  auto channel = grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args);
+  // --token_file, --tls_ca, --tls_cert, --tls_key (tools/security/client_flags.h).
+  auto channel = moetune::security::MakeChannel(
+      server, moetune::security::ClientSecurityFromFlags(), args);
+  if (!channel.ok()) return Fail(channel.status().ToString(), 2);
   std::shared_ptr<moetune::v1::AgentService::StubInterface> stub =
-      moetune::v1::AgentService::NewStub(channel);
+      moetune::v1::AgentService::NewStub(*channel);
 
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);

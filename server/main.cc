@@ -30,6 +30,7 @@
 #include "server/planner_service.h"
 #include "server/rendezvous.h"
 #include "server/scheduler.h"
+#include "server/security.h"
 #include "server/sqlite_store.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7070", "address to serve on, HOST:PORT (port 0: pick one)");
@@ -103,13 +104,21 @@ int main(int argc, char** argv) {
       [&adapter](const std::string& cluster) { return adapter.CalibrationSummary(cluster); },
       [&adapter](const std::string& cluster) { return adapter.Stragglers(cluster); });
 
+  // Authentication, TLS and limits (server/security.h): the services are
+  // registered behind their guards.
+  auto security = ms::ServingSecurity::Create(ms::SecurityConfigFromFlags(absl::GetFlag(FLAGS_listen)));
+  if (!security.ok()) return Fail(security.status().ToString());
+
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&agent_service);
-  builder.RegisterService(&planner_service);
-  builder.SetMaxReceiveMessageSize(16 << 20);
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), (*security)->credentials(), &port);
+  builder.RegisterService((*security)->Agent(&agent_service));
+  builder.RegisterService((*security)->Planner(&planner_service, [&jobs](const std::string& id) {
+    absl::StatusOr<moetune::v1::Job> job = jobs->Get(id);
+    return !job.ok() || ms::JobRunner::Finished(*job);
+  }));
+  builder.SetMaxReceiveMessageSize((*security)->limits().max_message_bytes);
   builder.SetMaxSendMessageSize(256 << 20);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) return Fail(absl::StrCat("cannot listen on ", absl::GetFlag(FLAGS_listen)));
@@ -120,7 +129,8 @@ int main(int argc, char** argv) {
     std::rename(tmp.c_str(), pf.c_str());
   }
   std::cerr << "moetune-server: serving on port " << port << " (" << absl::GetFlag(FLAGS_listen)
-            << "), db " << absl::GetFlag(FLAGS_db) << ", epoch " << epoch << std::endl;
+            << "), db " << absl::GetFlag(FLAGS_db) << ", epoch " << epoch << "; "
+            << (*security)->Describe() << std::endl;
 
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);

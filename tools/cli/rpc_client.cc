@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "tools/cli/command_registry.h"
+#include "tools/security/client_credentials.h"
 
 namespace moetune::cli {
 
@@ -18,6 +19,12 @@ std::vector<FlagSpec> ServerFlags(std::vector<FlagSpec> own) {
   own.push_back({"server", false,
                  "moetune-server address HOST:PORT (default $MOETUNE_SERVER or 127.0.0.1:7070)"});
   own.push_back({"timeout_s", false, "deadline of each call in seconds (default 30)"});
+  own.push_back({"token_file", false,
+                 "file with the bearer token for the server (default $MOETUNE_TOKEN_FILE)"});
+  own.push_back({"tls_ca", false, "PEM CA of the server's certificate: connect over TLS"});
+  own.push_back({"tls_cert", false, "PEM client certificate (mutual TLS), with --tls_key"});
+  own.push_back({"tls_key", false, "PEM private key of --tls_cert"});
+  own.push_back({"tls_server_name", false, "name to verify in the server's certificate"});
   own.push_back({"help", true, "show this help"});
   return own;
 }
@@ -79,8 +86,20 @@ bool StartServerCommand(const std::string& command, const std::string& usage,
   }
   grpc::ChannelArguments ch;
   ch.SetMaxReceiveMessageSize(256 << 20);
-  call->stub = moetune::v1::PlannerService::NewStub(
-      grpc::CreateCustomChannel(call->server, grpc::InsecureChannelCredentials(), ch));
+  moetune::security::ClientSecurityOptions security;
+  const char* token_env = std::getenv("MOETUNE_TOKEN_FILE");
+  security.token_file = parsed->GetOr("token_file", token_env ? token_env : "");
+  security.tls_ca = parsed->GetOr("tls_ca", "");
+  security.tls_cert = parsed->GetOr("tls_cert", "");
+  security.tls_key = parsed->GetOr("tls_key", "");
+  security.tls_server_name = parsed->GetOr("tls_server_name", "");
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      moetune::security::MakeChannel(call->server, security, ch);
+  if (!channel.ok()) {
+    *exit_code = BadInput(command, std::string(channel.status().message()));
+    return false;
+  }
+  call->stub = moetune::v1::PlannerService::NewStub(*channel);
   *args = std::move(*parsed);
   return true;
 }
