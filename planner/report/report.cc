@@ -721,8 +721,65 @@ void Pipeline(const ReportInput& in, std::string* out) {
                       "\" width=\"", Px(W), "\" height=\"", Px(comm_h),
                       "\" fill=\"#fafafa\" stroke=\"#e0e0e0\" "
                       "stroke-width=\"0.5\"/>");
+      // Too many passes to draw one by one (narrower than 2 px): adjacent
+      // passes merge into runs; the zoomed panel shows them one by one.
+      const bool dense =
+          std::min(spec.forward_s, spec.backward_s) * scale < 2.0;
+      if (dense) {
+        const double pass_s = spec.forward_s + spec.backward_s;
+        const double hidden_share =
+            pass_s > 0 ? std::min(1.0, (spec.forward_hidden_comm_s +
+                                        spec.backward_hidden_comm_s) /
+                                           pass_s)
+                       : 0.0;
+        auto runs = [&](const std::vector<PipelineOp>& ops, bool passes,
+                        auto&& draw) {
+          double run_start = -1, run_end = -1;
+          int count = 0;
+          for (const PipelineOp& op : ops) {
+            const bool is_pass = op.kind == PipelineOpKind::kForward ||
+                                 op.kind == PipelineOpKind::kBackward;
+            if (op.rank != r || op.start_s >= t1 || is_pass != passes ||
+                (!passes && op.kind != PipelineOpKind::kSend)) {
+              continue;
+            }
+            const double end = std::min(op.end_s, t1);
+            if (count > 0 && (op.start_s - run_end) * scale < 0.75) {
+              run_end = std::max(run_end, end);
+              ++count;
+              continue;
+            }
+            if (count > 0) draw(run_start, run_end, count);
+            run_start = op.start_s;
+            run_end = end;
+            count = 1;
+          }
+          if (count > 0) draw(run_start, run_end, count);
+        };
+        runs(tl->compute, true, [&](double a, double b, int n) {
+          absl::StrAppend(out, "<rect x=\"", Px(x0 + a * scale), "\" y=\"",
+                          Px(y), "\" width=\"", Px((b - a) * scale),
+                          "\" height=\"", Px(lane_h),
+                          "\" fill=\"#5b8c85\"><title>", n,
+                          " passes</title></rect>");
+          if (hidden_share > 0) {
+            absl::StrAppend(out, "<rect x=\"", Px(x0 + a * scale), "\" y=\"",
+                            Px(y + lane_h + 2), "\" width=\"",
+                            Px((b - a) * scale), "\" height=\"", Px(comm_h),
+                            "\" fill=\"#e15759\" fill-opacity=\"",
+                            DataNum(0.45 * hidden_share), "\"/>");
+          }
+        });
+        runs(tl->comm, false, [&](double a, double b, int) {
+          absl::StrAppend(out, "<rect x=\"", Px(x0 + a * scale), "\" y=\"",
+                          Px(y + lane_h + 2), "\" width=\"",
+                          Px(std::max((b - a) * scale, 0.5)), "\" height=\"",
+                          Px(comm_h / 2), "\" fill=\"#edc948\"/>");
+        });
+      }
       for (const PipelineOp& op : tl->compute) {
         if (op.rank != r || op.start_s >= t1) continue;
+        if (dense && op.kind != PipelineOpKind::kOptimizer) continue;
         const double end = std::min(op.end_s, t1);
         const double bx = x0 + op.start_s * scale;
         const double bw = std::max((end - op.start_s) * scale, 0.3);
@@ -763,6 +820,7 @@ void Pipeline(const ReportInput& in, std::string* out) {
       }
       for (const PipelineOp& op : tl->comm) {
         if (op.rank != r || op.start_s >= t1) continue;
+        if (dense && op.kind == PipelineOpKind::kSend) continue;
         const double bx = x0 + op.start_s * scale;
         const double bw =
             std::max((std::min(op.end_s, t1) - op.start_s) * scale, 0.5);
@@ -805,7 +863,15 @@ void Pipeline(const ReportInput& in, std::string* out) {
                   "</li><li><span class=\"sw\" style=\"background:#76b7b2\">"
                   "</span>exposed DP gradient sync / offload</li>"
                   "<li><span class=\"sw\" style=\"background:#9c755f\"></span>"
-                  "optimizer</li></ul>\n</section>\n");
+                  "optimizer</li>",
+                  std::min(spec.forward_s, spec.backward_s) *
+                              (W / std::max(tl->step_s, 1e-12)) <
+                          2.0
+                      ? "<li><span class=\"sw\" style=\"background:#5b8c85\">"
+                        "</span>passes too narrow to draw one by one (whole "
+                        "step)</li>"
+                      : "",
+                  "</ul>\n</section>\n");
 }
 
 std::vector<std::pair<std::string, std::string>> PlanColumns(const Plan& plan);
