@@ -114,10 +114,13 @@ ClusterFit FitCluster(const std::string& cluster, const std::vector<v1::ProbeRes
     for (const v1::Measurement& m : r.measurements()) {
       const double secs = PlannerSeconds(m);
       if (!(secs > 0)) continue;
+      // Stragglers compare each node's fastest sample: the best the node can
+      // do, which transient contention on a shared host does not inflate.
+      const double best = m.min_seconds() > 0 ? m.min_seconds() : secs;
       if (single_rank) {
         per_node[absl::StrCat(v1::ProbeKind_Name(r.kind()), " ", m.name(), " ", r.params_json())]
                 [r.provenance().agent_id()]
-                    .push_back(secs);
+                    .push_back(best);
       }
       switch (r.kind()) {
         case v1::PROBE_KIND_GROUPED_GEMM: {

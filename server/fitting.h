@@ -20,9 +20,10 @@
 // skipped.
 //
 // Stragglers: for every single-rank measurement that at least
-// `min_nodes` nodes produced (same probe parameters and name), a node whose
-// median time exceeds straggler_ratio x the median of the other nodes' is
-// flagged with both numbers.
+// `min_nodes` nodes produced (same probe parameters and name), each node's
+// fastest sample (min_seconds: what the node can do, not inflated by
+// transient contention) is compared with the median of the other nodes';
+// a node slower than straggler_ratio x that is flagged with both numbers.
 #pragma once
 
 #include <map>

@@ -21,10 +21,12 @@ v1::ProbeResult Gemm(const std::string& agent, double grouped_s, double flops) {
   v1::Measurement* m = r.add_measurements();
   m->set_name("fwd/grouped");
   m->set_flops(flops);
+  m->set_min_seconds(grouped_s);
   m->set_median_seconds(grouped_s);
   v1::Measurement* loop = r.add_measurements();
   loop->set_name("fwd/loop");
   loop->set_flops(flops);
+  loop->set_min_seconds(2 * grouped_s);
   loop->set_median_seconds(2 * grouped_s);
   return r;
 }
@@ -58,6 +60,17 @@ TEST(FittingTest, SlowNodeIsFlaggedWithItsNumbers) {
   EXPECT_DOUBLE_EQ(flags[0].node_seconds(), 0.003);
   EXPECT_DOUBLE_EQ(flags[0].peer_median_seconds(), 0.0011);
   EXPECT_NEAR(flags[0].ratio(), 2.7273, 1e-4);
+}
+
+TEST(FittingTest, StragglersCompareFastestSamplesNotMedians) {
+  // c's median is 10x its peers' (contention), but its fastest sample matches
+  // theirs: not a straggler.
+  std::vector<v1::ProbeResult> rs = {Gemm("ci/a", 0.001, 1e9), Gemm("ci/b", 0.001, 1e9),
+                                     Gemm("ci/c", 0.001, 1e9)};
+  for (auto* m : {rs[2].mutable_measurements(0), rs[2].mutable_measurements(1)}) {
+    m->set_median_seconds(10 * m->median_seconds());
+  }
+  EXPECT_TRUE(FitCluster("ci", rs, {}).stragglers.empty());
 }
 
 TEST(FittingTest, TwoNodesAreTooFewToCallAStraggler) {
