@@ -191,6 +191,23 @@ TEST(ReportTest, PipelineTimelineMatchesTheSchedule) {
   }
 }
 
+// 8,192 sequences over dp=8: 1,024 micro-batches x 2 chunks per rank. The
+// whole-step panel merges the passes (each under 2 px), so the page stays
+// small; the zoomed panel still draws single passes.
+TEST(ReportTest, ManyMicroBatchesStayDrawable) {
+  ReportInput in = report_internal::ToyMoeReport();
+  in.result.problem.shape.global_batch = 8192;
+  in.result.best.prediction.shape.global_batch = 8192;
+  MOETUNE_ASSERT_OK_AND_ASSIGN(std::string html, RenderPlanReport(in));
+  const std::vector<Element> all = ParseElements(html);
+  const Element s = Find(all, "id", "pipeline")[0];
+  EXPECT_EQ(s.Attr("data-micro-batches"), "1024");
+  EXPECT_EQ(Find(all, "data-forward-passes", "2048").size(), 3u);
+  EXPECT_THAT(html, HasSubstr("passes too narrow to draw one by one"));
+  EXPECT_EQ(Find(all, "data-panel", "zoom").size(), 1u);
+  EXPECT_LT(html.size(), 400u * 1024) << "page grew with the micro-batch count";
+}
+
 TEST(ReportTest, EscapesUserText) {
   ReportInput in = report_internal::ToyMoeReport();
   in.result.problem.model.name = "<script>alert('x')</script>";
