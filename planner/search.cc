@@ -159,6 +159,12 @@ struct Outcome {
   double tokens_per_sec = 0;  // when runs, feasible or not
 };
 
+// Layouts tracked while searching, for a requested top K: the derive step
+// makes each plan's pipeline split explicit, which can reorder plans, so it
+// derives a wider pool and keeps the K best of that.
+constexpr int kDerivePoolExtra = 10;
+int TrackedLayouts(int top_k) { return top_k + kDerivePoolExtra; }
+
 // Dominance audit: layouts sampled and the tolerance for "faster".
 constexpr int kAuditLayouts = 16;
 constexpr double kAuditTolerance = 1e-9;
@@ -172,7 +178,7 @@ class Searcher {
         options_(options),
         axes_(std::move(axes)),
         limit_bytes_(options.max_memory_fraction * problem.cluster.gpu.hbm_bytes),
-        top_(options.top_k) {
+        top_(TrackedLayouts(options.top_k)) {
     BuildKnobSets();
   }
 
@@ -566,17 +572,25 @@ absl::StatusOr<RankedPlan> Searcher::Derive(const Scored& s) const {
 }
 
 absl::Status Searcher::NoFeasiblePlan(const Worker& all) const {
-  const std::string limit = absl::StrCat(
-      Gib(limit_bytes_), " (HBM ", Gib(problem_.cluster.gpu.hbm_bytes), " x ",
-      absl::StrFormat("%.2f", options_.max_memory_fraction), ")");
+  const std::string limit =
+      options_.max_memory_fraction < 1
+          ? absl::StrCat(Gib(limit_bytes_), " (HBM ",
+                         Gib(problem_.cluster.gpu.hbm_bytes), " x ",
+                         absl::StrFormat("%.2f", options_.max_memory_fraction),
+                         ")")
+          : absl::StrCat(Gib(limit_bytes_), " of HBM");
+  const char* what = problem_.shape.objective == Objective::kLora
+                         ? "weights alone"
+                         : "weights and gradients alone";
   if (!all.least_memory.valid() || all.floor_bytes > limit_bytes_) {
-    // Nothing was scored as valid, or every layout's weights alone are over.
+    // Nothing was scored as valid, or every layout's weights are over.
     if (std::isfinite(all.floor_bytes)) {
       const ParallelConfig& p = layouts_[all.floor_layout];
       return absl::FailedPreconditionError(absl::StrCat(
-          "no plan fits in memory: weights alone need ", Gib(all.floor_bytes),
-          " per GPU even at the most sharded layout (", ToString(p),
-          ", pp<=", p.pp, "), the limit is ", limit));
+          "no plan fits in memory: ", what, " need ", Gib(all.floor_bytes),
+          " per GPU at best (tp=", p.tp, " pp=", p.pp, " ep=", p.ep, " etp=",
+          p.etp, ", the most sharded layout on ", problem_.shape.gpus,
+          " GPUs), the limit is ", limit));
     }
   }
   if (all.least_memory.valid()) {
@@ -584,7 +598,7 @@ absl::Status Searcher::NoFeasiblePlan(const Worker& all) const {
     return absl::FailedPreconditionError(absl::StrCat(
         "no plan fits in memory: the least any candidate needs is ",
         Gib(s.peak_bytes), " per GPU (", Describe(s.layout, s.combo),
-        "; its weights alone need at least ",
+        "; its weights and gradients alone need at least ",
         Gib(Floor(layouts_[s.layout])),
         "), the limit is ", limit));
   }
@@ -600,7 +614,7 @@ std::string Searcher::ExampleText(PruneRule rule, int detail, bool evaluated,
     case PruneRule::kInvalidLayout:
       return "";  // filled from Validate() by the caller
     case PruneRule::kWeightsExceedMemory:
-      return absl::StrCat(what, ": weights alone >= ", Gib(ex.a), " > ",
+      return absl::StrCat(what, ": weights and gradients >= ", Gib(ex.a), " > ",
                           Gib(ex.b));
     case PruneRule::kBoundBelowTopK:
       return absl::StrCat(what, " and its group: at most ",
@@ -708,7 +722,8 @@ absl::StatusOr<SearchResult> Searcher::Run() {
     BuildKnobSets();
     // Phase 1: floors and group heads, per worker.
     std::vector<std::vector<OpenGroup>> open(workers.size());
-    std::vector<TopLayouts> tops(workers.size(), TopLayouts(options_.top_k));
+    std::vector<TopLayouts> tops(workers.size(),
+                                 TopLayouts(TrackedLayouts(options_.top_k)));
     ParallelFor(threads, num_layouts, [&](size_t i, int wi) {
       ScoreLayoutHeads(static_cast<uint32_t>(i), workers[wi], open[wi],
                        tops[wi]);
@@ -802,6 +817,9 @@ absl::StatusOr<SearchResult> Searcher::Run() {
     result.top.push_back(*std::move(r));
   }
   std::stable_sort(result.top.begin(), result.top.end(), by_throughput);
+  if (static_cast<int>(result.top.size()) > options_.top_k) {
+    result.top.resize(static_cast<size_t>(options_.top_k));
+  }
   result.best = result.top.front();
   std::vector<RankedPlan> front_plans;
   ParetoFront derived_front;
@@ -901,7 +919,7 @@ std::string_view PruneRuleText(PruneRule rule) {
     case PruneRule::kInvalidLayout:
       return "the layout cannot run (sizes do not divide)";
     case PruneRule::kWeightsExceedMemory:
-      return "the layout's weights alone exceed the memory limit";
+      return "the layout's weights and gradients alone exceed the memory limit";
     case PruneRule::kBoundBelowTopK:
       return "even the group's fastest setting is below the K-th best layout";
     case PruneRule::kDominatedInGroup:

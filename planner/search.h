@@ -8,14 +8,17 @@
 //               most max_memory_fraction x HBM.
 //   compare     by tokens/s/GPU, ties broken by enumeration order, so the
 //               result does not depend on thread timing.
-//   derive      full Predictions (StepModel::Predict) of the top K layouts
+//   derive      full Predictions (StepModel::Predict) of the top layouts
 //               and the Pareto front, each with its pipeline split made
 //               explicit (the step model balances stages itself while
-//               scoring; frameworks need first/last stage sizes as flags),
-//               counts and pruning reasons.
+//               scoring; frameworks need first/last stage sizes as flags);
+//               as that can reorder plans, the search tracks K + 10 layouts
+//               and keeps the K best after deriving. Counts and pruning
+//               reasons. (Progress reports the best as scored, before this.)
 //
 // Default mode is an exact branch-and-bound over layouts:
-//   1. a layout whose weights alone exceed the memory limit is dropped
+//   1. a layout whose weights and gradients alone exceed the memory limit is
+//      dropped
 //      (rule kWeightsExceedMemory);
 //   2. for each remaining layout and each (precision, dispatcher, overlap)
 //      group, the group's head -- no recompute, no offload, grouped GEMM,
@@ -96,7 +99,7 @@ struct SearchOptions {
 // PruneRuleText().
 enum class PruneRule {
   kInvalidLayout,         // CheckLayout() rejected the layout (see detail)
-  kWeightsExceedMemory,   // default mode: weights alone over the limit
+  kWeightsExceedMemory,   // default mode: weights + grads over the limit
   kBoundBelowTopK,        // default mode: group head below the K-th best
   kDominatedInGroup,      // default mode: group head fits, so it is the best
   kSameMemoryOverLimit,   // default mode: same memory as a head over the limit
@@ -170,8 +173,9 @@ absl::StatusOr<SearchResult> SearchWith(const SearchProblem& problem,
 //   InvalidArgument / Unimplemented: bad options or constraints (message names
 //     the value).
 //   FailedPrecondition: no candidate is feasible; the message names the
-//     tightest constraint, e.g. "no plan fits in memory: weights alone need
-//     96.0 GiB per GPU at best (tp=8 pp=16 ep=8 ...), the limit is 80.0 GiB".
+//     tightest constraint, e.g. "no plan fits in memory: weights and
+//     gradients alone need 312.6 GiB per GPU at best (tp=1 pp=8 ep=1 etp=1,
+//     the most sharded layout on 8 GPUs), the limit is 74.5 GiB of HBM".
 absl::StatusOr<SearchResult> Search(const SearchProblem& problem,
                                     std::shared_ptr<const CostModel> cost_model,
                                     const SearchOptions& options);

@@ -340,7 +340,7 @@ TEST(SearchTest, WeightsAloneOverTheLimitIsReported) {
   options.max_memory_fraction = 1e-6;  // ~107 KB; the model has ~10 MB of weights
   absl::StatusOr<SearchResult> r = SearchWith(TinyProblem(), scorer, options);
   EXPECT_THAT(r, StatusIs(absl::StatusCode::kFailedPrecondition,
-                          HasSubstr("weights alone need")));
+                          HasSubstr("weights and gradients alone need")));
   EXPECT_EQ(scorer.calls(), 0);  // every layout dropped before scoring
 }
 

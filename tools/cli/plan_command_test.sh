@@ -91,7 +91,7 @@ expect_in "impossible --fix message" "$TMP/err" "tp=3"
 "$BIN" plan --model deepseek-v3 --cluster h100-sxm --gpus 8 --seq 4096 --gbs 64 > /dev/null 2> "$TMP/err"
 check "infeasible" 3 $?
 one_line "infeasible" "$TMP/err"
-expect_in "infeasible message" "$TMP/err" "weights alone need"
+expect_in "infeasible message" "$TMP/err" "gradients alone need"
 "$BIN" plan "${SMALL[@]}" --max-memory-fraction 0.05 > /dev/null 2> "$TMP/err"
 check "infeasible by fraction" 3 $?
 expect_in "infeasible by fraction message" "$TMP/err" "no plan fits in memory"
