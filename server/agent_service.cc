@@ -98,6 +98,11 @@ grpc::Status AgentServiceImpl::PullTask(grpc::ServerContext* ctx, const v1::Pull
   absl::Duration wait =
       Budget(ctx, absl::Milliseconds(std::max(0, req->wait_ms())), options_.max_pull_wait);
   std::optional<v1::ProbeTask> task = scheduler_->NextTask(req->agent_id(), *cluster, wait);
+  if (task && ctx->IsCancelled()) {
+    // The caller is gone (deadline, disconnect): it will never run this.
+    scheduler_->Unassign(req->agent_id());
+    return grpc::Status(grpc::StatusCode::CANCELLED, "caller went away before the task was sent");
+  }
   if (task) *resp->mutable_task() = std::move(*task);
   return grpc::Status::OK;
 }

@@ -111,14 +111,13 @@ v1::ProbeTask Scheduler::AssignRankLocked(TaskRt& t, int rank, const std::string
 
 std::optional<v1::ProbeTask> Scheduler::TryAssignLocked(const std::string& agent_id,
                                                         const std::string& cluster) {
-  // An agent asking for work while holding a task has lost it (restarted).
+  // An agent asking for work while holding a task has lost it (it restarted,
+  // or the answer that carried the task never reached it): the attempt is
+  // released without counting as a failure.
   if (auto it = agent_task_.find(agent_id); it != agent_task_.end()) {
     auto t = tasks_.find(it->second);
     agent_task_.erase(it);
-    if (t != tasks_.end() && t->second.attempt != 0) {
-      FailAttemptLocked(t->second,
-                        absl::StrCat("agent ", agent_id, " asked for work while running it"));
-    }
+    if (t != tasks_.end() && t->second.attempt != 0) ReleaseAttemptLocked(t->second);
   }
   // 1. Join a forming multi-rank attempt.
   for (auto& [id, t] : tasks_) {
@@ -266,6 +265,15 @@ absl::StatusOr<bool> Scheduler::Report(const std::string& agent_id,
   }
   ++version_;
   return true;
+}
+
+void Scheduler::Unassign(const std::string& agent_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = agent_task_.find(agent_id);
+  if (it == agent_task_.end()) return;
+  auto t = tasks_.find(it->second);
+  agent_task_.erase(it);
+  if (t != tasks_.end() && t->second.attempt != 0) ReleaseAttemptLocked(t->second);
 }
 
 void Scheduler::AgentsLost(const std::vector<std::string>& agent_ids) {

@@ -75,6 +75,10 @@ class Scheduler {
   absl::StatusOr<bool> Report(const std::string& agent_id,
                               const moetune::v1::ProbeResult& result);
 
+  // The agent never received the task it was just handed (its call ended
+  // first): the attempt is released without counting as a failure.
+  void Unassign(const std::string& agent_id);
+
   // Abandons the attempts that the lost agents were running.
   void AgentsLost(const std::vector<std::string>& agent_ids);
 

@@ -224,6 +224,26 @@ TEST_F(SchedulerTest, LostAgentAbortsItsAttemptAndTheTaskIsReassigned) {
   EXPECT_NE(again->rendezvous_prefix(), t->rendezvous_prefix());
 }
 
+TEST_F(SchedulerTest, UndeliveredTaskIsReleasedWithoutCountingAFailure) {
+  live_ = {"ci/n1"};
+  options_.max_attempts = 1;
+  Reopen();
+  auto campaign = scheduler_->StartCampaign("ci", v1::CAMPAIGN_PROFILE_QUICK, {Agent("n1")});
+  ASSERT_TRUE(campaign.ok());
+  auto t = scheduler_->NextTask("ci/n1", "ci", absl::ZeroDuration());
+  ASSERT_TRUE(t.has_value());
+  scheduler_->Unassign("ci/n1");
+  // Asking again while holding a task (the answer was lost) is the same.
+  auto again = scheduler_->NextTask("ci/n1", "ci", absl::ZeroDuration());
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->task_id(), t->task_id());
+  auto third = scheduler_->NextTask("ci/n1", "ci", absl::ZeroDuration());
+  ASSERT_TRUE(third.has_value());
+  EXPECT_EQ(third->task_id(), t->task_id());
+  auto c = scheduler_->GetCampaign(campaign->campaign_id(), false);
+  EXPECT_EQ(c->tasks_failed(), 0);  // max_attempts = 1, yet nothing failed
+}
+
 TEST_F(SchedulerTest, TaskFailingOnEveryAttemptFailsTheCampaign) {
   live_ = {"ci/n1"};
   options_.max_attempts = 2;
