@@ -216,16 +216,15 @@ absl::StatusOr<std::shared_ptr<const p::CostModel>> PlannerAdapter::CostModelFor
     *note = absl::StrCat("datasheet priors for ", hardware.name, " (no calibration cluster given)");
     return prior;
   }
-  absl::StatusOr<std::vector<v1::ProbeResult>> results =
-      store_->ListResults({calibration_cluster, "", 0});
-  if (!results.ok()) return results.status();
-  ClusterFit fit = FitCluster(calibration_cluster, *results, options_.fit);
+  absl::StatusOr<std::shared_ptr<const ClusterFit>> fitted = FitOf(calibration_cluster);
+  if (!fitted.ok()) return fitted.status();
+  const ClusterFit& fit = **fitted;
   std::vector<std::string> gpus;
-  for (p::CalibrationTables& t : fit.tables) {
+  for (const p::CalibrationTables& t : fit.tables) {
     gpus.push_back(t.gpu_name);
     if (t.gpu_name != hardware.gpu.name) continue;
     const std::string gpu = t.gpu_name;
-    auto calibrated = p::CalibratedCostModel::Create(std::move(t), prior);
+    auto calibrated = p::CalibratedCostModel::Create(t, prior);
     if (!calibrated.ok()) {
       *note = absl::StrCat("datasheet priors for ", hardware.name, ": calibration of '",
                            calibration_cluster, "' for ", gpu, " is unusable (",
@@ -347,17 +346,35 @@ absl::StatusOr<v1::Prediction> PlannerAdapter::Predict(const v1::PredictRequest&
   return ToProto(*pred);
 }
 
-std::string PlannerAdapter::CalibrationSummary(const std::string& cluster) const {
+absl::StatusOr<std::shared_ptr<const ClusterFit>> PlannerAdapter::FitOf(
+    const std::string& cluster) const {
+  absl::StatusOr<int64_t> count = store_->CountResults({cluster, "", 0});
+  if (!count.ok()) return count.status();
+  {
+    absl::MutexLock lock(&fit_mu_);
+    auto it = fits_.find(cluster);
+    if (it != fits_.end() && it->second.first == *count) return it->second.second;
+  }
   absl::StatusOr<std::vector<v1::ProbeResult>> results = store_->ListResults({cluster, "", 0});
-  if (!results.ok()) return nlohmann::json{{"error", results.status().ToString()}}.dump();
-  return ToJson(FitCluster(cluster, *results, options_.fit)).dump(2);
+  if (!results.ok()) return results.status();
+  auto fit = std::make_shared<const ClusterFit>(FitCluster(cluster, *results, options_.fit));
+  absl::MutexLock lock(&fit_mu_);
+  // Results only ever grow, so the count identifies the set.
+  fits_[cluster] = {static_cast<int64_t>(results->size()), fit};
+  return fit;
+}
+
+std::string PlannerAdapter::CalibrationSummary(const std::string& cluster) const {
+  absl::StatusOr<std::shared_ptr<const ClusterFit>> fit = FitOf(cluster);
+  if (!fit.ok()) return nlohmann::json{{"error", fit.status().ToString()}}.dump();
+  return ToJson(**fit).dump(2);
 }
 
 std::map<std::string, std::vector<v1::StragglerFlag>> PlannerAdapter::Stragglers(
     const std::string& cluster) const {
-  absl::StatusOr<std::vector<v1::ProbeResult>> results = store_->ListResults({cluster, "", 0});
-  if (!results.ok()) return {};
-  return FitCluster(cluster, *results, options_.fit).stragglers;
+  absl::StatusOr<std::shared_ptr<const ClusterFit>> fit = FitOf(cluster);
+  if (!fit.ok()) return {};
+  return (*fit)->stragglers;
 }
 
 }  // namespace moetune::server

@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "planner/cost_model.h"
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
@@ -68,8 +70,15 @@ class PlannerAdapter {
       const moetune::planner::ClusterSpec& hardware, const std::string& calibration_cluster,
       std::string* note) const;
 
+  // The cluster's fit, recomputed only when its stored result count changed
+  // (ListAgents asks for stragglers on every call).
+  absl::StatusOr<std::shared_ptr<const ClusterFit>> FitOf(const std::string& cluster) const;
+
   Store* store_;
   PlannerAdapterOptions options_;
+  mutable absl::Mutex fit_mu_;
+  mutable std::map<std::string, std::pair<int64_t, std::shared_ptr<const ClusterFit>>> fits_
+      ABSL_GUARDED_BY(fit_mu_);
 };
 
 }  // namespace moetune::server

@@ -145,3 +145,33 @@ TEST_F(PlannerAdapterTest, CalibrationIsUsedOnlyForTheSameGpuModel) {
 
 }  // namespace
 }  // namespace moetune::server
+
+namespace moetune::server {
+namespace {
+
+TEST_F(PlannerAdapterTest, StragglerFitFollowsNewResults) {
+  auto put = [&](const std::string& agent, double seconds) {
+    v1::ProbeResult r;
+    r.set_result_id(agent + "/" + std::to_string(seconds));
+    r.set_kind(v1::PROBE_KIND_OFFLOAD);
+    r.set_params_json(R"({"kind":"offload"})");
+    r.mutable_provenance()->set_cluster("pod");
+    r.mutable_provenance()->set_agent_id(agent);
+    r.mutable_provenance()->set_world_size(1);
+    v1::Measurement* m = r.add_measurements();
+    m->set_name("h2d/pinned/1048576");
+    m->set_min_seconds(seconds);
+    m->set_median_seconds(seconds);
+    ASSERT_TRUE(store_->PutResult(r, std::nullopt).ok());
+  };
+  put("pod/a", 0.001);
+  put("pod/b", 0.001);
+  EXPECT_TRUE(adapter_->Stragglers("pod").empty());  // cached with 2 results
+  put("pod/c", 0.004);                               // 4x its peers
+  auto flags = adapter_->Stragglers("pod");
+  ASSERT_EQ(flags.count("pod/c"), 1u);
+  EXPECT_DOUBLE_EQ(flags["pod/c"][0].ratio(), 4.0);
+}
+
+}  // namespace
+}  // namespace moetune::server
