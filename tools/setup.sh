@@ -8,6 +8,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev sqlite3 libgloo-dev libopenblas-dev chromium
+  clang libclang-rt-14-dev  # libFuzzer + sanitizers for tools/fuzz.sh
   ${MOETUNE_EXTRA_PACKAGES:-}
 )
 

@@ -305,13 +305,16 @@ int main(int argc, char** argv) {
     auto planner = v1::PlannerService::NewStub(
         grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
     v1::ListAgentsRequest req;
     req.set_cluster("load");
     v1::ListAgentsResponse resp;
-    if (planner->ListAgents(&ctx, req, &resp).ok()) {
+    grpc::Status s = planner->ListAgents(&ctx, req, &resp);
+    if (s.ok()) {
       live = 0;
       for (const auto& a : resp.agents()) live += a.state() == v1::AGENT_STATE_LIVE;
+    } else {
+      std::cerr << "load: ListAgents failed: " << s.error_code() << " " << s.error_message() << "\n";
     }
   }
   agents.clear();  // close every connection
