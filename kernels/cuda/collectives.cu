@@ -140,8 +140,9 @@ ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, Pr
                 {"dtype", DTypeName(p.dtype)}};
     if (p.timing.verify) {
       for (size_t i = 0; i < b.size(); ++i) {
+        // On the rank's own (non-blocking) stream, so it is ordered before the collective.
         MOETUNE_CUDA(cudaSetDevice(g->ranks()[i]->device));
-        MOETUNE_CUDA(cudaMemset(b[i].out.get(), 0xff, out_elems * elem));
+        MOETUNE_CUDA(cudaMemsetAsync(b[i].out.get(), 0xff, out_elems * elem, g->ranks()[i]->stream.get()));
       }
       MOETUNE_PROBE_RETURN_IF_ERROR(Issue(g.get(), b, p.op, in_elems, type));
       for (size_t i = 0; i < b.size(); ++i) {
@@ -223,6 +224,7 @@ ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResu
     MOETUNE_PROBE_RETURN_IF_ERROR(x->c.Create(p.gemm_m * p.gemm_n * 2));
     MOETUNE_CUDA(cudaMemset(x->a.get(), 0, x->a.bytes()));  // GEMM time does not depend on values
     MOETUNE_CUDA(cudaMemset(x->b.get(), 0, x->b.bytes()));
+    MOETUNE_CUDA(cudaDeviceSynchronize());  // the memsets ran on the legacy stream
     for (Event* e : {&x->start, &x->gemm_end, &x->coll_end}) MOETUNE_PROBE_RETURN_IF_ERROR(e->Create());
     MOETUNE_PROBE_RETURN_IF_ERROR(cb[i].in.Create(elems * 2));
     MOETUNE_PROBE_RETURN_IF_ERROR(cb[i].out.Create(elems * 2));

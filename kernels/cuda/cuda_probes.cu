@@ -72,16 +72,15 @@ ProbeStatus DeviceProvenance(int device, Provenance* p) {
   p->driver_version = std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10);
   p->cuda_runtime_version = std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
   int major = 0, minor = 0, patch = 0;
-  cublasGetProperty(MAJOR_VERSION, &major);
-  cublasGetProperty(MINOR_VERSION, &minor);
-  cublasGetProperty(PATCH_LEVEL, &patch);
+  MOETUNE_CUBLAS(cublasGetProperty(MAJOR_VERSION, &major));
+  MOETUNE_CUBLAS(cublasGetProperty(MINOR_VERSION, &minor));
+  MOETUNE_CUBLAS(cublasGetProperty(PATCH_LEVEL, &patch));
   p->cublas_version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch) +
                       " (cuBLASLt " + std::to_string(cublasLtGetVersion()) + ")";
   int nccl = 0;
-  if (ncclGetVersion(&nccl) == ncclSuccess) {
-    p->nccl_version = std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) + "." +
-                      std::to_string(nccl % 100);
-  }
+  MOETUNE_NCCL(ncclGetVersion(&nccl));
+  p->nccl_version = std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) + "." +
+                    std::to_string(nccl % 100);
   p->env = EnvWithPrefixes({"NCCL_", "CUDA_", "CUBLAS_", "CUBLASLT_"});
   return ProbeStatus::Ok();
 }

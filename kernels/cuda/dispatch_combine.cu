@@ -118,6 +118,9 @@ class Runner {
         st->tokens[i] = Bf16ToFloat(hb[i]);
       }
       MOETUNE_CUDA(cudaMemcpy(st->bufs[0].get(), hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
+      // Pageable cudaMemcpy may return before its DMA lands; the rank's stream
+      // does not synchronize with the legacy stream.
+      MOETUNE_CUDA(cudaDeviceSynchronize());
       MOETUNE_PROBE_RETURN_IF_ERROR(st->start.Create());
       MOETUNE_PROBE_RETURN_IF_ERROR(st->stop.Create());
       states_.push_back(std::move(st));

@@ -287,6 +287,9 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
     MOETUNE_PROBE_RETURN_IF_ERROR(Upload(&hdyt, type.in_type, &dyt));
   }
   const int pd = static_cast<int>(padded);
+  // cudaMemcpy from pageable memory may return before its DMA lands, and the
+  // probe's stream does not synchronize with the legacy stream: wait here.
+  MOETUNE_CUDA(cudaDeviceSynchronize());
 
   std::vector<Pass> passes;
   if (p.forward) {  // Y[t,N] = X[t,K] W[K,N]  ->  col: Y^T = W^T X^T
@@ -391,6 +394,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
     MOETUNE_CUDA(cudaMemcpy(dpa.get(), pa.data(), groups * sizeof(void*), cudaMemcpyHostToDevice));
     MOETUNE_CUDA(cudaMemcpy(dpb.get(), pb.data(), groups * sizeof(void*), cudaMemcpyHostToDevice));
     MOETUNE_CUDA(cudaMemcpy(dpc.get(), pc.data(), groups * sizeof(void*), cudaMemcpyHostToDevice));
+    MOETUNE_CUDA(cudaDeviceSynchronize());  // see the note after the uploads
 
     auto zero_fill = [&]() -> ProbeStatus {
       for (const auto& [ptr, bytes] : pass.zero_fill) MOETUNE_CUDA(cudaMemsetAsync(ptr, 0, bytes, stream.get()));

@@ -35,6 +35,7 @@ ProbeStatus RunOffload(const OffloadParams& p, int device, ProbeResult* result) 
     MOETUNE_PROBE_RETURN_IF_ERROR(gc.Create(p.gemm_m * p.gemm_n * 2));
     MOETUNE_CUDA(cudaMemset(ga.get(), 0, ga.bytes()));
     MOETUNE_CUDA(cudaMemset(gb.get(), 0, gb.bytes()));
+    MOETUNE_CUDA(cudaDeviceSynchronize());  // the memsets ran on the legacy stream
   }
   auto gemm = [&]() -> ProbeStatus {
     const float alpha = 1.0f, beta = 0.0f;
