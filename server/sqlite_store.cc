@@ -28,6 +28,8 @@ CREATE TABLE IF NOT EXISTS results (
   data BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS results_by_cluster ON results(cluster, seq);
 CREATE INDEX IF NOT EXISTS results_by_campaign ON results(campaign_id, seq);
+-- PutResult's MAX(seq): without it every insert scans the table (O(n)).
+CREATE INDEX IF NOT EXISTS results_by_seq ON results(seq);
 CREATE TABLE IF NOT EXISTS campaigns (
   campaign_id TEXT PRIMARY KEY,
   cluster TEXT NOT NULL,
