@@ -68,6 +68,7 @@ struct RankState {
   DispatchPlan plan;
   std::vector<DeviceBuffer> bufs, cbufs, send, ret;
   std::vector<DeviceBuffer> gather_idx, reduce_off, reduce_pos;
+  std::vector<std::vector<int64_t>> send_counts;  // [stage][peer] rows, = send_rows[peer].size()
   DeviceBuffer expert_out, expert_off, expert_ids, expert_w;
   std::vector<float> tokens;  // bf16-rounded inputs
   Event start, stop;
@@ -92,6 +93,7 @@ class Runner {
       st->gather_idx.resize(n);
       st->reduce_off.resize(n);
       st->reduce_pos.resize(n);
+      st->send_counts.resize(n);
       for (size_t s = 0; s <= n; ++s) {
         MOETUNE_PROBE_RETURN_IF_ERROR(st->bufs[s].Create(pl.buffer_rows[s] * h_ * sizeof(bf16)));
         MOETUNE_PROBE_RETURN_IF_ERROR(st->cbufs[s].Create(pl.buffer_rows[s] * h_ * sizeof(bf16)));
@@ -101,7 +103,10 @@ class Runner {
         MOETUNE_PROBE_RETURN_IF_ERROR(st->send[s].Create(es.RowsSent() * h_ * sizeof(bf16)));
         MOETUNE_PROBE_RETURN_IF_ERROR(st->ret[s].Create(es.RowsSent() * h_ * sizeof(bf16)));
         std::vector<int64_t> idx;
-        for (const auto& rows : es.send_rows) idx.insert(idx.end(), rows.begin(), rows.end());
+        for (const auto& rows : es.send_rows) {
+          idx.insert(idx.end(), rows.begin(), rows.end());
+          st->send_counts[s].push_back(static_cast<int64_t>(rows.size()));
+        }
         MOETUNE_PROBE_RETURN_IF_ERROR(UploadVector(idx, &st->gather_idx[s]));
         MOETUNE_PROBE_RETURN_IF_ERROR(UploadVector(es.reduce_offsets, &st->reduce_off[s]));
         MOETUNE_PROBE_RETURN_IF_ERROR(UploadVector(es.reduce_positions, &st->reduce_pos[s]));
@@ -144,8 +149,8 @@ class Runner {
       MOETUNE_PROBE_RETURN_IF_ERROR(call.Start());
       for (auto& st : states_) {
         const ExchangeStage& es = st->plan.stages[s];
-        MOETUNE_PROBE_RETURN_IF_ERROR(Exchange(st->lr, st->send[s].get<bf16>(), es.send_rows, st->bufs[s + 1].get<bf16>(),
-                                              es.recv_counts));
+        MOETUNE_PROBE_RETURN_IF_ERROR(
+            Exchange(st->lr, st->send[s].get<bf16>(), st->send_counts[s], st->bufs[s + 1].get<bf16>(), es.recv_counts));
       }
       MOETUNE_PROBE_RETURN_IF_ERROR(call.End());
     }
@@ -174,11 +179,7 @@ class Runner {
         const ExchangeStage& es = st->plan.stages[s];
         bf16* src = s + 1 == n ? st->expert_out.get<bf16>() : st->cbufs[s + 1].get<bf16>();
         // Reverse direction: what we received from each rank goes back to it.
-        std::vector<std::vector<int64_t>> back(es.recv_counts.size());
-        for (size_t r = 0; r < back.size(); ++r) back[r].resize(es.recv_counts[r]);
-        std::vector<int64_t> counts(es.send_rows.size());
-        for (size_t d = 0; d < counts.size(); ++d) counts[d] = es.send_rows[d].size();
-        MOETUNE_PROBE_RETURN_IF_ERROR(Exchange(st->lr, src, back, st->ret[s].get<bf16>(), counts));
+        MOETUNE_PROBE_RETURN_IF_ERROR(Exchange(st->lr, src, es.recv_counts, st->ret[s].get<bf16>(), st->send_counts[s]));
       }
       MOETUNE_PROBE_RETURN_IF_ERROR(call.End());
       for (auto& st : states_) {  // un-permute + reduce
@@ -254,11 +255,11 @@ class Runner {
 
  private:
   // Grouped send/recv of one rank: rows per peer, contiguous in peer order.
-  ProbeStatus Exchange(LocalRank* lr, const bf16* send, const std::vector<std::vector<int64_t>>& send_rows, bf16* recv,
+  ProbeStatus Exchange(LocalRank* lr, const bf16* send, const std::vector<int64_t>& send_rows, bf16* recv,
                        const std::vector<int64_t>& recv_rows) {
     int64_t off = 0;
     for (size_t d = 0; d < send_rows.size(); ++d) {
-      const int64_t n = static_cast<int64_t>(send_rows[d].size()) * h_;
+      const int64_t n = send_rows[d] * h_;
       if (n > 0) {
         MOETUNE_NCCL(ncclSend(send + off, n, ncclBfloat16, static_cast<int>(d), lr->comm, lr->stream.get()));
       }
