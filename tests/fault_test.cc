@@ -149,7 +149,17 @@ class FaultTest : public ::testing::Test {
     std::map<std::string, int> out;
     grpc::Status s = planner_->ListMeasurements(Ctx().get(), req, &resp);
     EXPECT_TRUE(s.ok()) << s.error_message();
-    for (const auto& r : resp.results()) out[r.result_id()]++;
+    // result_id is the store's key, so "none twice" means more than unique
+    // ids: one probe run (task, attempt, rank) must not be stored under two
+    // ids either (a re-send that got a new id would be counted twice).
+    std::map<std::string, std::string> runs;
+    for (const auto& r : resp.results()) {
+      out[r.result_id()]++;
+      if (r.task_id().empty()) continue;
+      const std::string run = absl::StrCat(r.task_id(), "#", r.attempt(), "/", r.rank());
+      auto [it, fresh] = runs.emplace(run, r.result_id());
+      EXPECT_TRUE(fresh) << run << " stored twice: " << it->second << " and " << r.result_id();
+    }
     return out;
   }
 
