@@ -623,7 +623,8 @@ std::string Searcher::ExampleText(PruneRule rule, int detail, bool evaluated,
                           " needed (the K-th best layout, or this layout's "
                           "best so far)");
     case PruneRule::kDominatedInGroup:
-      return absl::StrCat(what, ": its group head fits at ",
+      return absl::StrCat(what, ": the head of its group (or subgroup, or "
+                          "block), no slower, fits at ",
                           absl::StrFormat("%.1f", ex.a), " tokens/s/GPU");
     case PruneRule::kSameMemoryOverLimit:
       return absl::StrCat(what, ": its block head needs more than ", Gib(ex.b));
