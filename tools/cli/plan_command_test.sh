@@ -53,6 +53,23 @@ check "text + explain + fix" 0 $?
 expect_in "text layout" "$TMP/out.txt" "tp=1 "
 expect_in "explain rules" "$TMP/out.txt" "invalid_layout\|over_memory\|dominated_in_group"
 
+# 0: model and cluster from files (native model JSON, cluster preset + override).
+cat > "$TMP/model.json" <<'JSON'
+{"format": "moetune.model.v1", "name": "file-model", "num_layers": 8,
+ "hidden_size": 2048, "vocab_size": 32000, "num_attention_heads": 16,
+ "num_kv_heads": 4, "head_dim": 128, "ffn_hidden_size": 8192,
+ "num_routed_experts": 16, "moe_top_k": 2, "moe_ffn_hidden_size": 1024}
+JSON
+echo '{"preset": "h100-sxm", "name": "my-h100"}' > "$TMP/cluster.json"
+"$BIN" plan --model "$TMP/model.json" --cluster "$TMP/cluster.json" --gpus 8 --seq 2048 --gbs 32 \
+    --format text > "$TMP/file.txt" 2> "$TMP/err"
+check "model and cluster files" 0 $?
+expect_in "file model name" "$TMP/file.txt" "file-model on 8 x my-h100"
+echo '{"format": "moetune.model.v1", "name": "broken"}' > "$TMP/bad_model.json"
+"$BIN" plan --model "$TMP/bad_model.json" --cluster h100-sxm --gpus 8 --seq 2048 --gbs 32 > /dev/null 2> "$TMP/err"
+check "bad model file" 2 $?
+one_line "bad model file" "$TMP/err"
+
 # 0: --out writes the file whole and prints nothing.
 "$BIN" plan "${SMALL[@]}" --format megatron --out "$TMP/plan.sh" > "$TMP/stdout" 2> "$TMP/err"
 check "--out" 0 $?
