@@ -170,6 +170,16 @@ std::string EmitMegatronArgs(const Prediction& p, const EmitContext& c) {
       a.Flag("--num-query-groups", m.num_kv_heads);
     }
   }
+  if (m.attention_bias) {
+    a.Flag("--add-qkv-bias");
+  } else {
+    a.Flag("--disable-bias-linear");
+  }
+  if (m.sliding_window > 0) {
+    a.Comment(absl::StrCat("sliding-window attention (", m.sliding_window,
+                           " tokens on some layers): add --window-size and "
+                           "--window-attn-skip-freq for this model"));
+  }
   if (m.ffn_hidden_size > 0) a.Flag("--ffn-hidden-size", m.ffn_hidden_size);
   if (m.gated_mlp) a.Flag("--swiglu");
   a.Flag("--vocab-size", m.vocab_size);

@@ -17,6 +17,7 @@ MEGATRON_ARGS=(
   --qk-head-dim 128
   --qk-pos-emb-head-dim 64
   --v-head-dim 128
+  --disable-bias-linear
   --ffn-hidden-size 18432
   --swiglu
   --vocab-size 129280

@@ -14,6 +14,7 @@ MEGATRON_ARGS=(
   --kv-channels 128
   --group-query-attention
   --num-query-groups 8
+  --disable-bias-linear
   --ffn-hidden-size 14336
   --swiglu
   --vocab-size 32000
