@@ -1,17 +1,18 @@
 #include "kernels/rendezvous.h"
 
+#include <poll.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
-#include <map>
-#include <mutex>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <thread>
+#include <map>
+#include <mutex>
 
 namespace moetune::kernels {
 namespace {
@@ -56,22 +57,41 @@ class FileRendezvousStore : public RendezvousStore {
                   std::vector<char>* value) override {
     const std::string path = dir_ + "/" + FileNameFor(key);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    // The writer renames a complete file into place, so the first successful
-    // open sees the whole value. Poll with backoff (1 ms doubling to 20 ms):
-    // another process writes the key, there is nothing to wait on in-process.
-    auto backoff = std::chrono::milliseconds(1);
+    // Watch the directory before looking, so a rename landing in between is
+    // seen; then wait for directory events (inotify) until the deadline. The
+    // writer renames a complete file into place, so the first successful open
+    // sees the whole value.
+    const int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (fd < 0) return Unavailable(std::string("rendezvous: inotify_init1: ") + std::strerror(errno));
+    struct CloseFd {
+      int fd;
+      ~CloseFd() { close(fd); }
+    } close_fd{fd};
+    if (inotify_add_watch(fd, dir_.c_str(), IN_MOVED_TO | IN_CREATE | IN_CLOSE_WRITE) < 0) {
+      return Unavailable("rendezvous: inotify_add_watch " + dir_ + ": " + std::strerror(errno));
+    }
     while (true) {
       std::ifstream in(path, std::ios::binary);
       if (in) {
         value->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
         return ProbeStatus::Ok();
       }
-      if (std::chrono::steady_clock::now() >= deadline) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
         return DeadlineExceeded("rendezvous: key '" + key + "' not set within " +
                                 std::to_string(timeout.count()) + " ms (store " + dir_ + ")");
       }
-      std::this_thread::sleep_for(backoff);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(20));
+      pollfd pfd{fd, POLLIN, 0};
+      const int ready = poll(&pfd, 1, static_cast<int>(left.count()));
+      if (ready < 0 && errno != EINTR) {
+        return Unavailable(std::string("rendezvous: poll: ") + std::strerror(errno));
+      }
+      if (ready > 0) {  // drain the events; the loop re-checks the file
+        alignas(inotify_event) char buf[4096];
+        while (read(fd, buf, sizeof(buf)) > 0) {
+        }
+      }
     }
   }
 

@@ -26,8 +26,9 @@ class RendezvousStore {
 };
 
 // A store over a directory shared by the ranks (one file per key, written to a
-// temporary name and renamed so readers never see partial values). For tests
-// and single-host runs. The directory must exist.
+// temporary name and renamed so readers never see partial values; readers
+// wait on inotify events, Linux only). For tests and single-host runs. The
+// directory must exist.
 std::shared_ptr<RendezvousStore> MakeFileRendezvousStore(const std::string& directory);
 
 // A store in this process's memory (threads of one process; 1-rank groups).
