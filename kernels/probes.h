@@ -14,12 +14,17 @@
 // Status codes:
 //   InvalidArgument    bad parameters; the message names the field and value.
 //   Unavailable        cuda backend on a machine without a usable device
-//                      ("no CUDA device: cudaGetDeviceCount: ..."), peers not
-//                      reachable; retrying elsewhere may work.
+//                      ("no CUDA device: cudaGetDeviceCount: ..."); cpu
+//                      backend: Gloo peers not reachable or not registered
+//                      within GroupSpec::timeout (message names the missing
+//                      key); retrying later or elsewhere may work.
 //   Unimplemented      binary built without CUDA, or a dtype/probe the
 //                      hardware cannot run (mxfp8 before Blackwell, ...).
 //   FailedPrecondition multi-rank probe without a rendezvous store.
-//   DeadlineExceeded   rendezvous or collective timed out.
+//   DeadlineExceeded   cuda backend: the NCCL unique id did not appear in the
+//                      store within GroupSpec::timeout.
+//   ResourceExhausted  an allocation failed (cudaMalloc, mlock: the message
+//                      names the size).
 //   DataLoss           the probe's correctness check failed (wrong values).
 //   Internal           a library call failed; message names the call.
 #pragma once
