@@ -11,16 +11,15 @@
 //       [--shard-params] [--first-stage-layers L] [--last-stage-layers L]
 //       [--objective pretrain|finetune|lora] [--format json|text]
 //
-// Knobs not given take documented defaults (until the autotuner chooses
-// them): tp = pp = vp = cp = etp = mbs = 1; ep = the largest divisor of the
-// routed experts that divides tp*cp*dp and fits one NVLink domain (1 for a
-// dense model); precision bf16; dispatcher fused_dedup; grouped GEMM, CUDA
-// graphs and every overlap on, 2 communication streams; recompute: none if
-// the step fits in 90% of HBM, else the lightest of selective
-// (layernorm,moe_act), (+core_attn,mla_up_proj), (+mlp,shared_experts),
-// (+moe), full that does.
+// Knobs not given take the values the autotuner would choose with the given
+// ones fixed: the search (planner/search.h) runs with every given flag pinned
+// (--fix) and the best plan is predicted. With every knob given, the search
+// is skipped and the step is predicted as given. Precision is bf16 unless
+// --precision is given. --overlap with only some communications, and
+// --moe-imbalance, are applied to the plan the search chose.
 //
-// Exit codes: 0 ok, 2 bad input or invalid combination (one line on stderr).
+// Exit codes: 0 ok, 2 bad input or invalid combination, 3 nothing fits in
+// memory (one line on stderr, naming the tightest constraint).
 #include <unistd.h>
 
 #include <cerrno>
@@ -43,6 +42,8 @@
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
 #include "planner/prediction.h"
+#include "planner/search.h"
+#include "planner/search_space.h"
 #include "planner/step_model.h"
 #include "planner/training_config.h"
 #include "planner/units.h"
@@ -191,6 +192,74 @@ std::vector<pl::Recompute> DefaultRecomputeLadder() {
   pl::Recompute full;
   full.mode = pl::RecomputeMode::kFull;
   return {pl::Recompute{}, sel(a), sel(b), sel(c), sel(d), full};
+}
+
+// The knobs the user pinned, as the search's FixedKnobs; nullopt when every
+// searchable knob was given (then there is nothing to choose).
+std::optional<pl::FixedKnobs> GivenKnobs(const Args& args, const pl::ParallelConfig& p,
+                                         const pl::Knobs& knobs,
+                                         const std::vector<pl::Recompute>& ladder) {
+  pl::FixedKnobs f;
+  bool all = true;
+  auto pin_int = [&](const char* flag, int value, std::optional<int>* field) {
+    if (args.Has(flag)) {
+      *field = value;
+    } else {
+      all = false;
+    }
+  };
+  pin_int("tp", p.tp, &f.tp);
+  pin_int("pp", p.pp, &f.pp);
+  pin_int("vp", p.vp, &f.vp);
+  pin_int("ep", p.ep, &f.ep);
+  pin_int("etp", p.etp, &f.etp);
+  pin_int("cp", p.cp, &f.cp);
+  pin_int("mbs", p.mbs, &f.mbs);
+  if (p.first_stage_layers) f.first_stage_layers = p.first_stage_layers;
+  if (p.last_stage_layers) f.last_stage_layers = p.last_stage_layers;
+  if (args.Has("shard-params")) f.shard_params = true;
+  if (args.Has("recompute") || args.Has("recompute-modules")) {
+    f.recompute = ladder.front();
+  } else {
+    all = false;
+  }
+  if (args.Has("offload")) {
+    f.offload_modules = knobs.offload_activations ? knobs.offload_modules : 0u;
+  } else {
+    all = false;
+  }
+  if (args.Has("dispatcher")) {
+    f.dispatcher = knobs.dispatcher;
+  } else {
+    all = false;
+  }
+  auto pin_bool = [&](const char* flag, bool value, std::optional<bool>* field) {
+    if (args.Has(flag)) {
+      *field = value;
+    } else {
+      all = false;
+    }
+  };
+  pin_bool("grouped-gemm", knobs.grouped_gemm, &f.grouped_gemm);
+  pin_bool("cuda-graphs", knobs.cuda_graphs, &f.cuda_graphs);
+  if (args.Has("overlap")) {
+    const pl::Overlap& o = knobs.overlap;
+    const bool any = o.tp_comm || o.ep_comm || o.dp_comm || o.pp_comm;
+    const bool every = o.tp_comm && o.ep_comm && o.dp_comm && o.pp_comm;
+    // A partial set is searched as "overlap on" and applied as given after.
+    f.overlap = any;
+    if (any && !every) all = false;
+  } else {
+    all = false;
+  }
+  if (args.Has("comm-streams")) {
+    f.comm_streams = knobs.overlap.num_comm_streams;
+  } else {
+    all = false;
+  }
+  f.precision = knobs.precision;
+  if (all) return std::nullopt;
+  return f;
 }
 
 std::string TextReport(const pl::Prediction& p) {
@@ -366,11 +435,34 @@ int RunPredict(const std::vector<std::string>& argv) {
       *model, *cluster, shape, std::make_shared<pl::DatasheetCostModel>(*cluster));
   if (!sm.ok()) return Fail(kExitBadInput, std::string(sm.status().message()));
   absl::StatusOr<pl::Prediction> pred = absl::UnknownError("no prediction");
-  for (const pl::Recompute& r : ladder) {
-    knobs.recompute = r;
-    pred = sm->Predict(p, knobs);
-    if (!pred.ok() || pred->peak_memory_bytes <= kDefaultMemoryHeadroom * pred->hbm_bytes) {
-      break;
+  const std::optional<pl::FixedKnobs> fixed = GivenKnobs(args, p, knobs, ladder);
+  if (fixed.has_value()) {
+    // Some knob was not given: the autotuner chooses it.
+    pl::SearchOptions options;
+    options.top_k = 1;
+    options.constraints.fixed = *fixed;
+    options.constraints.precisions = {knobs.precision};
+    absl::StatusOr<pl::SearchResult> searched =
+        pl::Search(pl::SearchProblem{*model, *cluster, shape},
+                   std::make_shared<pl::DatasheetCostModel>(*cluster), options);
+    if (!searched.ok()) {
+      const int code = searched.status().code() == absl::StatusCode::kFailedPrecondition
+                           ? kExitInfeasible
+                           : kExitBadInput;
+      return Fail(code, std::string(searched.status().message()));
+    }
+    p = searched->best.plan.parallel;
+    pl::Knobs chosen = searched->best.plan.knobs;
+    if (args.Has("overlap")) chosen.overlap = knobs.overlap;  // exactly as given
+    chosen.moe_load_imbalance = knobs.moe_load_imbalance;
+    pred = sm->Predict(p, chosen);
+  } else {
+    for (const pl::Recompute& r : ladder) {
+      knobs.recompute = r;
+      pred = sm->Predict(p, knobs);
+      if (!pred.ok() || pred->peak_memory_bytes <= kDefaultMemoryHeadroom * pred->hbm_bytes) {
+        break;
+      }
     }
   }
   if (!pred.ok()) return Fail(kExitBadInput, std::string(pred.status().message()));

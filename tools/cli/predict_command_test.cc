@@ -1,12 +1,18 @@
 // `moetune predict` through the command registry: one JSON object on
 // stdout for a valid layout, exit 2 with one line on stderr otherwise.
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "planner/cost_model.h"
+#include "planner/hardware.h"
+#include "planner/model_spec.h"
+#include "planner/prediction.h"
+#include "planner/search.h"
 #include "tools/cli/command_registry.h"
 
 namespace moetune::cli {
@@ -30,7 +36,7 @@ Result RunPredict(const std::vector<std::string>& args) {
 
 TEST(PredictCommandTest, PrintsOneJsonObject) {
   const Result r = RunPredict({"--model", "deepseek-v3", "--cluster", "gb200-nvl72", "--gpus", "1024",
-                        "--seq", "4096", "--gbs", "8192", "--precision", "mxfp8", "--pp", "8",
+                        "--seq", "4096", "--gbs", "8192", "--precision", "mxfp8", "--tp", "1", "--pp", "8",
                         "--vp", "4", "--ep", "64"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
@@ -43,15 +49,45 @@ TEST(PredictCommandTest, PrintsOneJsonObject) {
   EXPECT_GT(j["tokens_per_sec_per_gpu"].get<double>(), 0);
 }
 
-TEST(PredictCommandTest, DefaultsAreDocumented) {
-  // No --ep on a MoE model: the largest divisor of 128 experts that fits an
-  // 8-GPU NVLink node, 8.
+TEST(PredictCommandTest, KnobsNotGivenAreTheAutotunersChoice) {
+  // Only tp and the precision given: the rest is what the search picks with
+  // tp=2 and fp8 fixed, so predict and the search agree on the whole config.
   const Result r = RunPredict({"--model", "qwen3-30b-a3b", "--cluster", "h100-sxm", "--gpus", "16",
-                        "--seq", "4096", "--gbs", "256", "--precision", "fp8"});
+                               "--seq", "4096", "--gbs", "256", "--precision", "fp8", "--tp", "2"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["config"]["parallel"]["ep"], 8);
-  EXPECT_EQ(j["config"]["knobs"]["dispatcher"], "fused_dedup");
+
+  namespace pl = ::moetune::planner;
+  auto model = pl::LoadModelPreset("qwen3-30b-a3b");
+  auto cluster = pl::LoadClusterPreset("h100-sxm");
+  ASSERT_TRUE(model.ok() && cluster.ok());
+  pl::SearchOptions options;
+  options.top_k = 1;
+  options.constraints.fixed.tp = 2;
+  options.constraints.fixed.precision = pl::Precision::kFp8;
+  options.constraints.precisions = {pl::Precision::kFp8};
+  auto searched = pl::Search(pl::SearchProblem{*model, *cluster, pl::TrainingShape{16, 4096, 256}},
+                             std::make_shared<pl::DatasheetCostModel>(*cluster), options);
+  ASSERT_TRUE(searched.ok()) << searched.status();
+  const nlohmann::json best = pl::ToJson(searched->best.prediction);
+  EXPECT_EQ(j["config"], best["config"]);
+  EXPECT_EQ(j["config"]["parallel"]["tp"], 2);
+  EXPECT_DOUBLE_EQ(j["tokens_per_sec_per_gpu"].get<double>(),
+                   best["tokens_per_sec_per_gpu"].get<double>());
+}
+
+TEST(PredictCommandTest, EveryKnobGivenSkipsTheSearch) {
+  const Result r = RunPredict(
+      {"--model", "qwen3-30b-a3b", "--cluster", "h100-sxm", "--gpus", "16", "--seq", "4096",
+       "--gbs", "256", "--precision", "bf16", "--tp", "1", "--pp", "1", "--vp", "1", "--ep", "4",
+       "--etp", "1", "--cp", "1", "--mbs", "1", "--recompute", "full", "--offload", "none",
+       "--dispatcher", "alltoall", "--grouped-gemm", "false", "--cuda-graphs", "false",
+       "--overlap", "none", "--comm-streams", "1"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["config"]["parallel"]["ep"], 4);
+  EXPECT_EQ(j["config"]["knobs"]["dispatcher"], "alltoall");
+  EXPECT_EQ(j["config"]["knobs"]["grouped_gemm"], false);
 }
 
 TEST(PredictCommandTest, InvalidCombinationsExitTwoWithOneLine) {
