@@ -281,7 +281,7 @@ TEST_F(ServiceIntegrationTest, CalibrateSurviveServerKillPlanAndFetch) {
   int done_at_kill = -1;
   ASSERT_TRUE(WaitFor(
       [&] {
-        if (AckedIds().size() < 3) return false;
+        if (AckedIds().size() < 6) return false;
         auto c = Campaign(campaign_id);
         if (!c) return false;
         done_at_kill = c->tasks_done();
