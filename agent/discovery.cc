@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -77,7 +78,7 @@ std::string KernelRelease() {
 }
 
 absl::StatusOr<v1::AgentInfo> Discover(const DiscoveryOptions& options,
-                                       const CudaDeviceCountFn& cuda_device_count) {
+                                       const CudaDevicesFn& cuda_devices) {
   if (options.backend != "auto" && options.backend != "cuda" && options.backend != "cpu") {
     return absl::InvalidArgumentError(
         absl::StrCat("--backend must be auto, cuda or cpu, got '", options.backend, "'"));
@@ -91,29 +92,31 @@ absl::StatusOr<v1::AgentInfo> Discover(const DiscoveryOptions& options,
   info.mutable_versions()->set_agent(options.agent_version);
   info.mutable_versions()->set_driver(KernelRelease());
 
-  int cuda_devices = 0;
+  std::vector<GpuDescription> gpus;
   std::string cuda_reason;
   if (options.backend != "cpu") {
-    absl::StatusOr<int> n = cuda_device_count();
-    if (n.ok()) {
-      cuda_devices = *n;
+    absl::StatusOr<std::vector<GpuDescription>> found = cuda_devices();
+    if (found.ok()) {
+      gpus = std::move(*found);
     } else {
-      cuda_reason = std::string(n.status().message());
+      cuda_reason = std::string(found.status().message());
     }
-    if (options.backend == "cuda" && cuda_devices == 0) {
+    if (options.backend == "cuda" && gpus.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "--backend cuda but no usable CUDA device: ",
           cuda_reason.empty() ? "device count is 0" : cuda_reason));
     }
   }
-  if (cuda_devices > 0) {
+  if (!gpus.empty()) {
     info.set_backend(v1::BACKEND_CUDA);
-    for (int i = 0; i < cuda_devices; ++i) {
+    for (const GpuDescription& g : gpus) {
       v1::DeviceInfo* d = info.add_devices();
-      d->set_index(i);
-      // Name, UUID, memory and compute capability are not exposed by kernels/
-      // yet; probe results carry them in their provenance.
-      d->set_name(absl::StrCat("cuda:", i));
+      d->set_index(g.index);
+      d->set_name(g.name);
+      d->set_uuid(g.uuid);
+      d->set_pci_bus_id(g.pci_bus_id);
+      d->set_compute_capability(g.compute_capability);
+      d->set_memory_bytes(static_cast<uint64_t>(std::max<int64_t>(0, g.memory_bytes)));
     }
   } else {
     info.set_backend(v1::BACKEND_CPU);

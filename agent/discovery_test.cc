@@ -10,8 +10,17 @@ namespace {
 
 using ::testing::HasSubstr;
 
-absl::StatusOr<int> NoCuda() { return absl::UnavailableError("no CUDA device: cudaGetDeviceCount: 100"); }
-absl::StatusOr<int> FourGpus() { return 4; }
+absl::StatusOr<std::vector<GpuDescription>> NoCuda() {
+  return absl::UnavailableError("no CUDA device: cudaGetDeviceCount: 100");
+}
+absl::StatusOr<std::vector<GpuDescription>> FourGpus() {
+  std::vector<GpuDescription> out;
+  for (int i = 0; i < 4; ++i) {
+    out.push_back({i, "NVIDIA H200", "GPU-" + std::to_string(i), "0000:1" + std::to_string(i) + ":00.0",
+                   "9.0", 150'000'000'000});
+  }
+  return out;
+}
 
 TEST(DiscoveryTest, AutoFallsBackToCpuWithoutDevices) {
   auto info = Discover({"n1", "ci", "auto", "v"}, NoCuda);
@@ -27,7 +36,11 @@ TEST(DiscoveryTest, AutoPicksCudaWithDevices) {
   auto info = Discover({"n1", "ci", "auto", "v"}, FourGpus);
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->backend(), moetune::v1::BACKEND_CUDA);
-  EXPECT_EQ(info->devices_size(), 4);
+  ASSERT_EQ(info->devices_size(), 4);
+  EXPECT_EQ(info->devices(3).name(), "NVIDIA H200");
+  EXPECT_EQ(info->devices(3).uuid(), "GPU-3");
+  EXPECT_EQ(info->devices(3).compute_capability(), "9.0");
+  EXPECT_EQ(info->devices(3).memory_bytes(), 150'000'000'000u);
 }
 
 TEST(DiscoveryTest, CpuBackendIgnoresDevices) {

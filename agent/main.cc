@@ -62,12 +62,18 @@ int main(int argc, char** argv) {
   d.cluster = absl::GetFlag(FLAGS_cluster);
   d.backend = absl::GetFlag(FLAGS_backend);
   d.agent_version = kAgentVersion;
-  auto info = moetune::agent::Discover(d, []() -> absl::StatusOr<int> {
-    int n = 0;
-    moetune::kernels::ProbeStatus s = moetune::kernels::cuda::CudaDeviceCount(&n);
-    if (!s.ok()) return moetune::kernels::ToAbslStatus(s);
-    return n;
-  });
+  auto info = moetune::agent::Discover(
+      d, []() -> absl::StatusOr<std::vector<moetune::agent::GpuDescription>> {
+        std::vector<moetune::kernels::cuda::CudaDeviceDescription> found;
+        moetune::kernels::ProbeStatus s = moetune::kernels::cuda::CudaDescribeDevices(&found);
+        if (!s.ok()) return moetune::kernels::ToAbslStatus(s);
+        std::vector<moetune::agent::GpuDescription> out;
+        for (const auto& g : found) {
+          out.push_back({g.index, g.name, g.uuid, g.pci_bus_id, g.compute_capability,
+                         g.memory_bytes});
+        }
+        return out;
+      });
   if (!info.ok()) return Fail(info.status().ToString(), 2);
 
   std::string spool_path = absl::GetFlag(FLAGS_spool);
