@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <tuple>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 
 namespace moetune::server {
@@ -76,6 +78,27 @@ T Get(const nlohmann::json& j, const char* key, T fallback) {
 }
 
 }  // namespace
+
+namespace {
+// "H100" from "NVIDIA H100 80GB HBM3"; "" when no word looks like a model.
+std::string GpuModelToken(const std::string& name) {
+  for (absl::string_view word : absl::StrSplit(name, absl::ByAnyChar(" -_(),"), absl::SkipEmpty())) {
+    size_t letters = 0;
+    while (letters < word.size() && absl::ascii_isupper(word[letters])) ++letters;
+    if (letters < 1 || letters > 2 || word.size() < letters + 3) continue;
+    bool digits = true;
+    for (size_t i = letters; i < letters + 3; ++i) digits &= absl::ascii_isdigit(word[i]) != 0;
+    if (digits && word.size() == letters + 3) return std::string(word);
+  }
+  return "";
+}
+}  // namespace
+
+bool SameGpuModel(const std::string& measured, const std::string& described) {
+  if (measured == described) return true;
+  const std::string a = GpuModelToken(measured), b = GpuModelToken(described);
+  return !a.empty() && a == b;
+}
 
 double PlannerSeconds(const v1::Measurement& m) {
   switch (m.planner_statistic()) {

@@ -58,6 +58,13 @@ ClusterFit FitCluster(const std::string& cluster,
 // Summary for GetCalibration: per GPU model, the number of points per table.
 nlohmann::json ToJson(const ClusterFit& fit);
 
+// Whether a measured device (its CUDA name, e.g. "NVIDIA H100 80GB HBM3") is
+// the GPU model of a hardware description (e.g. "NVIDIA H100 SXM5 (80GB)"):
+// both names carry the same model token (H100, H200, H800, B200, GB200, B300,
+// GB300: letters then three digits); names without one must be equal.
+// Known limit: variants of one model (H100 PCIe vs SXM) are not told apart.
+bool SameGpuModel(const std::string& measured, const std::string& described);
+
 // The measurement's planner statistic in seconds.
 double PlannerSeconds(const moetune::v1::Measurement& m);
 

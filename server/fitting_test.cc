@@ -73,6 +73,16 @@ TEST(FittingTest, StragglersCompareFastestSamplesNotMedians) {
   EXPECT_TRUE(FitCluster("ci", rs, {}).stragglers.empty());
 }
 
+TEST(FittingTest, CudaDeviceNamesMatchTheirPresetGpu) {
+  EXPECT_TRUE(SameGpuModel("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM5 (80GB)"));
+  EXPECT_TRUE(SameGpuModel("NVIDIA H200", "NVIDIA H200 SXM (141GB)"));
+  EXPECT_TRUE(SameGpuModel("NVIDIA GB200", "NVIDIA GB200 (NVL72, 1200 W)"));
+  EXPECT_FALSE(SameGpuModel("NVIDIA B200", "NVIDIA GB200 (NVL72, 1200 W)"));
+  EXPECT_FALSE(SameGpuModel("NVIDIA H800", "NVIDIA H100 SXM5 (80GB)"));
+  EXPECT_FALSE(SameGpuModel("AMD EPYC 9654 96-Core Processor", "NVIDIA GB200 (NVL72, 1200 W)"));
+  EXPECT_TRUE(SameGpuModel("cpu-x", "cpu-x"));
+}
+
 TEST(FittingTest, TwoNodesAreTooFewToCallAStraggler) {
   ClusterFit fit = FitCluster("ci", {Gemm("ci/a", 0.001, 1e9), Gemm("ci/c", 0.01, 1e9)}, {});
   EXPECT_TRUE(fit.stragglers.empty());

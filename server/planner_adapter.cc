@@ -222,7 +222,7 @@ absl::StatusOr<std::shared_ptr<const p::CostModel>> PlannerAdapter::CostModelFor
   std::vector<std::string> gpus;
   for (const p::CalibrationTables& t : fit.tables) {
     gpus.push_back(t.gpu_name);
-    if (t.gpu_name != hardware.gpu.name) continue;
+    if (!SameGpuModel(t.gpu_name, hardware.gpu.name)) continue;
     const std::string gpu = t.gpu_name;
     auto calibrated = p::CalibratedCostModel::Create(t, prior);
     if (!calibrated.ok()) {

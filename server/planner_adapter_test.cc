@@ -105,15 +105,15 @@ TEST_F(PlannerAdapterTest, PlanRendersEveryFormatForEachPlan) {
 }
 
 TEST_F(PlannerAdapterTest, CalibrationIsUsedOnlyForTheSameGpuModel) {
-  // Grouped-GEMM results measured on "NVIDIA H100 SXM5 (80GB)" (the h100-sxm
-  // preset's GPU) by cluster "pod-a".
+  // Grouped-GEMM results measured by cluster "pod-a" on a device CUDA names
+  // "NVIDIA H100 80GB HBM3": the h100-sxm preset's GPU model.
   for (int i = 0; i < 2; ++i) {
     v1::ProbeResult r;
     r.set_result_id("r" + std::to_string(i));
     r.set_kind(v1::PROBE_KIND_GROUPED_GEMM);
     r.set_params_json(R"({"kind":"grouped_gemm","dtype":"bf16"})");
     r.mutable_provenance()->set_cluster("pod-a");
-    r.mutable_provenance()->set_device_name("NVIDIA H100 SXM5 (80GB)");
+    r.mutable_provenance()->set_device_name("NVIDIA H100 80GB HBM3");  // CUDA's name
     r.mutable_provenance()->set_world_size(1);
     v1::Measurement* m = r.add_measurements();
     m->set_name("fwd/grouped");
@@ -140,7 +140,7 @@ TEST_F(PlannerAdapterTest, CalibrationIsUsedOnlyForTheSameGpuModel) {
   other.mutable_constraints()->set_top_k(1);
   auto out = adapter_->Plan(other, [](int64_t, int64_t) {});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_THAT(out->calibration_note, HasSubstr("has calibration for [NVIDIA H100 SXM5 (80GB)]"));
+  EXPECT_THAT(out->calibration_note, HasSubstr("has calibration for [NVIDIA H100 80GB HBM3]"));
 }
 
 }  // namespace
