@@ -363,8 +363,9 @@ std::string ClusterSpecToJson(const ClusterSpec& c) {
   }
   g["hbm_bytes"] = c.gpu.hbm_bytes;
   g["hbm_bytes_per_sec"] = c.gpu.hbm_bytes_per_sec;
-  g["sm_count"] = c.gpu.sm_count;
-  g["tdp_watts"] = c.gpu.tdp_watts;
+  // Optional fields: 0 = unknown, and the parser takes only positive values.
+  if (c.gpu.sm_count > 0) g["sm_count"] = c.gpu.sm_count;
+  if (c.gpu.tdp_watts > 0) g["tdp_watts"] = c.gpu.tdp_watts;
   json j;
   j["name"] = c.name;
   j["gpu"] = g;
@@ -375,7 +376,11 @@ std::string ClusterSpecToJson(const ClusterSpec& c) {
   j["scaleout_bytes_per_sec"] = c.scaleout_bytes_per_sec;
   j["scaleout_latency_s"] = c.scaleout_latency_s;
   j["host_link_bytes_per_sec"] = c.host_link_bytes_per_sec;
-  j["host_memory_bytes_per_gpu"] = c.host_memory_bytes_per_gpu;
+  // 0 = unknown; the parser takes only positive values, so leave it out
+  // (a round trip must parse again; found by cluster_fuzzer).
+  if (c.host_memory_bytes_per_gpu > 0) {
+    j["host_memory_bytes_per_gpu"] = c.host_memory_bytes_per_gpu;
+  }
   j["sources"] = c.sources;
   return j.dump(2);
 }

@@ -68,6 +68,25 @@ TEST(HardwareTest, JsonRoundTrip) {
   }
 }
 
+// Regression (cluster_fuzzer): a cluster JSON without the optional
+// host_memory_bytes_per_gpu, sm_count and tdp_watts printed them as 0, which
+// the parser then refused ("must be a positive number, got 0.0").
+TEST(HardwareTest, RoundTripWithoutOptionalFields) {
+  const std::string json = R"({"name": "my-cluster",
+    "gpu": {"name": "H050 SXM", "generation": "hopper",
+            "bf16_dense_flops_per_sec": 9.894e14, "fp8_dense_flops_per_sec": 1.979e15,
+            "hbm_bytes": 8e10, "hbm_bytes_per_sec": 3.35e12},
+    "gpus_per_node": 8, "nvlink_domain_gpus": 8,
+    "nvlink_bytes_per_sec": 4.5e11, "scaleout_bytes_per_sec": 5e10})";
+  absl::StatusOr<ClusterSpec> c = ParseClusterJson(json);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->host_memory_bytes_per_gpu, 0);
+  absl::StatusOr<ClusterSpec> back = ParseClusterJson(ClusterSpecToJson(*c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->gpu.hbm_bytes, 8e10);
+  EXPECT_EQ(back->host_memory_bytes_per_gpu, 0);
+}
+
 TEST(HardwareTest, PresetOverride) {
   absl::StatusOr<ClusterSpec> c = ParseClusterJson(
       R"({"preset": "h100-sxm", "name": "slow-ib",

@@ -43,9 +43,12 @@ absl::StatusOr<uint32_t> ParseBits(std::string_view text,
                                    const NamedBit (&table)[N],
                                    const char* what) {
   uint32_t bits = 0;
+  int named = 0;
   for (absl::string_view part : absl::StrSplit(internal::Sv(text), ',', absl::SkipEmpty())) {
     const std::string name =
         absl::AsciiStrToLower(absl::StripAsciiWhitespace(part));
+    if (name.empty()) continue;  // "a, ,b" and stray separators
+    ++named;
     bool found = false;
     for (const NamedBit& b : table) {
       if (name == b.name) {
@@ -60,6 +63,12 @@ absl::StatusOr<uint32_t> ParseBits(std::string_view text,
           absl::StrCat("unknown ", what, " module '", part,
                        "' (expected any of ", absl::StrJoin(known, ","), ")"));
     }
+  }
+  // An empty list would mean "no module", which callers spell "none": a
+  // string of separators is a typo, not a request (found by fix_spec_fuzzer).
+  if (named == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no ", what, " module named in '", internal::Sv(text), "'"));
   }
   return bits;
 }

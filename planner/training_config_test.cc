@@ -60,6 +60,18 @@ TEST(TrainingConfigTest, ParseErrorsNameTheValue) {
                        HasSubstr("'weights'")));
 }
 
+// Regression (fix_spec_fuzzer): "recompute=\n\n\n+" parsed as a selective
+// recompute of no module, which printed as "recompute=" and did not parse.
+TEST(TrainingConfigTest, ModuleListsOfOnlySeparatorsAreRefused) {
+  EXPECT_THAT(ParseRecomputeModules(",").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no recompute module")));
+  EXPECT_THAT(ParseOffloadModules(" , \n").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no offload module")));
+  absl::StatusOr<uint32_t> two = ParseRecomputeModules("layernorm, ,moe_act");
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(*two, kRecomputeLayerNorm | kRecomputeMoeAct);
+}
+
 TEST(TrainingConfigTest, DerivedDpAndMicroBatches) {
   const TrainingShape shape{64, 4096, 512};
   ParallelConfig p;
