@@ -106,6 +106,11 @@ struct Worker {
   Scored least_memory;  // the scored valid candidate with the lowest peak
   double floor_bytes = std::numeric_limits<double>::infinity();
   uint32_t floor_layout = 0;
+  // The scorer's per-layout fast path for the layout scored last (Score
+  // visits the knob settings of one layout in a row).
+  StepModel::PreparedLayout prepared;
+  uint32_t prepared_layout = std::numeric_limits<uint32_t>::max();
+  bool prepared_ok = false;
 };
 
 // The K best layouts, one entry per layout (its best candidate). Small K:
@@ -244,7 +249,12 @@ class Searcher {
 Outcome Searcher::Score(uint32_t layout, uint32_t combo, Worker& w) {
   const ParallelConfig& p = layouts_[layout];
   const Knobs& k = KnobsOf(p).combos[combo];
-  const Estimate e = model_.Quick(p, k);
+  if (w.prepared_layout != layout) {
+    w.prepared_ok = model_.Prepare(p, &w.prepared);
+    w.prepared_layout = layout;
+  }
+  const Estimate e =
+      w.prepared_ok ? model_.QuickPrepared(w.prepared, k) : model_.Quick(p, k);
   ++w.evaluated;
   Outcome out;
   out.scored.layout = layout;
@@ -966,6 +976,15 @@ class StepModelScorer : public CandidateScorer {
   Estimate Quick(const ParallelConfig& parallel,
                  const Knobs& knobs) const override {
     return model_.Quick(parallel, knobs);
+  }
+  bool Prepare(const ParallelConfig& parallel,
+               StepModel::PreparedLayout* prepared) const override {
+    model_.Prepare(parallel, prepared);
+    return true;
+  }
+  Estimate QuickPrepared(StepModel::PreparedLayout& prepared,
+                         const Knobs& knobs) const override {
+    return model_.Quick(prepared, knobs);
   }
   absl::StatusOr<Prediction> Predict(const ParallelConfig& parallel,
                                      const Knobs& knobs) const override {

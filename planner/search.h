@@ -162,6 +162,17 @@ class CandidateScorer {
                          const Knobs& knobs) const = 0;
   virtual absl::StatusOr<Prediction> Predict(const ParallelConfig& parallel,
                                              const Knobs& knobs) const = 0;
+  // Optional fast path for the many knob settings of one layout: Prepare
+  // once (true: supported), then QuickPrepared per setting, which must
+  // return what Quick(prepared.parallel, knobs) returns. Default: none.
+  virtual bool Prepare(const ParallelConfig& /*parallel*/,
+                       StepModel::PreparedLayout* /*prepared*/) const {
+    return false;
+  }
+  virtual Estimate QuickPrepared(StepModel::PreparedLayout& prepared,
+                                 const Knobs& knobs) const {
+    return Quick(prepared.parallel, knobs);
+  }
 };
 
 // Runs the search with `scorer` (same contract as Search below).

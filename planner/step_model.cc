@@ -1,6 +1,7 @@
 #include "planner/step_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <utility>
@@ -181,43 +182,139 @@ struct Context {
   double seq_len;
 };
 
-// Costs of one layer for one micro-batch on one GPU.
-Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
-                bool recompute_this_layer) {
-  Slots l;
+// The cost-model lookups of one layer kind. Filled by the functions below
+// (each lookup under the condition LayerCost uses it) or copied from a
+// PreparedLayout, which holds the results of the same calls.
+struct KindCosts {
+  Cost qkv, oproj;        // attention projections (precision)
+  Cost attn_f, attn_b;    // core attention (layout only)
+  Cost fc1, fc2;          // dense MLP, or the shared experts (precision)
+  Cost router;            // MoE router, BF16 (layout only)
+  Cost gfc1, gfc2;        // routed experts (precision, grouped, imbalance)
+  Cost dispatch, combine; // EP, ep > 1 (precision, dispatcher, imbalance)
+  Cost tp_ag, tp_rs;      // tp > 1 (layout only)
+  Cost cp_ring;           // cp > 1 (layout only)
+};
+
+// Lookups that depend only on the layout.
+void LayoutKindCosts(const StepModel::LayerKindTables& k, const Context& c,
+                     KindCosts* kc) {
   const CostModel& cm = *c.cost;
   const ModelSpec& m = *c.model;
-  const Knobs& knobs = *c.knobs;
   const double h = double(m.hidden_size);
-  const double tc = c.tokens_cp;
-  const double tr = c.tokens_rank;
-  const double fwd_bwd = 1.0 + c.bwd_gemm_factor;
-
-  // --- Attention block. QKV projection(s) [tc x h] x [h x qkv/tp] and the
-  // output projection [tc x n v/tp] x [n v/tp x h]; backward = dgrad (+ wgrad).
-  const double o_k = double(m.num_attention_heads) * m.v_head_dim / c.tp;
-  const Cost qkv = cm.DenseGemm(tc, k.qkv_out_dim / c.tp, h, c.precision);
-  const Cost oproj = cm.DenseGemm(tc, h, o_k, c.precision);
-  l.Add(kSAttnProj, qkv, fwd_bwd);
-  l.Add(kSAttnProj, oproj, fwd_bwd);
-  // Core attention over the causal (or window) context, heads split by TP.
   AttentionShape as;
-  as.queries = tc;
+  as.queries = c.tokens_cp;
   as.context = k.causal_context;
   as.keys = c.seq_len;
   as.heads = m.num_attention_heads / c.tp;
   as.qk_head_dim = m.QkHeadDim();
   as.v_head_dim = m.v_head_dim;
   as.fused = !(k.sliding ? c.sinks_unfused_sliding : c.sinks_unfused_full);
-  const Cost attn_f = cm.AttentionForward(as);
-  const Cost attn_b = cm.AttentionBackward(as);
+  kc->attn_f = cm.AttentionForward(as);
+  kc->attn_b = cm.AttentionBackward(as);
+  if (k.moe) {
+    kc->router = cm.DenseGemm(c.tokens_rank, m.num_routed_experts, h, Precision::kBf16);
+  }
+  if (c.tp > 1) {
+    const double bytes = c.tokens_cp * h * kActivationBytes;
+    kc->tp_ag = cm.Collective(CollectiveKind::kAllGather, bytes, c.tp, c.tp_span);
+    kc->tp_rs = cm.Collective(CollectiveKind::kReduceScatter, bytes, c.tp, c.tp_span);
+  }
+  if (c.cp > 1) {
+    const double kv_elems =
+        m.attention == AttentionType::kMla
+            ? double(m.num_attention_heads) * (m.QkHeadDim() + m.v_head_dim)
+            : 2.0 * m.num_kv_heads * m.head_dim;
+    const double chunk = c.tokens_cp * kv_elems / c.tp * kActivationBytes;
+    kc->cp_ring =
+        cm.Collective(CollectiveKind::kAllGather, chunk * c.cp, c.cp, c.cp_span);
+  }
+}
+
+// Dense GEMMs at c.precision.
+void PrecisionKindCosts(const StepModel::LayerKindTables& k, const Context& c,
+                        KindCosts* kc) {
+  const CostModel& cm = *c.cost;
+  const ModelSpec& m = *c.model;
+  const double h = double(m.hidden_size);
+  const double tc = c.tokens_cp;
+  const double gate = m.gated_mlp ? 2.0 : 1.0;
+  const double o_k = double(m.num_attention_heads) * m.v_head_dim / c.tp;
+  kc->qkv = cm.DenseGemm(tc, k.qkv_out_dim / c.tp, h, c.precision);
+  kc->oproj = cm.DenseGemm(tc, h, o_k, c.precision);
+  if (!k.moe) {
+    const double f = double(m.ffn_hidden_size) / c.tp;
+    kc->fc1 = cm.DenseGemm(tc, gate * f, h, c.precision);
+    kc->fc2 = cm.DenseGemm(tc, h, f, c.precision);
+  } else if (m.num_shared_experts > 0) {
+    const double fs = double(m.moe_ffn_hidden_size) * m.num_shared_experts / c.tp;
+    kc->fc1 = cm.DenseGemm(tc, gate * fs, h, c.precision);
+    kc->fc2 = cm.DenseGemm(tc, h, fs, c.precision);
+  }
+}
+
+// Routed experts and EP dispatch/combine (MoE kinds) at c.precision.
+void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalance,
+                     KindCosts* kc) {
+  const CostModel& cm = *c.cost;
+  const ModelSpec& m = *c.model;
+  const double h = double(m.hidden_size);
+  const double gate = m.gated_mlp ? 2.0 : 1.0;
+  const int local = m.num_routed_experts / c.ep;
+  GroupedGemmShape g;
+  g.num_experts = local;
+  g.tokens_per_expert = c.tokens_rank * m.moe_top_k * c.etp / local;
+  g.imbalance = imbalance;
+  g.precision = c.precision;
+  g.grouped = grouped;
+  const double fe = double(m.moe_ffn_hidden_size) / c.etp;
+  g.n = int64_t(gate * fe);
+  g.k = m.hidden_size;
+  kc->gfc1 = cm.GroupedGemm(g);
+  g.n = m.hidden_size;
+  g.k = int64_t(fe);
+  kc->gfc2 = cm.GroupedGemm(g);
+  if (c.ep > 1) {
+    DispatchShape d;
+    d.tokens = c.tokens_rank * g.imbalance;
+    d.top_k = m.moe_top_k;
+    d.ep = c.ep;
+    d.ep_gpus_per_domain = c.ep_gpus_per_domain;
+    d.dedup = dedup;
+    d.bytes_per_token = h * (c.low_precision ? c.operand_bytes : 2.0);
+    kc->dispatch = cm.Dispatch(d);
+    d.bytes_per_token = h * kActivationBytes;
+    kc->combine = cm.Dispatch(d);
+  }
+}
+
+// Costs of one layer for one micro-batch on one GPU.
+Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
+                bool recompute_this_layer, const KindCosts& kc) {
+  Slots l;
+  const CostModel& cm = *c.cost;
+  const ModelSpec& m = *c.model;
+  const Knobs& knobs = *c.knobs;
+  const double h = double(m.hidden_size);
+  const double tr = c.tokens_rank;
+  const double fwd_bwd = 1.0 + c.bwd_gemm_factor;
+
+  // --- Attention block. QKV projection(s) [tc x h] x [h x qkv/tp] and the
+  // output projection [tc x n v/tp] x [n v/tp x h]; backward = dgrad (+ wgrad).
+  // (Lookups in PrecisionKindCosts / LayoutKindCosts.)
+  const Cost qkv = kc.qkv;
+  const Cost oproj = kc.oproj;
+  l.Add(kSAttnProj, qkv, fwd_bwd);
+  l.Add(kSAttnProj, oproj, fwd_bwd);
+  // Core attention over the causal (or window) context, heads split by TP.
+  const Cost attn_f = kc.attn_f;
+  const Cost attn_b = kc.attn_b;
   l.Add(kSAttnCore, attn_f);
   l.Add(kSAttnCore, attn_b);
   double block_gemm_s = (qkv.seconds + oproj.seconds) * fwd_bwd;
   int tp_pairs = 1;  // AG + RS pairs per forward
 
   // --- MLP block.
-  const double gate = m.gated_mlp ? 2.0 : 1.0;
   Cost mlp_f{};
   Cost shared_f{};
   Cost routed_f{};
@@ -227,9 +324,8 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
   uint8_t ep_src = 0;
   if (!k.moe) {
     // fc1 [tc x h] x [h x gate f/tp], fc2 [tc x f/tp] x [f/tp x h].
-    const double f = double(m.ffn_hidden_size) / c.tp;
-    const Cost fc1 = cm.DenseGemm(tc, gate * f, h, c.precision);
-    const Cost fc2 = cm.DenseGemm(tc, h, f, c.precision);
+    const Cost fc1 = kc.fc1;
+    const Cost fc2 = kc.fc2;
     mlp_f = {fc1.seconds + fc2.seconds, fc1.source};
     l.Add(kSDenseMlp, fc1, fwd_bwd);
     l.Add(kSDenseMlp, fc2, fwd_bwd);
@@ -237,13 +333,11 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
     ++tp_pairs;
   } else {
     // Router [tr x h] x [h x E] in BF16 (fwd + dgrad + wgrad).
-    router_f = cm.DenseGemm(tr, m.num_routed_experts, h, Precision::kBf16);
+    router_f = kc.router;
     l.Add(kSRouter, router_f, 3.0);
     if (m.num_shared_experts > 0) {
-      const double fs =
-          double(m.moe_ffn_hidden_size) * m.num_shared_experts / c.tp;
-      const Cost fc1 = cm.DenseGemm(tc, gate * fs, h, c.precision);
-      const Cost fc2 = cm.DenseGemm(tc, h, fs, c.precision);
+      const Cost fc1 = kc.fc1;
+      const Cost fc2 = kc.fc2;
       shared_f = {fc1.seconds + fc2.seconds, fc1.source};
       l.Add(kSShared, fc1, fwd_bwd);
       l.Add(kSShared, fc2, fwd_bwd);
@@ -252,36 +346,18 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
     }
     // Routed experts: E/ep local experts; under balanced routing each GPU
     // processes tr x top_k (x etp, with ffn / etp) token-expert rows.
-    const int local = m.num_routed_experts / c.ep;
-    GroupedGemmShape g;
-    g.num_experts = local;
-    g.tokens_per_expert = tr * m.moe_top_k * c.etp / local;
-    g.imbalance = std::max(1.0, knobs.moe_load_imbalance);
-    g.precision = c.precision;
-    g.grouped = knobs.grouped_gemm;
-    const double fe = double(m.moe_ffn_hidden_size) / c.etp;
-    g.n = int64_t(gate * fe);
-    g.k = m.hidden_size;
-    const Cost fc1 = cm.GroupedGemm(g);
-    g.n = m.hidden_size;
-    g.k = int64_t(fe);
-    const Cost fc2 = cm.GroupedGemm(g);
+    // (GroupedGemmShape in ExpertKindCosts.)
+    const Cost fc1 = kc.gfc1;
+    const Cost fc2 = kc.gfc2;
     routed_f = {fc1.seconds + fc2.seconds, fc1.source};
     l.Add(kSRouted, fc1, fwd_bwd);
     l.Add(kSRouted, fc2, fwd_bwd);
     // EP dispatch (low-precision payload when the GEMMs are) and combine
     // (BF16); backward moves the same volumes in BF16.
     if (c.ep > 1) {
-      DispatchShape d;
-      d.tokens = tr * g.imbalance;
-      d.top_k = m.moe_top_k;
-      d.ep = c.ep;
-      d.ep_gpus_per_domain = c.ep_gpus_per_domain;
-      d.dedup = knobs.dispatcher == Dispatcher::kFusedDedup;
-      d.bytes_per_token = h * (c.low_precision ? c.operand_bytes : 2.0);
-      const Cost dispatch = cm.Dispatch(d);
-      d.bytes_per_token = h * kActivationBytes;
-      const Cost combine = cm.Dispatch(d);
+      // (DispatchShape in ExpertKindCosts.)
+      const Cost dispatch = kc.dispatch;
+      const Cost combine = kc.combine;
       ep_fwd_s = dispatch.seconds + combine.seconds;
       ep_total_s = ep_fwd_s + 2 * combine.seconds;
       ep_src = SourceBit(dispatch.source) | SourceBit(combine.source);
@@ -324,10 +400,8 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
   // --- TP all-gather / reduce-scatter of [tc x h] BF16 around each block,
   // forward and backward.
   if (c.tp > 1) {
-    const double bytes = tc * h * kActivationBytes;
-    const Cost ag = cm.Collective(CollectiveKind::kAllGather, bytes, c.tp, c.tp_span);
-    const Cost rs =
-        cm.Collective(CollectiveKind::kReduceScatter, bytes, c.tp, c.tp_span);
+    const Cost ag = kc.tp_ag;
+    const Cost rs = kc.tp_rs;
     const double total = 2.0 * tp_pairs * (ag.seconds + rs.seconds);
     const uint8_t src = SourceBit(ag.source) | SourceBit(rs.source);
     if (knobs.overlap.tp_comm) {
@@ -343,13 +417,7 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
   // --- CP ring: K and V of every other CP rank pass by (forward), K, V and
   // their gradients in backward; overlapped with the attention chunks.
   if (c.cp > 1) {
-    const double kv_elems =
-        m.attention == AttentionType::kMla
-            ? double(m.num_attention_heads) * (m.QkHeadDim() + m.v_head_dim)
-            : 2.0 * m.num_kv_heads * m.head_dim;
-    const double chunk = tc * kv_elems / c.tp * kActivationBytes;
-    const Cost ring =
-        cm.Collective(CollectiveKind::kAllGather, chunk * c.cp, c.cp, c.cp_span);
+    const Cost ring = kc.cp_ring;
     const double fwd_exposed = std::max(0.0, ring.seconds - attn_f.seconds);
     const double bwd_exposed = std::max(0.0, 2 * ring.seconds - attn_b.seconds);
     l.AddSeconds(kSCpExposed, fwd_exposed + bwd_exposed, SourceBit(ring.source));
@@ -598,31 +666,33 @@ absl::StatusOr<StepModel> StepModel::Create(
     }
   }
   s.mtp_kind_ = s.layer_kind_index_.back();
+  // Layers of each kind before layer l, so that a stage's kind counts are two
+  // lookups instead of a walk over its layers.
+  s.kind_prefix_.assign(size_t(model.num_layers) + 1, {});
+  for (int l = 0; l < model.num_layers; ++l) {
+    s.kind_prefix_[size_t(l) + 1] = s.kind_prefix_[size_t(l)];
+    ++s.kind_prefix_[size_t(l) + 1][size_t(s.layer_kind_index_[size_t(l)])];
+  }
   return s;
 }
 
-Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs,
-                                  Accumulator* acc) const {
-  ParallelConfig p = p_in;
-  const Infeasibility layout = CheckLayout(model_, shape_, p);
-  if (layout != Infeasibility::kNone) return layout;
-  const ClusterSpec& cluster = cost_->cluster();
-  if (!PeakDenseFlopsPerSec(cluster.gpu, knobs.precision).has_value()) {
-    return Infeasibility::kPrecisionUnsupported;
-  }
-  p.dp = ResolvedDp(shape_, p);
-  const int m_micro = NumMicroBatches(shape_, p);
-  const int domain = cluster.nvlink_domain_gpus;
-  const bool lora = shape_.objective == Objective::kLora;
+namespace {
 
+// The parts of a Context that depend only on the layout (p with dp
+// resolved); SetKnobs adds the rest.
+Context LayoutContext(const CostModel* cost, const ModelSpec* model,
+                      const TrainingShape& shape, const StackConstants* stack,
+                      const ParallelConfig& p, int m_micro) {
+  const int domain = cost->cluster().nvlink_domain_gpus;
+  const bool lora = shape.objective == Objective::kLora;
   Context c;
-  c.cost = cost_.get();
-  c.model = &model_;
-  c.knobs = &knobs;
-  c.precision = knobs.precision;
-  c.low_precision = knobs.precision != Precision::kBf16;
-  c.operand_bytes = GemmOperandBytes(knobs.precision);
-  c.tokens_cp = double(p.mbs) * shape_.seq_len / p.cp;
+  c.cost = cost;
+  c.model = model;
+  c.knobs = nullptr;
+  c.precision = Precision::kBf16;
+  c.low_precision = false;
+  c.operand_bytes = 0;
+  c.tokens_cp = double(p.mbs) * shape.seq_len / p.cp;
   c.tokens_rank = c.tokens_cp / p.tp;
   c.tp = p.tp;
   c.cp = p.cp;
@@ -635,37 +705,218 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
   c.cp_span = p.tp * p.cp <= domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
   c.ep_gpus_per_domain = std::min(p.ep, std::max(1, domain / p.etp));
   c.bwd_gemm_factor = lora ? 1.0 : 2.0;
-  c.launch_s = cost_->KernelLaunchSeconds(knobs.cuda_graphs);
-  c.overlap_slowdown = cost_->OverlapSlowdown(knobs.overlap.num_comm_streams);
-  c.stack = &stack_;
+  c.launch_s = 0;
+  c.overlap_slowdown = 1;
+  c.stack = stack;
   c.ep_overlap_schedule =
-      p.pp == 1 || p.vp > 1 || !stack_.ep_overlap_needs_interleaving;
+      p.pp == 1 || p.vp > 1 || !stack->ep_overlap_needs_interleaving;
   using Unfused = StackConstants::UnfusedSinkLayers;
   c.sinks_unfused_sliding =
-      model_.attention_sinks && stack_.unfused_sink_layers != Unfused::kNone;
+      model->attention_sinks && stack->unfused_sink_layers != Unfused::kNone;
   c.sinks_unfused_full =
-      model_.attention_sinks && stack_.unfused_sink_layers == Unfused::kAll;
-  c.seq_len = shape_.seq_len;
+      model->attention_sinks && stack->unfused_sink_layers == Unfused::kAll;
+  c.seq_len = shape.seq_len;
+  return c;
+}
+
+void SetPrecision(Context* c, Precision precision) {
+  c->precision = precision;
+  c->low_precision = precision != Precision::kBf16;
+  c->operand_bytes = GemmOperandBytes(precision);
+}
+
+void SetKnobs(Context* c, const Knobs& knobs) {
+  c->knobs = &knobs;
+  SetPrecision(c, knobs.precision);
+  c->launch_s = c->cost->KernelLaunchSeconds(knobs.cuda_graphs);
+  c->overlap_slowdown = c->cost->OverlapSlowdown(knobs.overlap.num_comm_streams);
+}
+
+// Output layer, MTP projection and embedding lookups (see Evaluate).
+Cost LogitsGemm(const Context& c, const ModelSpec& m, int tp) {
+  return c.cost->DenseGemm(c.tokens_cp, double(m.PaddedVocabSize()) / tp,
+                           double(m.hidden_size), c.precision);
+}
+Cost MtpProjGemm(const Context& c, const ModelSpec& m, int tp) {
+  const double h = double(m.hidden_size);
+  return c.cost->DenseGemm(c.tokens_cp, h, 2 * h / tp, c.precision);
+}
+Cost CrossEntropyMem(const Context& c, const ModelSpec& m, int tp) {
+  return c.cost->MemoryBound(c.tokens_cp * (double(m.PaddedVocabSize()) / tp) *
+                             kCrossEntropyBytesPerLogit);
+}
+Cost HeadTpGather(const Context& c, const ModelSpec& m, int tp) {
+  const double bytes = c.tokens_cp * double(m.hidden_size) * kActivationBytes;
+  return c.cost->Collective(CollectiveKind::kAllGather, bytes, tp, c.tp_span);
+}
+Cost EmbeddingMem(const Context& c, const ModelSpec& m) {
+  return c.cost->MemoryBound(c.tokens_rank * double(m.hidden_size) *
+                             kActivationBytes * 4);
+}
+Cost PpSendRecv(const Context& c, const ModelSpec& m, const TrainingShape& shape,
+                int pp) {
+  const int stride = shape.gpus / pp;
+  const int domain = c.cost->cluster().nvlink_domain_gpus;
+  const LinkSpan span = stride < domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
+  return c.cost->Collective(CollectiveKind::kSendRecv,
+                            c.tokens_rank * double(m.hidden_size) * kActivationBytes,
+                            2, span);
+}
+
+}  // namespace
+
+struct StepModel::PreparedLayout::Cache {
+  ParallelConfig p;  // dp resolved
+  int m_micro = 0;
+  Context c;  // layout part
+  KindCosts layout_costs[kNumLayerKinds];
+  Cost head_mem, head_tp_ag, embed_mem, pp_send;
+  struct PerPrecision {
+    bool ready = false;
+    KindCosts kinds[kNumLayerKinds];  // qkv, oproj, fc1, fc2
+    Cost logits, mtp_proj;
+    bool experts_ready[2][2] = {};  // [grouped][dedup], balanced routing
+    KindCosts experts[2][2];        // gfc1, gfc2, dispatch, combine
+  };
+  PerPrecision precision[kNumPrecisions];
+};
+
+StepModel::PreparedLayout::PreparedLayout() = default;
+StepModel::PreparedLayout::~PreparedLayout() = default;
+StepModel::PreparedLayout::PreparedLayout(PreparedLayout&&) noexcept = default;
+StepModel::PreparedLayout& StepModel::PreparedLayout::operator=(
+    PreparedLayout&&) noexcept = default;
+
+void StepModel::Prepare(const ParallelConfig& parallel,
+                        PreparedLayout* prepared) const {
+  prepared->parallel = parallel;
+  prepared->layout = CheckLayout(model_, shape_, parallel);
+  if (prepared->layout != Infeasibility::kNone) {
+    prepared->cache.reset();
+    return;
+  }
+  if (prepared->cache == nullptr) {
+    prepared->cache = std::make_unique<PreparedLayout::Cache>();
+  } else {
+    *prepared->cache = PreparedLayout::Cache();
+  }
+  PreparedLayout::Cache& pc = *prepared->cache;
+  pc.p = parallel;
+  pc.p.dp = ResolvedDp(shape_, pc.p);
+  pc.m_micro = NumMicroBatches(shape_, pc.p);
+  pc.c = LayoutContext(cost_.get(), &model_, shape_, &stack_, pc.p, pc.m_micro);
+  for (int k = 0; k < kNumLayerKinds; ++k) {
+    if (kinds_[k].count > 0) LayoutKindCosts(kinds_[k], pc.c, &pc.layout_costs[k]);
+  }
+  pc.head_mem = CrossEntropyMem(pc.c, model_, pc.p.tp);
+  if (pc.p.tp > 1) pc.head_tp_ag = HeadTpGather(pc.c, model_, pc.p.tp);
+  pc.embed_mem = EmbeddingMem(pc.c, model_);
+  if (pc.p.pp > 1) pc.pp_send = PpSendRecv(pc.c, model_, shape_, pc.p.pp);
+}
+
+Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs,
+                                  Accumulator* acc, bool breakdown,
+                                  PreparedLayout* prepared) const {
+  PreparedLayout::Cache* pc = nullptr;
+  if (prepared != nullptr) {
+    if (prepared->layout != Infeasibility::kNone) return prepared->layout;
+    pc = prepared->cache.get();
+  } else {
+    const Infeasibility layout = CheckLayout(model_, shape_, p_in);
+    if (layout != Infeasibility::kNone) return layout;
+  }
+  const ClusterSpec& cluster = cost_->cluster();
+  if (!PeakDenseFlopsPerSec(cluster.gpu, knobs.precision).has_value()) {
+    return Infeasibility::kPrecisionUnsupported;
+  }
+  ParallelConfig p_local;
+  if (pc == nullptr) {
+    p_local = p_in;
+    p_local.dp = ResolvedDp(shape_, p_local);
+  }
+  const ParallelConfig& p = pc != nullptr ? pc->p : p_local;
+  const int m_micro = pc != nullptr ? pc->m_micro : NumMicroBatches(shape_, p);
+  const int domain = cluster.nvlink_domain_gpus;
+  const bool lora = shape_.objective == Objective::kLora;
+
+  Context c = pc != nullptr ? pc->c
+                            : LayoutContext(cost_.get(), &model_, shape_, &stack_, p,
+                                            m_micro);
+  SetKnobs(&c, knobs);
+
+  // The cost-model lookups of each layer kind: from the prepared layout
+  // (filled on first use for this precision) or from the cost model.
+  KindCosts kc[kNumLayerKinds];
+  const bool grouped = knobs.grouped_gemm;
+  const bool dedup = knobs.dispatcher == Dispatcher::kFusedDedup;
+  const double imbalance = std::max(1.0, knobs.moe_load_imbalance);
+  PreparedLayout::Cache::PerPrecision* pr = nullptr;
+  if (pc != nullptr) {
+    pr = &pc->precision[int(knobs.precision)];
+    if (!pr->ready) {
+      for (int k = 0; k < kNumLayerKinds; ++k) {
+        if (kinds_[k].count > 0) PrecisionKindCosts(kinds_[k], c, &pr->kinds[k]);
+      }
+      pr->logits = LogitsGemm(c, model_, p.tp);
+      if (model_.mtp_layers > 0) pr->mtp_proj = MtpProjGemm(c, model_, p.tp);
+      pr->ready = true;
+    }
+  }
+  for (int k = 0; k < kNumLayerKinds; ++k) {
+    if (kinds_[k].count == 0) continue;
+    KindCosts& x = kc[k];
+    if (pc != nullptr) {
+      x = pc->layout_costs[k];
+      const KindCosts& y = pr->kinds[k];
+      x.qkv = y.qkv;
+      x.oproj = y.oproj;
+      x.fc1 = y.fc1;
+      x.fc2 = y.fc2;
+      if (kinds_[k].moe) {
+        if (imbalance == 1.0) {
+          KindCosts& e = pr->experts[grouped][dedup];
+          if (!pr->experts_ready[grouped][dedup]) {
+            ExpertKindCosts(c, grouped, dedup, imbalance, &e);
+            pr->experts_ready[grouped][dedup] = true;
+          }
+          x.gfc1 = e.gfc1;
+          x.gfc2 = e.gfc2;
+          x.dispatch = e.dispatch;
+          x.combine = e.combine;
+        } else {
+          ExpertKindCosts(c, grouped, dedup, imbalance, &x);
+        }
+      }
+    } else {
+      LayoutKindCosts(kinds_[k], c, &x);
+      PrecisionKindCosts(kinds_[k], c, &x);
+      if (kinds_[k].moe) ExpertKindCosts(c, grouped, dedup, imbalance, &x);
+    }
+  }
 
   // Per-kind layer costs, with and without full recompute.
   const bool full = knobs.recompute.mode == RecomputeMode::kFull;
   Slots kind_cost[kNumLayerKinds];
-  Slots kind_cost_norc[kNumLayerKinds];
+  // Without partial full recompute the no-recompute costs are the same
+  // objects (no copies).
+  Slots kind_cost_partial[kNumLayerKinds];
+  const Slots* kind_cost_norc[kNumLayerKinds] = {};
   double kind_time[kNumLayerKinds] = {};
   double kind_time_norc[kNumLayerKinds] = {};
   double kind_act[kNumLayerKinds] = {};
   double kind_act_norc[kNumLayerKinds] = {};
   for (int k = 0; k < kNumLayerKinds; ++k) {
     if (kinds_[k].count == 0) continue;
-    kind_cost[k] = LayerCost(kinds_[k], c, /*recompute_this_layer=*/true);
+    kind_cost[k] = LayerCost(kinds_[k], c, /*recompute_this_layer=*/true, kc[k]);
     kind_time[k] = CriticalPath(kind_cost[k]);
     kind_act[k] = LayerActivationBytes(kinds_[k], c, full);
     if (full && knobs.recompute.num_layers > 0) {
-      kind_cost_norc[k] = LayerCost(kinds_[k], c, false);
-      kind_time_norc[k] = CriticalPath(kind_cost_norc[k]);
+      kind_cost_partial[k] = LayerCost(kinds_[k], c, false, kc[k]);
+      kind_cost_norc[k] = &kind_cost_partial[k];
+      kind_time_norc[k] = CriticalPath(kind_cost_partial[k]);
       kind_act_norc[k] = LayerActivationBytes(kinds_[k], c, false);
     } else {
-      kind_cost_norc[k] = kind_cost[k];
+      kind_cost_norc[k] = &kind_cost[k];
       kind_time_norc[k] = kind_time[k];
       kind_act_norc[k] = kind_act[k];
     }
@@ -678,28 +929,27 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
   const double fwd_bwd = 1.0 + c.bwd_gemm_factor;
   Slots head;
   {
-    const Cost logits = cost_->DenseGemm(c.tokens_cp, vocab_tp, h, knobs.precision);
+    const Cost logits = pr != nullptr ? pr->logits : LogitsGemm(c, model_, p.tp);
+    const Cost ce_mem = pc != nullptr ? pc->head_mem : CrossEntropyMem(c, model_, p.tp);
     head.Add(kSLogits, logits, fwd_bwd);
-    head.Add(kSMemBound,
-             cost_->MemoryBound(c.tokens_cp * vocab_tp * kCrossEntropyBytesPerLogit));
+    head.Add(kSMemBound, ce_mem);
     if (p.tp > 1) {
-      const double bytes = c.tokens_cp * h * kActivationBytes;
       head.Add(kSTpExposed,
-               cost_->Collective(CollectiveKind::kAllGather, bytes, p.tp, c.tp_span),
-               2.0);
+               pc != nullptr ? pc->head_tp_ag : HeadTpGather(c, model_, p.tp), 2.0);
     }
     if (model_.mtp_layers > 0) {
-      Slots mtp = LayerCost(kinds_[mtp_kind_], c, true);
-      const Cost proj = cost_->DenseGemm(c.tokens_cp, h, 2 * h / p.tp, knobs.precision);
+      // The MTP module costs what a recomputed layer of its kind costs
+      // (LayerCost(kinds_[mtp_kind_], c, true), computed above).
+      Slots mtp = kind_cost[mtp_kind_];
+      const Cost proj = pr != nullptr ? pr->mtp_proj : MtpProjGemm(c, model_, p.tp);
       mtp.Add(kSAttnProj, proj, fwd_bwd);
       mtp.Add(kSLogits, logits, fwd_bwd);
-      mtp.Add(kSMemBound,
-              cost_->MemoryBound(c.tokens_cp * vocab_tp * kCrossEntropyBytesPerLogit));
+      mtp.Add(kSMemBound, ce_mem);
       head.AddScaled(mtp, model_.mtp_layers);
     }
   }
   Slots embed;
-  embed.Add(kSMemBound, cost_->MemoryBound(c.tokens_rank * h * kActivationBytes * 4));
+  embed.Add(kSMemBound, pc != nullptr ? pc->embed_mem : EmbeddingMem(c, model_));
   const double head_time = CriticalPath(head);
   const double embed_time = CriticalPath(embed);
 
@@ -757,11 +1007,12 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
         ++mid_index;
       }
       const int rank = v % p.pp;
-      for (int i = 0; i < n_layers && layer < L; ++i, ++layer) {
-        const int k = layer_kind_index_[layer];
-        ++counts[rank][k];
-        ++layers_on_rank[rank];
-      }
+      const int end = layer + std::max(0, std::min(n_layers, L - layer));
+      const std::array<int, kNumLayerKinds>& lo = kind_prefix_[size_t(layer)];
+      const std::array<int, kNumLayerKinds>& hi = kind_prefix_[size_t(end)];
+      for (int k = 0; k < kNumLayerKinds; ++k) counts[rank][k] += hi[size_t(k)] - lo[size_t(k)];
+      layers_on_rank[rank] += end - layer;
+      layer = end;
     }
     if (layer != L) return Infeasibility::kBadUnevenStages;
   }
@@ -789,10 +1040,7 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
   // gradient backward, [tr x h] BF16 (sequence-parallel shard).
   Slots pp_slots;
   if (p.pp > 1) {
-    const int stride = shape_.gpus / p.pp;
-    const LinkSpan span = stride < domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
-    const Cost send = cost_->Collective(CollectiveKind::kSendRecv,
-                                        c.tokens_rank * h * kActivationBytes, 2, span);
+    const Cost send = pc != nullptr ? pc->pp_send : PpSendRecv(c, model_, shape_, p.pp);
     const double per_mb = 2.0 * p.vp * send.seconds;
     pp_slots.Add(knobs.overlap.pp_comm ? kSPpHidden : kSPpExposed, {per_mb, send.source});
   }
@@ -800,20 +1048,24 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
   const double t_max = rank_time[bottleneck] + pp_exposed;
   const double t_avg = sum_time / p.pp + pp_exposed;
 
-  // Per-step slots of the bottleneck rank.
+  // Per-step slots of the bottleneck rank (the breakdown; Quick needs only
+  // the totals below).
   Slots& step = acc->slots;
-  step = Slots();
-  for (int k = 0; k < kNumLayerKinds; ++k) {
-    const int n_rc = counts_rc[bottleneck][k];
-    step.AddScaled(kind_cost[k], double(n_rc) * m_micro);
-    step.AddScaled(kind_cost_norc[k], double(counts[bottleneck][k] - n_rc) * m_micro);
-  }
-  if (bottleneck == 0) step.AddScaled(embed, m_micro);
-  if (bottleneck == p.pp - 1) step.AddScaled(head, m_micro);
-  step.AddScaled(pp_slots, m_micro);
   // Fill and drain: (pp - 1) / vp stage-times (1F1B / interleaved 1F1B).
   const double bubble = p.pp > 1 ? (p.pp - 1) * t_avg / p.vp : 0.0;
-  step.AddSeconds(kSBubble, bubble, kPriorBit);
+  if (breakdown) {
+    step = Slots();
+    for (int k = 0; k < kNumLayerKinds; ++k) {
+      if (kinds_[k].count == 0) continue;  // zero slots: adds nothing
+      const int n_rc = counts_rc[bottleneck][k];
+      step.AddScaled(kind_cost[k], double(n_rc) * m_micro);
+      step.AddScaled(*kind_cost_norc[k], double(counts[bottleneck][k] - n_rc) * m_micro);
+    }
+    if (bottleneck == 0) step.AddScaled(embed, m_micro);
+    if (bottleneck == p.pp - 1) step.AddScaled(head, m_micro);
+    step.AddScaled(pp_slots, m_micro);
+    step.AddSeconds(kSBubble, bubble, kPriorBit);
+  }
 
   // --- Parameters per GPU on each rank (for DP traffic and memory).
   auto rank_params = [&](int r, double* dense, double* expert) {
@@ -843,6 +1095,7 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
   // --- DP: reduce-scatter gradients, all-gather parameters (distributed
   // optimizer); overlapped with the last backward / first forward.
   double dp_exposed = 0;
+  double optimizer_s = 0;
   if (!lora) {
     double dp_total = 0;
     uint8_t src = 0;
@@ -868,17 +1121,21 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
                             : p.shard_params   ? m_micro * t_max
                                                : t_max;
       dp_exposed = std::max(0.0, dp_total - window);
-      step.AddSeconds(kSDpExposed, dp_exposed, src);
-      step.AddSeconds(kSDpHidden, dp_total - dp_exposed, src);
+      if (breakdown) {
+        step.AddSeconds(kSDpExposed, dp_exposed, src);
+        step.AddSeconds(kSDpHidden, dp_total - dp_exposed, src);
+      }
     }
     // Optimizer over the local shard.
     const double shard = dense_b / std::max(1, dp_dense) + expert_b / std::max(1, dp_expert);
     const Cost opt = cost_->MemoryBound(shard * kOptimizerBytesPerParam +
                                         (dense_b + expert_b) * kGradNormBytesPerParam);
-    step.Add(kSOptimizer, opt);
+    // No other term adds to the optimizer slot: it holds exactly opt.
+    optimizer_s = opt.seconds;
+    if (breakdown) step.Add(kSOptimizer, opt);
   }
 
-  acc->step_time_s = m_micro * t_max + bubble + dp_exposed + step.s[kSOptimizer];
+  acc->step_time_s = m_micro * t_max + bubble + dp_exposed + optimizer_s;
   acc->tokens_per_sec_per_gpu =
       double(shape_.global_batch) * shape_.seq_len / (acc->step_time_s * shape_.gpus);
   acc->dp = p.dp;
@@ -887,9 +1144,20 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
   // last rank the output layer and logits; report the larger.
   const double weight_bytes_per_param =
       2.0 + (c.low_precision ? c.operand_bytes : 0.0);  // bf16 + low-precision copy
+  // The layer being recomputed holds its full activations once.
+  double one_layer = 0;
+  if (full) {
+    for (int k = 0; k < kNumLayerKinds; ++k) {
+      if (kinds_[k].count > 0) {
+        one_layer = std::max(one_layer, LayerActivationBytes(kinds_[k], c, false));
+      }
+    }
+  }
   MemoryBreakdown best;
   double best_total = -1;
+  // With pp == 1 the first and last rank are the same (one pass).
   for (int r : {0, p.pp - 1}) {
+    if (r == p.pp - 1 && r == 0 && best_total >= 0) break;
     double dense = 0, expert = 0;
     rank_params(r, &dense, &expert);
     MemoryBreakdown mem;
@@ -918,16 +1186,7 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
       act_per_mb += n_rc * kind_act[k] + (counts[r][k] - n_rc) * kind_act_norc[k];
     }
     mem.activations_bytes = act_per_mb / p.vp * inflight_chunks;
-    if (full) {
-      // The layer being recomputed holds its full activations once.
-      double one_layer = 0;
-      for (int k = 0; k < kNumLayerKinds; ++k) {
-        if (kinds_[k].count > 0) {
-          one_layer = std::max(one_layer, LayerActivationBytes(kinds_[k], c, false));
-        }
-      }
-      mem.activations_bytes += one_layer;
-    }
+    if (full) mem.activations_bytes += one_layer;
     if (r == p.pp - 1) {
       mem.activations_bytes += c.tokens_cp * vocab_tp * kLogitsActivationBytes *
                                (1 + model_.mtp_layers);
@@ -955,7 +1214,19 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
 Estimate StepModel::Quick(const ParallelConfig& parallel, const Knobs& knobs) const {
   Estimate e;
   Accumulator acc;
-  e.reason = Evaluate(parallel, knobs, &acc);
+  e.reason = Evaluate(parallel, knobs, &acc, /*breakdown=*/false, nullptr);
+  if (e.reason != Infeasibility::kNone) return e;
+  e.step_time_s = acc.step_time_s;
+  e.tokens_per_sec_per_gpu = acc.tokens_per_sec_per_gpu;
+  e.peak_memory_bytes = acc.peak_memory_bytes;
+  e.fits = acc.peak_memory_bytes <= cost_->cluster().gpu.hbm_bytes;
+  return e;
+}
+
+Estimate StepModel::Quick(PreparedLayout& prepared, const Knobs& knobs) const {
+  Estimate e;
+  Accumulator acc;
+  e.reason = Evaluate(prepared.parallel, knobs, &acc, /*breakdown=*/false, &prepared);
   if (e.reason != Infeasibility::kNone) return e;
   e.step_time_s = acc.step_time_s;
   e.tokens_per_sec_per_gpu = acc.tokens_per_sec_per_gpu;
@@ -968,7 +1239,8 @@ absl::StatusOr<Prediction> StepModel::Predict(const ParallelConfig& parallel,
                                               const Knobs& knobs) const {
   if (absl::Status s = Validate(model_, shape_, parallel); !s.ok()) return s;
   Accumulator acc;
-  const Infeasibility reason = Evaluate(parallel, knobs, &acc);
+  const Infeasibility reason =
+      Evaluate(parallel, knobs, &acc, /*breakdown=*/true, nullptr);
   if (reason == Infeasibility::kPrecisionUnsupported) {
     return absl::UnimplementedError(absl::StrCat(
         "GPU ", cost_->cluster().gpu.name, " has no ",

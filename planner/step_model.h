@@ -5,10 +5,13 @@
 // per-layer FLOPs and parameter counts, per-layer-kind byte counts. Each
 // Predict() is then arithmetic plus a few dozen cost-model lookups (~2 us for
 // DeepSeek-V3 on 1,024 GPUs). Quick() is the search's fast path: the same
-// numbers as an Estimate, no strings, no allocation (~1 us).
+// numbers as an Estimate, no strings, no allocation (~0.8 us); Prepare() +
+// Quick(prepared, knobs) moves the layout's share out of the knob loop.
 #pragma once
 
+#include <array>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "planner/cost_model.h"
@@ -130,11 +133,35 @@ class StepModel {
   static constexpr int kNumLayerKinds = 4;
   const LayerKindTables& layer_kind(int i) const { return kinds_[i]; }
 
+  // The part of Quick() that depends only on the layout, for the search,
+  // which scores many knob settings of one layout: the layout check, dp,
+  // micro-batches and the cost-model lookups that depend on the layout
+  // alone; the lookups that also depend on the precision (and, for MoE
+  // layers, the grouped-GEMM and dispatcher knobs at balanced routing) are
+  // filled on first use. Quick(prepared, knobs) returns exactly what
+  // Quick(parallel, knobs) returns: the cached costs are the results of the
+  // same calls. One per thread (Quick fills it); valid for this StepModel.
+  struct PreparedLayout {
+    struct Cache;  // step_model.cc
+    PreparedLayout();
+    ~PreparedLayout();
+    PreparedLayout(PreparedLayout&&) noexcept;
+    PreparedLayout& operator=(PreparedLayout&&) noexcept;
+    ParallelConfig parallel;  // as given to Prepare
+    Infeasibility layout = Infeasibility::kNone;
+    std::unique_ptr<Cache> cache;  // null when layout != kNone
+  };
+  void Prepare(const ParallelConfig& parallel, PreparedLayout* prepared) const;
+  Estimate Quick(PreparedLayout& prepared, const Knobs& knobs) const;
+
  private:
   StepModel() = default;
   struct Accumulator;  // defined in step_model.cc
+  // breakdown: also fill acc->slots (Predict); Quick needs only the totals.
+  // prepared: the layout's cached lookups (parallel is then prepared's).
   Infeasibility Evaluate(const ParallelConfig& parallel, const Knobs& knobs,
-                         Accumulator* acc) const;
+                         Accumulator* acc, bool breakdown,
+                         PreparedLayout* prepared) const;
 
   StackConstants stack_;
   ModelSpec model_;
@@ -144,6 +171,8 @@ class StepModel {
   LayerKindTables kinds_[kNumLayerKinds];
   // Kind index of each layer, in layer order (pipeline stage assignment).
   std::vector<int> layer_kind_index_;
+  // kind_prefix_[l][k]: layers of kind k among layers [0, l) (size L + 1).
+  std::vector<std::array<int, kNumLayerKinds>> kind_prefix_;
   int mtp_kind_ = 0;  // MTP modules are shaped as the last layer
   double logits_macs_per_token_ = 0;
   double embedding_params_ = 0;  // one of input embedding / output layer

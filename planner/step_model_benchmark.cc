@@ -68,6 +68,18 @@ void BM_QuickDeepSeekV3_1024Gb200(benchmark::State& state) {
 }
 BENCHMARK(BM_QuickDeepSeekV3_1024Gb200);
 
+// The search's path: the layout prepared once, then Quick per knob setting.
+void BM_QuickPreparedDeepSeekV3_1024Gb200(benchmark::State& state) {
+  const Fixture& f = DeepSeekOn1024Gb200();
+  StepModel::PreparedLayout prepared;
+  f.model.Prepare(f.parallel, &prepared);
+  for (auto _ : state) {
+    Estimate e = f.model.Quick(prepared, f.knobs);
+    benchmark::DoNotOptimize(e);
+  }
+}
+BENCHMARK(BM_QuickPreparedDeepSeekV3_1024Gb200);
+
 void BM_CreateDeepSeekV3_1024Gb200(benchmark::State& state) {
   absl::StatusOr<ModelSpec> m = LoadModelPreset("deepseek-v3");
   absl::StatusOr<ClusterSpec> c = LoadClusterPreset("gb200-nvl72");
