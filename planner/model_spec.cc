@@ -1,6 +1,8 @@
 #include "planner/model_spec.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +16,12 @@
 
 namespace moetune::planner {
 namespace {
+
+// Largest magnitude accepted for an integer field of a model config (sizes,
+// counts, layer indices): 2^30, far above any real model (DeepSeek-V3's
+// largest, the vocabulary, is 129,280) and small enough that no product in
+// the formulas overflows.
+constexpr double kMaxModelInteger = 1073741824.0;
 
 using nlohmann::json;
 
@@ -62,10 +70,32 @@ class FieldReader {
                           " must be a boolean, got ", v.dump()));
         return T{};
       }
+    } else if constexpr (std::is_integral_v<T>) {
+      // Sizes and counts: whole numbers of a plausible magnitude. A float
+      // such as 6.7e111 converted to int is undefined behaviour (found by
+      // model_spec_fuzzer), and no model dimension comes near 2^30.
+      if (!v.is_number()) {
+        Fail(absl::StrCat("field '", key, "' in ", context_,
+                          " must be a number, got ", v.dump()));
+        return T{};
+      }
+      const double d = v.get<double>();
+      if (!(std::abs(d) <= kMaxModelInteger) || d != std::floor(d)) {
+        Fail(absl::StrCat("field '", key, "' in ", context_,
+                          " must be a whole number of magnitude at most ",
+                          kMaxModelInteger, ", got ", v.dump()));
+        return T{};
+      }
+      return static_cast<T>(d);
     } else if constexpr (std::is_arithmetic_v<T>) {
       if (!v.is_number()) {
         Fail(absl::StrCat("field '", key, "' in ", context_,
                           " must be a number, got ", v.dump()));
+        return T{};
+      }
+      if (!std::isfinite(v.get<double>())) {
+        Fail(absl::StrCat("field '", key, "' in ", context_,
+                          " must be finite, got ", v.dump()));
         return T{};
       }
     } else if constexpr (std::is_same_v<T, std::string>) {
@@ -349,7 +379,10 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
         !r.raw("mlp_only_layers").empty() && m.num_layers > 0) {
       m.moe_layer_pattern.assign(m.num_layers, true);
       for (const json& v : r.raw("mlp_only_layers")) {
-        const int l = v.is_number_integer() ? v.get<int>() : -1;
+        const int l = v.is_number_integer() && v.get<int64_t>() >= 0 &&
+                              v.get<int64_t>() < m.num_layers
+                          ? static_cast<int>(v.get<int64_t>())
+                          : -1;
         if (l < 0 || l >= m.num_layers) {
           return absl::InvalidArgumentError(
               absl::StrCat("mlp_only_layers entry ", v.dump(),

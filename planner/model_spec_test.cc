@@ -107,6 +107,20 @@ TEST(ModelSpecTest, WrongTypeIsNamed) {
                        HasSubstr("'hidden_size'")));
 }
 
+// Regression (model_spec_fuzzer): a huge float in an integer field was
+// converted to int (undefined behaviour); now it is refused by name.
+TEST(ModelSpecTest, AbsurdOrFractionalIntegersAreNamed) {
+  const std::string base = R"({"model_type": "llama", "hidden_size": 4096,
+      "intermediate_size": 14336, "num_hidden_layers": 32, "num_key_value_heads": 8,
+      "vocab_size": 128256, "num_attention_heads": )";
+  EXPECT_THAT(ParseHfConfig(base + "6.6e111}").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("'num_attention_heads'")));
+  EXPECT_THAT(ParseHfConfig(base + "32.5}").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("whole number")));
+  EXPECT_TRUE(ParseHfConfig(base + "32}").ok());
+}
+
 TEST(ModelSpecTest, NativeFormRoundTrips) {
   for (const char* name : {"deepseek-v3", "gpt-oss-120b", "qwen3-30b-a3b",
                            "gpt3-175b"}) {
