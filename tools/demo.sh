@@ -71,6 +71,23 @@ echo "== demo: plan DeepSeek-V3 on 1,024 GB200 GPUs (gb200-nvl72), seq 4096, glo
 JOB="$(grep -Eo 'job[-_ ][A-Za-z0-9_-]+|JOB [A-Za-z0-9_-]+' "$WORK/submit.txt" | head -n1 | awk '{print $NF}')"
 echo "== demo: tuned configuration (job $JOB)"
 "$CLI" status --server "$ADDR" "$JOB"
+echo "== demo: where the step time and the memory go (best plan, from the job's JSON)"
+"$CLI" fetch --server "$ADDR" "$JOB" --format json >"$WORK/plan.json"
+if command -v python3 >/dev/null 2>&1; then
+  python3 - "$WORK/plan.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))["prediction"]
+print("  %.1f tokens/s/GPU, %.1f model TFLOPS/GPU, MFU %.1f%%, step %.3f s, peak %.1f GiB of %.1f GiB (%s)"
+      % (p["tokens_per_sec_per_gpu"], p["model_tflops_per_gpu"], 100 * p["mfu"], p["step_time_s"],
+         p["peak_memory_gib"], p["hbm_gib"], p["cost_source"]))
+for t in p["breakdown"]:
+    print("  %-32s %8.3f s%s" % (t["name"], t["seconds"], "  (hidden)" if t["hidden"] else ""))
+print("  memory per GPU: " + ", ".join("%s %.1f GiB" % (k[:-len("_bytes")], v / 2**30)
+                                       for k, v in p["memory"].items()))
+PY
+else
+  cat "$WORK/plan.json"
+fi
 echo "== demo: Megatron-LM arguments"
 "$CLI" fetch --server "$ADDR" "$JOB" --format megatron
 echo "== demo: MaxText YAML"
