@@ -26,4 +26,6 @@ tools/fuzz.sh
 # --- end fuzzing ---
 
 echo "== test.sh: bazel test //... (CUDA toolkit: ${MOETUNE_CUDA_PATH:-/usr/local/cuda})"
-bazel test //...
+# --nocache_test_results: every test really runs on every call (the disk cache
+# would otherwise serve earlier results and CI would execute nothing).
+bazel test --nocache_test_results //...
