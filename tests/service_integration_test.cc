@@ -41,6 +41,7 @@
 #include "proto/health.grpc.pb.h"
 #include "proto/planner_service.grpc.pb.h"
 #include "server/sqlite_store.h"
+#include "tests/internal/process.h"
 
 namespace moetune {
 namespace {
@@ -48,71 +49,13 @@ namespace {
 namespace v1 = ::moetune::v1;
 using ::testing::HasSubstr;
 
-std::string Runfile(const std::string& path) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* ws = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/", ws ? ws : "moetune", "/", path);
-}
-
-std::string TmpDir() {
-  const char* d = std::getenv("TEST_TMPDIR");
-  return d ? d : "/tmp";
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Tail(const std::string& path, size_t bytes = 3000) {
-  std::string s = ReadFile(path);
-  return s.size() > bytes ? s.substr(s.size() - bytes) : s;
-}
-
-// Polls `cond` every 50 ms until it holds or `timeout` passes.
-bool WaitFor(const std::function<bool()>& cond, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (cond()) return true;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return cond();
-}
-
-// A child process with stdout+stderr going to a log file; SIGKILLed when the
-// object dies (test failure paths included).
-class Process {
- public:
-  Process(std::vector<std::string> argv, std::string log) : log_(std::move(log)) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::vector<char*> args;
-      for (std::string& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-  }
-  ~Process() { Kill(SIGKILL); }
-  void Kill(int sig) {
-    if (pid_ <= 0) return;
-    kill(pid_, sig);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  bool Running() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
-  const std::string& log() const { return log_; }
-
- private:
-  pid_t pid_ = -1;
-  std::string log_;
-};
+// Process, Runfile, TmpDir, ReadFile, Tail and WaitFor: tests/internal/process.h.
+using ::moetune::testing::Process;
+using ::moetune::testing::ReadFile;
+using ::moetune::testing::Runfile;
+using ::moetune::testing::Tail;
+using ::moetune::testing::TmpDir;
+using ::moetune::testing::WaitFor;
 
 struct CliResult {
   int exit_code = -1;
