@@ -105,7 +105,7 @@ TEST(AgentDeliveryTest, SpooledResultDeliveredProbesRunAndAgentReturnsAfterResta
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 20);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20);
+  // Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: it is also the connect timeout.
   std::shared_ptr<v1::AgentService::StubInterface> stub = v1::AgentService::NewStub(
       grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
                                 grpc::InsecureChannelCredentials(), args));
