@@ -1,10 +1,14 @@
 // Predicts every row of a published-runs file (shared/validation/runs.json)
 // with its published configuration and prints predicted vs measured
-// tokens/s/GPU, the error of each row and the MAPE.
+// tokens/s/GPU, the error of each row and the MAPE; then the groups of rows
+// with identical inputs whose measurements no single prediction can fit
+// within 25% (and 10%), which bound what any model can reach.
 //
-//   bazel run //tests:validate -- --runs /work/shared/validation/runs.json
-//       [--stack megatron-core-2026] [--verbose]
+//   bazel run -c opt //tests:validate -- --runs /work/shared/validation/runs.json
+//       [--stack megatron-core-2026] [--verbose] [--row ID] [--set key=value,...]
 //
+// Each row is predicted with the software generation of its container
+// (StackGenerationForContainer; rows without one get the oldest, 26.02).
 // Row fields used: model_id, cluster_preset, num_gpus, seq_len,
 // global_batch, micro_batch, tp, pp, vp (null = 1), ep (null = 1), etp
 // (null = 1), cp, dp, precision_id, recompute, offload, id (a "-LoRA-" or
