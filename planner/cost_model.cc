@@ -38,7 +38,9 @@ constexpr double kDispatchScaleoutEfficiency = 0.7;
 // both rows imply ~29 GB/s per GPU (B200: 0.58 of its 50 GB/s, B300: 0.29
 // of 100 GB/s); a 400G-class per-GPU RDMA path (the dispatch kernels' fixed
 // SM/proxy budget, or an 800G port run as 2 x 400G planes) would explain
-// it. Hopper rows (H100, EP 32 over 8 nodes, NCCL all-to-all) fit the plain
+// it. Applied to every Blackwell GPU (no NVL72 row of runs.json spreads EP
+// beyond its NVLink domain, so none tests it there). Hopper rows (H100, EP
+// 32 over 8 nodes, NCCL all-to-all) fit the plain
 // kDispatchScaleoutEfficiency x NIC and get no ceiling.
 constexpr double kBlackwellDispatchScaleoutMaxBytesPerSec = 29e9;
 
