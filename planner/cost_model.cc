@@ -30,6 +30,20 @@ constexpr double kExtraStreamSmShare = 0.25;
 // PriorConstantsFor): DeepEP's 0.85-0.9 in isolation, lower in a step.
 constexpr double kDispatchScaleoutEfficiency = 0.7;
 
+// Ceiling on the inter-node EP dispatch/combine rate per GPU on Blackwell
+// HGX, whatever the NIC: GPT-OSS-120B with EP 64 over 8 HGX nodes measured
+// 8,047 tokens/s/GPU on B200 (400 Gb/s NIC per GPU) and 8,359 on B300 (800
+// Gb/s), Megatron-Bridge 26.02 (runs.json): doubling the line rate bought
+// 4%, so the NIC is not what bounds it. Given the rest of the step model,
+// both rows imply ~29 GB/s per GPU (B200: 0.58 of its 50 GB/s, B300: 0.29
+// of 100 GB/s); a 400G-class per-GPU RDMA path (the dispatch kernels' fixed
+// SM/proxy budget, or an 800G port run as 2 x 400G planes) would explain
+// it. Applied to every Blackwell GPU (no NVL72 row of runs.json spreads EP
+// beyond its NVLink domain, so none tests it there). Hopper rows (H100, EP
+// 32 over 8 nodes, NCCL all-to-all) fit the plain
+// kDispatchScaleoutEfficiency x NIC and get no ceiling.
+constexpr double kBlackwellDispatchScaleoutMaxBytesPerSec = 29e9;
+
 // Sustained-clock advantage of Blackwell Ultra over Blackwell at equal
 // nominal dense peaks (see PriorConstantsFor).
 constexpr double kBlackwellUltraClockGain = 1.12;
@@ -143,6 +157,7 @@ PriorConstants PriorConstantsFor(const GpuSpec& gpu) {
     // HybridEP/DeepEP on NVLink5: ~0.7 of 900 GB/s per direction.
     k.dispatch_nvlink_efficiency = 0.70;
     k.dispatch_scaleout_efficiency = kDispatchScaleoutEfficiency;
+    k.dispatch_scaleout_max_bytes_per_sec = kBlackwellDispatchScaleoutMaxBytesPerSec;
     k.comm_sm_fraction = 20.0 / 148.0;
   }
   // One GEMM kernel: ~3 us of prologue/epilogue and tail wave on a full GPU.
@@ -301,9 +316,11 @@ Cost DatasheetCostModel::Dispatch(const DispatchShape& s) const {
   }
   const double nv = s.tokens * nvlink_copies * s.bytes_per_token /
                     (cluster_.nvlink_bytes_per_sec * k_.dispatch_nvlink_efficiency);
-  const double ib = s.tokens * remote_copies * s.bytes_per_token /
-                    (cluster_.scaleout_bytes_per_sec *
-                     k_.dispatch_scaleout_efficiency);
+  double ib_rate = cluster_.scaleout_bytes_per_sec * k_.dispatch_scaleout_efficiency;
+  if (k_.dispatch_scaleout_max_bytes_per_sec > 0) {
+    ib_rate = std::min(ib_rate, k_.dispatch_scaleout_max_bytes_per_sec);
+  }
+  const double ib = s.tokens * remote_copies * s.bytes_per_token / ib_rate;
   // NVLink and NIC transfers proceed concurrently; the slower one bounds.
   const double latency = remote_copies > 0
                              ? 2 * cluster_.scaleout_latency_s

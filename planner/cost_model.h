@@ -122,6 +122,9 @@ struct PriorConstants {
   double host_link_efficiency = 0;
   double dispatch_nvlink_efficiency = 0;   // EP dispatch/combine kernels
   double dispatch_scaleout_efficiency = 0;
+  // Ceiling on the achieved inter-node EP dispatch/combine rate per GPU
+  // (bytes/s), whatever the NIC's line rate; 0 = none.
+  double dispatch_scaleout_max_bytes_per_sec = 0;
   double comm_sm_fraction = 0;  // SMs a communication stream takes
   double kernel_launch_s = 0;
   double kernel_launch_graphs_s = 0;

@@ -134,6 +134,44 @@ TEST(DatasheetCostModelTest, DispatchByHand) {
   EXPECT_EQ(cm.Dispatch(d).seconds, 0.0);
 }
 
+TEST(DatasheetCostModelTest, DispatchScaleoutCeilingByHand) {
+  // All-to-all, top-1, EP 16 over two 8-GPU domains, 10,000 tokens of
+  // 1,000 bytes: 7/16 of the copies cross NVLink, 8/16 leave the domain.
+  // NVLink: 4.375e6 bytes at 1e11 x 0.75 = 58.33 us. NIC: 5e6 bytes at
+  // 1e10 x 0.7 = 714.29 us; with a 5 GB/s ceiling 1,000 us. Latency 2 x 5
+  // us. The slower path bounds: 724.29 us, and 1,010 us with the ceiling.
+  DispatchShape d{1e4, 1000, 1, 16, 8, false};
+  PriorConstants k = PriorConstantsFor(RoundCluster().gpu);
+  EXPECT_EQ(k.dispatch_scaleout_max_bytes_per_sec, 0.0);  // Hopper: none
+  EXPECT_NEAR(DatasheetCostModel(RoundCluster(), k).Dispatch(d).seconds / kMicrosecond,
+              724.29, 0.01);
+  k.dispatch_scaleout_max_bytes_per_sec = 5e9;
+  EXPECT_NEAR(DatasheetCostModel(RoundCluster(), k).Dispatch(d).seconds / kMicrosecond,
+              1010.0, 1e-6);
+  // A ceiling above the NIC's achieved rate changes nothing.
+  k.dispatch_scaleout_max_bytes_per_sec = 8e9;
+  EXPECT_NEAR(DatasheetCostModel(RoundCluster(), k).Dispatch(d).seconds / kMicrosecond,
+              724.29, 0.01);
+}
+
+TEST(DatasheetCostModelTest, BlackwellInterNodeDispatchIsNotNicBound) {
+  // B300's 800G NIC moves EP traffic across nodes no faster than B200's
+  // 400G: both sit at the 29 GB/s ceiling (0.7 x 50 = 35 GB/s > 29 on B200).
+  for (const char* name : {"b200", "b300"}) {
+    absl::StatusOr<ClusterSpec> c = LoadClusterPreset(name);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(PriorConstantsFor(c->gpu).dispatch_scaleout_max_bytes_per_sec, 29e9) << name;
+  }
+  absl::StatusOr<ClusterSpec> b200 = LoadClusterPreset("b200");
+  absl::StatusOr<ClusterSpec> b300 = LoadClusterPreset("b300");
+  ASSERT_TRUE(b200.ok() && b300.ok());
+  // Inter-node only (one GPU per domain): the NIC path alone.
+  const DispatchShape d{16384, 5760, 4, 8, 1, false};
+  const double t200 = DatasheetCostModel(*b200).Dispatch(d).seconds;
+  const double t300 = DatasheetCostModel(*b300).Dispatch(d).seconds;
+  EXPECT_NEAR(t300 / t200, 1.0, 0.01);
+}
+
 TEST(DatasheetCostModelTest, DedupNeverSlowerAndScaleOutSlower) {
   const DatasheetCostModel cm(RoundCluster());
   for (int ep : {2, 8, 16, 64, 256}) {

@@ -69,6 +69,7 @@ enum Slot : int {
   kSMemBound,
   kSLaunch,
   kSRecompute,
+  kSLoraAdapters,
   kSOverlapSlowdown,
   kSTpExposed,
   kSTpHidden,
@@ -102,6 +103,7 @@ constexpr SlotInfo kSlots[kNumSlots] = {
     {"memory_bound_kernels", TermKind::kComputeOther},
     {"kernel_launches", TermKind::kComputeOther},
     {"recompute", TermKind::kRecompute},
+    {"lora.adapters", TermKind::kComputeOther},
     {"overlap.compute_slowdown", TermKind::kComputeOther},
     {"tp.exposed", TermKind::kCommTpExposed},
     {"tp.hidden", TermKind::kCommTpHidden},
@@ -173,6 +175,7 @@ struct Context {
   LinkSpan tp_span, cp_span;
   int ep_gpus_per_domain;
   double bwd_gemm_factor;  // 2 (dgrad + wgrad) or 1 (LoRA)
+  bool lora;
   double launch_s;
   double overlap_slowdown;
   const StackConstants* stack;
@@ -288,6 +291,18 @@ void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalanc
   }
 }
 
+// Host-side time of one MoE layer for one micro-batch (forward + 2x
+// backward of the per-pass ops, plus the per-local-expert ops), at
+// stack.host_op_s per op. In the 26.02-26.04 stacks it is serialised with
+// the GPU work by the token-count synchronisation: the host issues the ops
+// of a layer while the GPU idles (this additive form fits the Megatron-Bridge
+// rows better than max(host, GPU): MAPE 12.6% vs 19.9% on runs.json).
+double MoeHostSeconds(const StackConstants& stack, int local_experts) {
+  return (stack.moe_host_ops_forward * (1.0 + kBackwardKernelFactor) +
+          stack.grouped_gemm_host_ops_per_expert * local_experts) *
+         stack.host_op_s;
+}
+
 // Costs of one layer for one micro-batch on one GPU.
 Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
                 bool recompute_this_layer, const KindCosts& kc) {
@@ -371,21 +386,32 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
   if (c.low_precision) mb_fwd_bytes += tr * k.mb_quant_elems * (2.0 + c.operand_bytes);
   const Cost mb_f = cm.MemoryBound(mb_fwd_bytes);
 
-  if (k.moe) {
-    // Host-side ops of the MoE block, serialised with the GPU work by the
-    // token-count synchronisation (forward + 2x backward, plus the per-expert
-    // ops). The Megatron-Bridge rows fit this additive form better than
-    // max(host, GPU) (MAPE 12.6% vs 19.9% on runs.json): the host issues the
-    // ops of a layer while the GPU idles at each synchronisation.
-    const int local = m.num_routed_experts / c.ep;
-    l.AddSeconds(kSLaunch,
-                 (c.stack->moe_host_ops_forward * (1.0 + kBackwardKernelFactor) +
-                  c.stack->grouped_gemm_host_ops_per_expert * local) *
-                     c.stack->host_op_s,
-                 kPriorBit);
-  }
-
   l.Add(kSMemBound, mb_f, 1.0 + kBackwardMemoryBoundFactor);
+  if (c.lora) {
+    // LoRA adapters beside the frozen linears: memory-bound, BF16,
+    // lora_adapter_hbm_passes x (input + output widths) per token of the CP
+    // shard, the widths split by TP.
+    l.Add(kSLoraAdapters,
+          cm.MemoryBound(c.tokens_cp * k.lora_io_elems / c.tp *
+                         c.stack->lora_adapter_hbm_passes * kActivationBytes));
+  }
+  // Megatron-Core overlaps EP all-to-all with another micro-batch's
+  // compute in its combined 1F1B schedule: without pipelining or with the
+  // interleaved schedule, and with at least two micro-batches.
+  const bool ep_overlap_schedule =
+      knobs.overlap.ep_comm && c.micro_batches >= 2 && c.ep_overlap_schedule;
+  if (k.moe) {
+    const double host = MoeHostSeconds(*c.stack, m.num_routed_experts / c.ep);
+    if (c.stack->moe_host_hidden_by_ep_overlap && ep_overlap_schedule && c.ep > 1) {
+      // The other micro-batch's layer keeps the GPU busy while this one's
+      // host work runs: only host time beyond that compute shows.
+      double compute = 0;
+      for (int i = kSAttnCore; i <= kSMemBound; ++i) compute += l.s[i];
+      l.AddSeconds(kSLaunch, std::max(0.0, host - compute), kPriorBit);
+    } else {
+      l.AddSeconds(kSLaunch, host, kPriorBit);
+    }
+  }
   l.AddSeconds(kSLaunch, k.kernels_fwd * (1.0 + kBackwardKernelFactor) * c.launch_s,
                kPriorBit);
   if (!knobs.cuda_graphs) {
@@ -429,13 +455,9 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
   if (ep_total_s > 0) {
     double compute = 0;
     for (int i = kSAttnCore; i <= kSMemBound; ++i) compute += l.s[i];
-    // Megatron-Core overlaps EP all-to-all with another micro-batch's
-    // compute in its combined 1F1B schedule: without pipelining or with the
-    // interleaved schedule, and with at least two micro-batches.
-    const bool can_overlap = knobs.overlap.ep_comm && c.micro_batches >= 2 &&
-                             c.ep_overlap_schedule;
     const double hidden =
-        can_overlap ? c.stack->ep_overlap_fraction * std::min(ep_total_s, compute) : 0.0;
+        ep_overlap_schedule ? c.stack->ep_overlap_fraction * std::min(ep_total_s, compute)
+                            : 0.0;
     l.AddSeconds(kSEpHidden, hidden, ep_src);
     l.AddSeconds(kSEpExposed, ep_total_s - hidden, ep_src);
     l.AddSeconds(kSOverlapSlowdown, hidden * (c.overlap_slowdown - 1.0), ep_src);
@@ -549,6 +571,63 @@ double LayerActivationBytes(const StepModel::LayerKindTables& k,
 
 }  // namespace
 
+std::string_view StackGenerationName(StackGeneration generation) {
+  switch (generation) {
+    case StackGeneration::k2602:
+      return "26.02";
+    case StackGeneration::k2606:
+      return "26.06";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<StackGeneration> StackGenerationForContainer(std::string_view container) {
+  // YY.MM[.NN]: two-digit year and month, optional patch number.
+  auto digits = [&](size_t pos, size_t n) {
+    if (pos + n > container.size()) return -1;
+    int v = 0;
+    for (size_t i = pos; i < pos + n; ++i) {
+      if (container[i] < '0' || container[i] > '9') return -1;
+      v = v * 10 + (container[i] - '0');
+    }
+    return v;
+  };
+  const int year = digits(0, 2);
+  const int month = digits(3, 2);
+  bool ok = year >= 0 && month >= 1 && month <= 12 && container.size() >= 5 &&
+            container[2] == '.';
+  if (ok && container.size() > 5) {
+    ok = container[5] == '.' && container.size() > 6;
+    for (size_t i = 6; ok && i < container.size(); ++i) {
+      ok = container[i] >= '0' && container[i] <= '9';
+    }
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "container version '", std::string(container), "' is not YY.MM[.NN] (e.g. 26.04.01)"));
+  }
+  return year * 100 + month >= 2606 ? StackGeneration::k2606 : StackGeneration::k2602;
+}
+
+absl::StatusOr<StackGeneration> ParseStackGeneration(std::string_view name) {
+  if (name == "latest") return kLatestStackGeneration;
+  return StackGenerationForContainer(name);
+}
+
+StackConstants StackConstantsFor(StackGeneration generation) {
+  StackConstants k;
+  k.generation = generation;
+  switch (generation) {
+    case StackGeneration::k2602:
+      k.moe_host_hidden_by_ep_overlap = false;
+      break;
+    case StackGeneration::k2606:
+      k.moe_host_hidden_by_ep_overlap = true;
+      break;
+  }
+  return k;
+}
+
 struct StepModel::Accumulator {
   Slots slots;  // per step, exposed terms sum to step_time_s
   double step_time_s = 0;
@@ -640,12 +719,14 @@ absl::StatusOr<StepModel> StepModel::Create(
                  (model.attention == AttentionType::kMla ? 0.0 : q_dim + kv_dim);
     t.act_mla_up = model.attention == AttentionType::kMla ? q_dim + kv_dim : 0.0;
     t.kernels_fwd = 12 + (model.attention == AttentionType::kMla ? 6 : 0);
+    t.lora_io_elems = (h + t.qkv_out_dim) + (core_out + h);
     if (!t.moe) {
       const double f = double(model.ffn_hidden_size);
       // Norm, residual, activation (read gate f, write f).
       t.mb_mlp_elems = 2 * h + 3 * h + (gate + 1) * f;
       t.mb_quant_elems += h + f;
       t.act_mlp = (gate + 1) * f + h;
+      t.lora_io_elems += (h + gate * f) + (f + h);
       t.kernels_fwd += 8;
     } else {
       const double fe = double(model.moe_ffn_hidden_size);
@@ -662,6 +743,8 @@ absl::StatusOr<StepModel> StepModel::Create(
       t.act_moe = k * h + k * gate * fe + k * h + 2.0 * model.num_routed_experts;
       t.act_moe_act = k * fe;
       t.act_shared = fs > 0 ? (gate + 1) * fs : 0.0;
+      t.lora_io_elems += k * ((h + gate * fe) + (fe + h)) +
+                         (fs > 0 ? (h + gate * fs) + (fs + h) : 0.0);
       t.kernels_fwd += 20 + (fs > 0 ? 6 : 0);
     }
   }
@@ -705,6 +788,7 @@ Context LayoutContext(const CostModel* cost, const ModelSpec* model,
   c.cp_span = p.tp * p.cp <= domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
   c.ep_gpus_per_domain = std::min(p.ep, std::max(1, domain / p.etp));
   c.bwd_gemm_factor = lora ? 1.0 : 2.0;
+  c.lora = lora;
   c.launch_s = 0;
   c.overlap_slowdown = 1;
   c.stack = stack;

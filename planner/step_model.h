@@ -11,6 +11,7 @@
 
 #include <array>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -23,11 +24,29 @@
 
 namespace moetune::planner {
 
+// Generations of the training software whose behaviour the step model tells
+// apart (NVIDIA Megatron-Core / Megatron-Bridge containers). The container
+// version of a run selects one (StackGenerationForContainer); its constants
+// apply to every run of that generation, never to one run.
+enum class StackGeneration {
+  k2602,  // containers 26.02 - 26.04.x (and older: the oldest described)
+  k2606,  // containers 26.06 and later
+};
+inline constexpr StackGeneration kLatestStackGeneration = StackGeneration::k2606;
+std::string_view StackGenerationName(StackGeneration generation);  // "26.02", "26.06"
+// "26.02", "26.04.01", "26.06", "26.08", ... (YY.MM[.NN]) -> its generation:
+// before 26.06 -> k2602, from 26.06 on -> k2606. InvalidArgument naming the
+// text for anything else.
+absl::StatusOr<StackGeneration> StackGenerationForContainer(std::string_view container);
+// Also accepts a generation's own name ("26.02", "26.06") and "latest".
+absl::StatusOr<StackGeneration> ParseStackGeneration(std::string_view name);
+
 // How the training software behaves: what it overlaps, what it issues from
-// the host, which kernels it has. The defaults describe the Megatron-Core /
-// Megatron-Bridge containers 26.02-26.08 (see each field). Global: never per
-// model or per run.
+// the host, which kernels it has. StackConstantsFor(generation) gives each
+// generation's values; the defaults are the latest generation's. Global:
+// never per model or per run.
 struct StackConstants {
+  StackGeneration generation = kLatestStackGeneration;
   // Fraction of the EP dispatch/combine time hidden behind the other
   // micro-batch's compute when the schedule allows it (Megatron-Core 1F1B
   // A2A overlap; bounded by that compute). Low in the published recipes:
@@ -55,6 +74,35 @@ struct StackConstants {
   double moe_host_ops_forward = 7;
   double grouped_gemm_host_ops_per_expert = 13;
   double host_op_s = 25e-6;
+  // 26.06 on: under the combined-1F1B EP-overlap schedule (EP > 1, the
+  // layouts where ep_overlap_needs_interleaving allows it, >= 2
+  // micro-batches, EP overlap on), a
+  // MoE layer's host work no longer stalls the GPU: the other micro-batch's
+  // layer computes meanwhile, and only host time beyond that compute shows.
+  // 26.02-26.04: false (host time adds, see above). Evidence, same layout
+  // and cluster across the generation boundary (runs.json): Qwen3-30B-A3B
+  // on 8 GB300 (pp 1) 31,744 -> 45,275 tokens/s/GPU (26.04.01 -> 26.06),
+  // Qwen3-235B-A22B on 256 GB200 (pp 8 x vp 3) 5,680 -> 7,376 -- each
+  // about its modelled host time -- while DeepSeek-V3 on 256 B300 (pp 8,
+  // vp 1: no EP-overlap schedule) moved 3,456 -> 3,541 (+2.5%). The rows
+  // do not say which recipe options each ran, so the rule is inferred from
+  // the throughput; later Megatron-Bridge MoE recipes (DeepSeek-V3 MXFP8 on
+  // GB200/GB300) pair the A2A overlap (moe_a2a_overlap) with full-iteration
+  // CUDA graphs, which is consistent with it.
+  bool moe_host_hidden_by_ep_overlap = true;
+  // LoRA (Megatron-Bridge PEFT, adapters on linear_qkv, linear_proj,
+  // linear_fc1, linear_fc2): each adapter runs beside its frozen linear as
+  // separate, memory-bound kernels. Elements moved through HBM per element
+  // of the linear's input (d_in) and output (d_out) width: forward reads x
+  // for A (d_in), writes B's output (d_out), and the sum with the base
+  // output reads both and writes one (3 d_out); backward reads the output
+  // gradient for B's wgrad and dgrad (2 d_out), x again for A's wgrad
+  // (d_in), writes A's input gradient (d_in) and adds it to the base one
+  // (read 2 d_in, write d_in): 6 d_in + 6 d_out in all (the rank-r
+  // intermediates are negligible). Checked against the 26.06 LoRA rows
+  // (Llama3-70B on 8 GB200/GB300/H100): ~1 ms per layer and micro-batch of
+  // 4,096 tokens on GB300, which is what the measured rows leave unexplained.
+  double lora_adapter_hbm_passes = 6.0;
   // Which attention layers with learned softmax sinks (GPT-OSS) the stack's
   // fused kernels (Transformer Engine cuDNN/flash backends) cannot run, so
   // that Megatron falls back to unfused attention (batched GEMMs over all
@@ -67,6 +115,9 @@ struct StackConstants {
   enum class UnfusedSinkLayers { kNone, kSlidingWindow, kAll };
   UnfusedSinkLayers unfused_sink_layers = UnfusedSinkLayers::kSlidingWindow;
 };
+
+// The constants of one generation (the defaults above are the latest's).
+StackConstants StackConstantsFor(StackGeneration generation);
 
 // The fast path's answer. reason != kNone: the layout cannot run and the
 // numbers are meaningless.
@@ -127,6 +178,10 @@ class StepModel {
     double act_moe_act = 0;     // routed activation outputs (moe_act)
     double act_shared = 0;      // shared experts
     double kernels_fwd = 0;     // kernel launches in the forward pass
+    // LoRA: input + output widths of the adapted linears (linear_qkv,
+    // linear_proj, linear_fc1, linear_fc2; routed experts once per top-k
+    // copy), summed, per token before TP.
+    double lora_io_elems = 0;
   };
   // Layer kinds: [0] dense full-attention, [1] dense sliding,
   // [2] MoE full-attention, [3] MoE sliding.

@@ -284,37 +284,134 @@ TEST(StepModelRelativeTest, MoreGpusSameBatchNeverMoreTokensPerGpu) {
   }
 }
 
+TEST(StackGenerationTest, ContainerVersions) {
+  struct Case {
+    const char* container;
+    StackGeneration generation;
+  };
+  for (const Case& c : {Case{"26.02", StackGeneration::k2602},
+                        Case{"26.02.01", StackGeneration::k2602},
+                        Case{"26.04.01", StackGeneration::k2602},
+                        Case{"25.11", StackGeneration::k2602},
+                        Case{"26.06", StackGeneration::k2606},
+                        Case{"26.06.01", StackGeneration::k2606},
+                        Case{"26.08", StackGeneration::k2606},
+                        Case{"27.01", StackGeneration::k2606}}) {
+    absl::StatusOr<StackGeneration> g = StackGenerationForContainer(c.container);
+    ASSERT_TRUE(g.ok()) << c.container << ": " << g.status();
+    EXPECT_EQ(*g, c.generation) << c.container;
+  }
+  for (const char* bad : {"", "26", "26.6", "26.13", "26.06.", "26.06.x", "v26.06", "26-06"}) {
+    EXPECT_THAT(StackGenerationForContainer(bad),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("YY.MM")))
+        << "'" << bad << "'";
+  }
+  absl::StatusOr<StackGeneration> latest = ParseStackGeneration("latest");
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(*latest, kLatestStackGeneration);
+  EXPECT_EQ(StackGenerationName(StackGeneration::k2606), "26.06");
+}
+
+TEST(StackGenerationTest, ConstantsPerGeneration) {
+  // The defaults are the latest generation's; 26.02-26.04 serialise the
+  // MoE host work with the GPU, 26.06 on hides it under the EP overlap.
+  EXPECT_EQ(StackConstants().generation, kLatestStackGeneration);
+  EXPECT_TRUE(StackConstants().moe_host_hidden_by_ep_overlap);
+  EXPECT_FALSE(StackConstantsFor(StackGeneration::k2602).moe_host_hidden_by_ep_overlap);
+  EXPECT_TRUE(StackConstantsFor(StackGeneration::k2606).moe_host_hidden_by_ep_overlap);
+  EXPECT_EQ(StackConstantsFor(StackGeneration::k2602).generation, StackGeneration::k2602);
+}
+
 // Known model errors (style habit 7): today's prediction for published rows
-// of ../shared/validation/runs.json, with the measured value in the comment.
-// When the model improves these move toward the truth; update them then.
+// of ../shared/validation/runs.json, with the measured value in the comment,
+// each with its row's software generation. When the model improves these
+// move toward the truth; update them then.
+StepModel MakeFor(const ModelSpec& m, const char* cluster, TrainingShape shape,
+                  StackGeneration generation) {
+  const ClusterSpec c = Cluster(cluster);
+  absl::StatusOr<StepModel> sm = StepModel::Create(
+      m, c, shape, std::make_shared<DatasheetCostModel>(c), StackConstantsFor(generation));
+  EXPECT_TRUE(sm.ok()) << sm.status();
+  return *std::move(sm);
+}
+
+uint32_t AllSelectiveBut(uint32_t modules) {
+  return (kRecomputeCoreAttn | kRecomputeMlaUpProj | kRecomputeLayerNorm | kRecomputeMoeAct |
+          kRecomputeMlp | kRecomputeMoe | kRecomputeSharedExperts) &
+         ~modules;
+}
+
 TEST(StepModelKnownErrorTest, GptOssExpertParallelOverInfiniBand) {
-  // mbridge 26.02, B300 x 64 (8 HGX nodes), EP 64 across InfiniBand, BF16,
+  // mbridge 26.02, B300 x 64 (8 HGX nodes), EP 64 across the NICs, BF16,
   // mbs 4, gbs 1280: measured 8,359 tokens/s/GPU, about the same as B200
-  // (8,047) although B300's NIC is twice as fast. The model prices the
-  // fused dispatch at 70% of the 800G NIC and predicts ~52% high; the
-  // achieved inter-node EP bandwidth on B300 is evidently far lower.
-  const StepModel sm = Make(Preset("gpt-oss-120b"), "b300", {64, 4096, 1280});
+  // (8,047) although B300's NIC is twice as fast. With the Blackwell
+  // inter-node dispatch ceiling (29 GB/s per GPU) the model is ~4% low
+  // (before it: 12,708, +52%).
+  const StepModel sm = MakeFor(Preset("gpt-oss-120b"), "b300", {64, 4096, 1280},
+                               StackGeneration::k2602);
   Knobs k;
   k.recompute.mode = RecomputeMode::kSelective;
   k.recompute.modules = kRecomputeCoreAttn | kRecomputeMlaUpProj |
                         kRecomputeLayerNorm | kRecomputeMoeAct;
   const double t = TokensPerSec(sm, Layout(1, 1, 1, 64, 1, 4), k);
-  EXPECT_NEAR(t, 12708, 0.03 * 12708);  // true: 8,359
+  EXPECT_NEAR(t, 8020, 0.03 * 8020);  // true: 8,359
 }
 
 TEST(StepModelKnownErrorTest, Qwen3On8Gb300AfterContainer2606) {
   // mbridge 26.06, GB300 x 8, EP 8, MXFP8, mbs 8, gbs 512: measured 45,275
-  // tokens/s/GPU (26.04.01: 31,744). The model holds the 26.02-26.04 MoE
-  // host overhead, which the 26.06 container largely removed.
-  const StepModel sm = Make(Preset("qwen3-30b-a3b"), "gb300-nvl72", {8, 4096, 512});
+  // tokens/s/GPU (26.04.01: 31,744). The 26.06 generation hides the MoE
+  // host time under the EP-overlap schedule (before: 30,002, -34%); still
+  // ~11% low, with the MoE recompute the memory model asks for (the
+  // Qwen3 recipes run without recompute).
+  const StepModel sm = MakeFor(Preset("qwen3-30b-a3b"), "gb300-nvl72", {8, 4096, 512},
+                               StackGeneration::k2606);
   Knobs k;
   k.precision = Precision::kMxfp8;
   k.recompute.mode = RecomputeMode::kSelective;
-  k.recompute.modules = kRecomputeCoreAttn | kRecomputeMlaUpProj | kRecomputeLayerNorm |
-                        kRecomputeMoeAct | kRecomputeMlp | kRecomputeSharedExperts |
-                        kRecomputeMoe;
+  k.recompute.modules = AllSelectiveBut(0);
   const double t = TokensPerSec(sm, Layout(1, 1, 1, 8, 1, 8), k);
-  EXPECT_NEAR(t, 30002, 0.03 * 30002);  // true: 45,275 (26.06)
+  EXPECT_NEAR(t, 40089, 0.03 * 40089);  // true: 45,275 (26.06)
+}
+
+TEST(StepModelKnownErrorTest, Qwen3On16H100ContradictoryPair) {
+  // mbridge 26.02 and 26.02.01, H100 x 16, pp 2 x vp 12, EP 8, FP8, same
+  // configuration and generation: measured 5,113 and 9,058 tokens/s/GPU.
+  // No prediction is within 27.8% of both (tests/validate reports the
+  // pair); the model sits near the faster one.
+  const StepModel sm = MakeFor(Preset("qwen3-30b-a3b"), "h100-sxm", {16, 4096, 1024},
+                               StackGeneration::k2602);
+  Knobs k;
+  k.precision = Precision::kFp8;
+  const double t = TokensPerSec(sm, Layout(1, 2, 12, 8, 1, 1), k);
+  EXPECT_NEAR(t, 8389, 0.03 * 8389);  // true: 5,113 (26.02), 9,058 (26.02.01)
+}
+
+TEST(StepModelKnownErrorTest, Llama3LoraOn8Gb200) {
+  // mbridge 26.06 LoRA, GB200 x 8, pp 4 x vp 20 (one layer per virtual
+  // stage), MXFP8, gbs 32: measured 5,958. With the adapters' HBM traffic
+  // the model is ~13% high (before: 7,775, +30%).
+  TrainingShape shape{8, 4096, 32};
+  shape.objective = Objective::kLora;
+  const StepModel sm =
+      MakeFor(Preset("llama3-70b"), "gb200-nvl72", shape, StackGeneration::k2606);
+  Knobs k;
+  k.precision = Precision::kMxfp8;
+  const double t = TokensPerSec(sm, Layout(1, 4, 20, 1, 1, 1), k);
+  EXPECT_NEAR(t, 6736, 0.03 * 6736);  // true: 5,958
+}
+
+TEST(StepModelKnownErrorTest, DeepSeekV3On256Gb300) {
+  // mbridge 26.06, GB300 x 256, pp 2 x vp 8, EP 32 inside the NVL72 domain,
+  // MXFP8, gbs 15360: measured 6,422. ~20% low (before: 4,764, -26%): the
+  // memory model needs selective recompute where the recipe runs none.
+  const StepModel sm = MakeFor(Preset("deepseek-v3"), "gb300-nvl72", {256, 4096, 15360},
+                               StackGeneration::k2606);
+  Knobs k;
+  k.precision = Precision::kMxfp8;
+  k.recompute.mode = RecomputeMode::kSelective;
+  k.recompute.modules = AllSelectiveBut(0);
+  const double t = TokensPerSec(sm, Layout(1, 2, 8, 32, 1, 1), k);
+  EXPECT_NEAR(t, 5122, 0.03 * 5122);  // true: 6,422
 }
 
 }  // namespace
@@ -327,16 +424,22 @@ namespace {
 // collective `collective_ms`, everything else nothing: the step model's
 // composition (passes, layers, stages, micro-batches, bubble) can then be
 // redone by hand.
+// memory_bytes_per_s > 0: memory-bound kernels take bytes / that rate.
 class UnitCostModel : public CostModel {
  public:
-  explicit UnitCostModel(ClusterSpec c, double collective_ms = 0)
-      : cluster_(std::move(c)), collective_s_(collective_ms * 1e-3) {}
+  explicit UnitCostModel(ClusterSpec c, double collective_ms = 0,
+                         double memory_bytes_per_s = 0)
+      : cluster_(std::move(c)),
+        collective_s_(collective_ms * 1e-3),
+        memory_bytes_per_s_(memory_bytes_per_s) {}
   const ClusterSpec& cluster() const override { return cluster_; }
   Cost DenseGemm(double, double, double, Precision) const override { return {1e-3}; }
   Cost GroupedGemm(const GroupedGemmShape&) const override { return {}; }
   Cost AttentionForward(const AttentionShape&) const override { return {}; }
   Cost AttentionBackward(const AttentionShape&) const override { return {}; }
-  Cost MemoryBound(double) const override { return {}; }
+  Cost MemoryBound(double bytes) const override {
+    return {memory_bytes_per_s_ > 0 ? bytes / memory_bytes_per_s_ : 0.0};
+  }
   Cost Collective(CollectiveKind, double, int n, LinkSpan) const override {
     return {n > 1 ? collective_s_ : 0.0};
   }
@@ -348,6 +451,7 @@ class UnitCostModel : public CostModel {
  private:
   ClusterSpec cluster_;
   double collective_s_;
+  double memory_bytes_per_s_;
 };
 
 double StepSeconds(const TrainingShape& shape, const ParallelConfig& p,
@@ -423,6 +527,87 @@ TEST(StepModelByHandTest, TensorParallelCommunication) {
   // layer GEMMs 12 ms, TP 8 ms -> all hidden: 8 x (4 x 12 + 5) = 424 ms.
   EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(2, 1, 1, 1, 1, 1), Knobs{}, 1.0), 0.424,
               1e-12);
+}
+
+// TinyDense's attention with 2 MoE layers: 8 experts of width 512, top-2
+// (or `experts`), no shared experts.
+ModelSpec TinyMoe(int experts = 8) {
+  ModelSpec m = TinyDense();
+  m.name = "tiny-moe";
+  m.num_layers = 2;
+  m.num_routed_experts = experts;
+  m.moe_top_k = 2;
+  m.moe_ffn_hidden_size = 512;
+  return m;
+}
+
+double MoeStepSeconds(const ModelSpec& m, const TrainingShape& shape,
+                      const ParallelConfig& p, StackGeneration generation) {
+  const ClusterSpec c = Cluster("h100-sxm");
+  absl::StatusOr<StepModel> sm =
+      StepModel::Create(m, c, shape, std::make_shared<UnitCostModel>(c),
+                        StackConstantsFor(generation));
+  EXPECT_TRUE(sm.ok()) << sm.status();
+  absl::StatusOr<Prediction> pr = sm->Predict(p, Knobs{});
+  EXPECT_TRUE(pr.ok()) << pr.status();
+  return pr.ok() ? pr->step_time_s : 0.0;
+}
+
+TEST(StepModelByHandTest, MoeHostTimePerGeneration) {
+  // TinyMoe per layer and micro-batch under the unit cost model: QKV and
+  // output projection GEMMs x 3 passes = 6 ms, the router GEMM x 3 = 3 ms
+  // (grouped GEMMs, dispatch and memory-bound kernels cost nothing): 9 ms
+  // of compute. EP 2: 4 local experts, host time (7 x 3 + 13 x 4) x 25 us
+  // = 1.825 ms. 2 GPUs, gbs 16: dp 2, 8 micro-batches, head 3 ms.
+  // 26.02: host time adds: 8 x (2 x (9 + 1.825) + 3) = 197.2 ms.
+  // 26.06, pp 1 (EP-overlap schedule): hidden behind the other
+  // micro-batch's 9 ms: 8 x (2 x 9 + 3) = 168 ms.
+  const TrainingShape shape{2, 2048, 16};
+  const ParallelConfig ep2 = Layout(1, 1, 1, 2, 1, 1);
+  EXPECT_NEAR(MoeStepSeconds(TinyMoe(), shape, ep2, StackGeneration::k2602), 0.1972, 1e-12);
+  EXPECT_NEAR(MoeStepSeconds(TinyMoe(), shape, ep2, StackGeneration::k2606), 0.168, 1e-12);
+  // 512 experts: 256 local, host (21 + 13 x 256) x 25 us = 83.725 ms, of
+  // which 83.725 - 9 = 74.725 ms shows in 26.06 (head 3 ms as before):
+  // 8 x (2 x (9 + 74.725) + 3) = 1,363.6 ms.
+  EXPECT_NEAR(MoeStepSeconds(TinyMoe(512), shape, ep2, StackGeneration::k2606), 1.3636,
+              1e-12);
+  // pp 2 without interleaving has no EP-overlap schedule: both generations
+  // pay the host time (4 GPUs: pp 2, dp 2, EP 2).
+  const ParallelConfig pp2 = Layout(1, 2, 1, 2, 1, 1);
+  EXPECT_NEAR(MoeStepSeconds(TinyMoe(), {4, 2048, 16}, pp2, StackGeneration::k2606),
+              MoeStepSeconds(TinyMoe(), {4, 2048, 16}, pp2, StackGeneration::k2602), 1e-15);
+  // EP 1 (no EP communication, no A2A-overlap schedule): the same.
+  const ParallelConfig ep1 = Layout(1, 1, 1, 1, 1, 1);
+  EXPECT_NEAR(MoeStepSeconds(TinyMoe(), shape, ep1, StackGeneration::k2606),
+              MoeStepSeconds(TinyMoe(), shape, ep1, StackGeneration::k2602), 1e-15);
+}
+
+TEST(StepModelByHandTest, LoraAdapterTraffic) {
+  // TinyDense adapted linears, input + output widths per token: QKV 1,024
+  // + 3,072, output projection 1,024 + 1,024, fc1 1,024 + 8,192, fc2 4,096
+  // + 1,024 = 20,480 elements; x 6 passes x 2 bytes x 2,048 tokens =
+  // 503,316,480 bytes per layer and micro-batch, 503.31648 us at 1 TB/s;
+  // 4 layers x 8 micro-batches: 16.10612736 ms.
+  const ClusterSpec c = Cluster("h100-sxm");
+  TrainingShape lora{1, 2048, 8};
+  lora.objective = Objective::kLora;
+  absl::StatusOr<StepModel> sm = StepModel::Create(
+      TinyDense(), c, lora, std::make_shared<UnitCostModel>(c, 0.0, 1e12));
+  ASSERT_TRUE(sm.ok()) << sm.status();
+  absl::StatusOr<Prediction> pr = sm->Predict(Layout(1, 1, 1, 1, 1, 1), Knobs{});
+  ASSERT_TRUE(pr.ok()) << pr.status();
+  double adapters = -1;
+  for (const Term& t : pr->breakdown) {
+    if (t.name == "lora.adapters") adapters = t.seconds;
+  }
+  EXPECT_NEAR(adapters, 0.01610612736, 1e-15);
+  // Pretraining has no adapters.
+  absl::StatusOr<StepModel> pre = StepModel::Create(
+      TinyDense(), c, {1, 2048, 8}, std::make_shared<UnitCostModel>(c, 0.0, 1e12));
+  ASSERT_TRUE(pre.ok()) << pre.status();
+  absl::StatusOr<Prediction> pp = pre->Predict(Layout(1, 1, 1, 1, 1, 1), Knobs{});
+  ASSERT_TRUE(pp.ok()) << pp.status();
+  for (const Term& t : pp->breakdown) EXPECT_NE(t.name, "lora.adapters");
 }
 
 TEST(StepModelByHandTest, DataParallelOverlapWindow) {

@@ -1,10 +1,14 @@
 // Predicts every row of a published-runs file (shared/validation/runs.json)
 // with its published configuration and prints predicted vs measured
-// tokens/s/GPU, the error of each row and the MAPE.
+// tokens/s/GPU, the error of each row and the MAPE; then the groups of rows
+// with identical inputs whose measurements no single prediction can fit
+// within 25% (and 10%), which bound what any model can reach.
 //
-//   bazel run //tests:validate -- --runs /work/shared/validation/runs.json
-//       [--stack megatron-core-2026] [--verbose]
+//   bazel run -c opt //tests:validate -- --runs /work/shared/validation/runs.json
+//       [--stack megatron-core-2026] [--verbose] [--row ID] [--set key=value,...]
 //
+// Each row is predicted with the software generation of its container
+// (StackGenerationForContainer; rows without one get the oldest, 26.02).
 // Row fields used: model_id, cluster_preset, num_gpus, seq_len,
 // global_batch, micro_batch, tp, pp, vp (null = 1), ep (null = 1), etp
 // (null = 1), cp, dp, precision_id, recompute, offload, id (a "-LoRA-" or
@@ -32,6 +36,7 @@
 #include "planner/model_spec.h"
 #include "planner/step_model.h"
 #include "planner/training_config.h"
+#include "tests/internal/contradictions.h"
 
 ABSL_FLAG(std::string, runs, "", "path to runs.json");
 ABSL_FLAG(std::string, stack, "megatron-core-2026",
@@ -127,17 +132,34 @@ absl::StatusOr<mp::Recompute> PublishedRecompute(const json& row) {
 constexpr double kRecipeMemoryHeadroom = 0.9;
 
 // --set overrides for sensitivity studies (not used for the reported
-// figures). Prior constants are scaled for every GPU generation alike.
+// figures). Prior constants are scaled for every GPU generation alike; stack
+// constants are set on every row's generation alike.
 struct Overrides {
-  mp::StackConstants stack;
+  std::vector<std::pair<std::string, double>> stack;  // ApplyStackOverrides
   double gemm_efficiency_scale = 1.0;
   double attention_efficiency_scale = 1.0;
   double dispatch_efficiency_scale = 1.0;
   double hbm_efficiency_scale = 1.0;
   double comm_sm_fraction_scale = 1.0;
   double dispatch_scaleout_efficiency = 0;  // 0: keep the prior's
-  double unfused_attention_scale = 1.0;
+  double dispatch_scaleout_max_gbs = -1;    // < 0: keep the prior's
 };
+
+// Sets one StackConstants field by name; false for an unknown key.
+bool SetStackConstant(const std::string& key, double v, mp::StackConstants* k) {
+  if (key == "ep_overlap_fraction") k->ep_overlap_fraction = v;
+  else if (key == "ep_overlap_needs_interleaving") k->ep_overlap_needs_interleaving = v != 0;
+  else if (key == "tp_overlap_fraction") k->tp_overlap_fraction = v;
+  else if (key == "moe_host_ops_forward") k->moe_host_ops_forward = v;
+  else if (key == "grouped_gemm_host_ops_per_expert") k->grouped_gemm_host_ops_per_expert = v;
+  else if (key == "host_op_us") k->host_op_s = v * 1e-6;
+  else if (key == "moe_host_hidden_by_ep_overlap") k->moe_host_hidden_by_ep_overlap = v != 0;
+  else if (key == "lora_adapter_hbm_passes") k->lora_adapter_hbm_passes = v;
+  else if (key == "unfused_sink_layers")  // 0 none, 1 sliding window, 2 all
+    k->unfused_sink_layers = static_cast<mp::StackConstants::UnfusedSinkLayers>(int(v));
+  else return false;
+  return true;
+}
 
 absl::StatusOr<Overrides> ParseOverrides(const std::string& text) {
   Overrides o;
@@ -149,28 +171,35 @@ absl::StatusOr<Overrides> ParseOverrides(const std::string& text) {
     if (eq == std::string::npos) return absl::InvalidArgumentError("--set needs key=value");
     const std::string key = item.substr(0, eq);
     const double v = std::atof(item.substr(eq + 1).c_str());
-    if (key == "ep_overlap_fraction") o.stack.ep_overlap_fraction = v;
-    else if (key == "ep_overlap_needs_interleaving") o.stack.ep_overlap_needs_interleaving = v != 0;
-    else if (key == "tp_overlap_fraction") o.stack.tp_overlap_fraction = v;
-    else if (key == "moe_host_ops_forward") o.stack.moe_host_ops_forward = v;
-    else if (key == "grouped_gemm_host_ops_per_expert") o.stack.grouped_gemm_host_ops_per_expert = v;
-    else if (key == "host_op_us") o.stack.host_op_s = v * 1e-6;
-    else if (key == "unfused_sink_layers")  // 0 none, 1 sliding window, 2 all
-      o.stack.unfused_sink_layers = static_cast<mp::StackConstants::UnfusedSinkLayers>(int(v));
+    mp::StackConstants probe;
+    if (SetStackConstant(key, v, &probe)) o.stack.emplace_back(key, v);
     else if (key == "gemm_efficiency_scale") o.gemm_efficiency_scale = v;
     else if (key == "attention_efficiency_scale") o.attention_efficiency_scale = v;
     else if (key == "dispatch_efficiency_scale") o.dispatch_efficiency_scale = v;
     else if (key == "hbm_efficiency_scale") o.hbm_efficiency_scale = v;
     else if (key == "comm_sm_fraction_scale") o.comm_sm_fraction_scale = v;
     else if (key == "dispatch_scaleout_efficiency") o.dispatch_scaleout_efficiency = v;
+    else if (key == "dispatch_scaleout_max_gbs") o.dispatch_scaleout_max_gbs = v;
     else return absl::InvalidArgumentError("unknown --set key " + key);
   }
   return o;
 }
 
+// The software generation of a row: its container's; rows without a
+// parseable container (other frameworks) get the oldest generation the
+// model describes.
+mp::StackGeneration RowGeneration(const std::string& container) {
+  absl::StatusOr<mp::StackGeneration> g = mp::StackGenerationForContainer(container);
+  return g.ok() ? *g : mp::StackGeneration::k2602;
+}
+
 struct RowResult {
   std::string id;
   std::string label;
+  // Everything the prediction depends on (model, cluster, shape, layout,
+  // precision, published recompute, software generation): rows with equal
+  // inputs get equal predictions.
+  std::string inputs;
   double predicted = 0;
   double measured = 0;
   double error = 0;  // (predicted - measured) / measured
@@ -240,6 +269,9 @@ int main(int argc, char** argv) {
       if (overrides->dispatch_scaleout_efficiency > 0) {
         k.dispatch_scaleout_efficiency = overrides->dispatch_scaleout_efficiency;
       }
+      if (overrides->dispatch_scaleout_max_gbs >= 0) {
+        k.dispatch_scaleout_max_bytes_per_sec = overrides->dispatch_scaleout_max_gbs * 1e9;
+      }
       cost = std::make_shared<mp::DatasheetCostModel>(*cluster, k);
     }
 
@@ -284,8 +316,11 @@ int main(int argc, char** argv) {
       skip(std::string(precision.status().message()));
       continue;
     }
+    const mp::StackGeneration generation = RowGeneration(StrOr(row, "container", ""));
+    mp::StackConstants stack_constants = mp::StackConstantsFor(generation);
+    for (const auto& [key, v] : overrides->stack) SetStackConstant(key, v, &stack_constants);
     absl::StatusOr<mp::StepModel> sm =
-        mp::StepModel::Create(*model, *cluster, shape, cost, overrides->stack);
+        mp::StepModel::Create(*model, *cluster, shape, cost, stack_constants);
     if (!sm.ok()) {
       skip(std::string(sm.status().message()));
       continue;
@@ -323,10 +358,20 @@ int main(int argc, char** argv) {
     RowResult res;
     res.id = id;
     res.label = absl::StrFormat(
-        "%s %s %dg s%d gbs%d mbs%d tp%d pp%d vp%d ep%d cp%d %s",
+        "%s %s %dg s%d gbs%d mbs%d tp%d pp%d vp%d ep%d cp%d %s sw%s",
         model->name, cluster_name, shape.gpus, shape.seq_len,
         shape.global_batch, p.mbs, p.tp, p.pp, p.vp, p.ep, p.cp,
-        std::string(mp::PrecisionName(*precision)));
+        std::string(mp::PrecisionName(*precision)),
+        std::string(mp::StackGenerationName(generation)));
+    res.inputs = absl::StrFormat(
+        "%s %s gpus=%d seq=%d gbs=%d %s %s recompute=%s %s sw=%s", model->name,
+        cluster_name, shape.gpus, shape.seq_len, shape.global_batch,
+        std::string(mp::ObjectiveName(shape.objective)), mp::ToString(p),
+        published.ok() ? std::string(mp::RecomputeModeName(published->mode)) +
+                             mp::RecomputeModulesName(published->modules)
+                       : "unpublished",
+        std::string(mp::PrecisionName(*precision)),
+        std::string(mp::StackGenerationName(generation)));
     res.predicted = pred->tokens_per_sec_per_gpu;
     res.measured = row.at("tokens_per_sec_per_gpu").get<double>();
     res.error = (res.predicted - res.measured) / res.measured;
@@ -336,7 +381,7 @@ int main(int argc, char** argv) {
     }
     res.fits = pred->fits;
     results.push_back(res);
-    std::printf("%-36s %-64s pred %8.0f meas %8.0f err %+6.1f%% mem %5.1f GiB%s rc=%s\n",
+    std::printf("%-36s %-71s pred %8.0f meas %8.0f err %+6.1f%% mem %5.1f GiB%s rc=%s\n",
                 id.substr(0, 36).c_str(), res.label.c_str(), res.predicted,
                 res.measured, 100 * res.error,
                 pred->peak_memory_bytes / (1024.0 * 1024 * 1024),
@@ -370,5 +415,26 @@ int main(int argc, char** argv) {
               100 * sum_abs / results.size(), over10, over25);
   std::printf("worst: %s (%s) err %+.1f%%\n", worst->id.c_str(),
               worst->label.c_str(), 100 * worst->error);
+
+  // Rows with identical inputs whose measurements no single prediction can
+  // fit within a band: each such group forces at least one row beyond it.
+  std::vector<moetune::tests::MeasuredRow> measured;
+  for (const RowResult& r : results) measured.push_back({r.id, r.inputs, r.measured});
+  for (const double band : {0.25, 0.10}) {
+    const std::vector<moetune::tests::Contradiction> groups =
+        moetune::tests::FindContradictions(measured, band);
+    std::printf("contradictory inputs beyond %.0f%%: %zu group(s); at least %zu row(s) "
+                "> %.0f%% for any model\n",
+                100 * band, groups.size(), groups.size(), 100 * band);
+    for (const moetune::tests::Contradiction& g : groups) {
+      std::printf("  same inputs, measured %.0f .. %.0f tokens/s/GPU: every prediction is "
+                  ">= %.1f%% off one of them (%s)\n",
+                  g.low, g.high, 100 * g.best_error, results[g.rows.front()].label.c_str());
+      for (size_t i : g.rows) {
+        std::printf("    %-70s meas %8.0f pred %8.0f err %+6.1f%%\n", results[i].id.c_str(),
+                    results[i].measured, results[i].predicted, 100 * results[i].error);
+      }
+    }
+  }
   return 0;
 }
