@@ -120,10 +120,12 @@ int64_t GroupedGemmBytes(const GroupedGemmParams& p) {
     for (int64_t h : p.distribution.histogram) tokens = Sum({tokens, h});
   }
   // X, dX [T,K]; Y, dY [T,N]; W, dW [E,K,N] in the dtype plus fp32 copies on
-  // the host for the reference: counted once at 4 bytes per element.
+  // the host for the reference: counted once at 4 bytes per element. mxfp8
+  // also keeps X, W and dY dequantized in two orientations each (one per GEMM
+  // reduction axis, kernels/reference.h): the same element count again.
   const int64_t elems = Sum({Product({2, tokens, p.hidden}), Product({2, tokens, p.ffn_hidden}),
                              Product({2, p.num_experts, p.hidden, p.ffn_hidden})});
-  return Product({elems, std::max<int64_t>(4, DTypeBytes(p.dtype))});
+  return Product({elems, std::max<int64_t>(4, DTypeBytes(p.dtype)), p.dtype == DType::kMxfp8 ? 2 : 1});
 }
 
 int64_t DispatchBytes(const DispatchCombineParams& p) {
