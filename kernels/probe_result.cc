@@ -179,6 +179,12 @@ std::string ToTable(const ProbeResult& r) {
       rate = Num(*m.alg_bw_gbps) + " GB/s";
       if (m.bus_bw_gbps) rate += " (bus " + Num(*m.bus_bw_gbps) + ")";
     }
+    if (auto it = m.labels.find("unimplemented"); it != m.labels.end() && m.samples_seconds.empty()) {
+      std::snprintf(line, sizeof(line), "%-16s %-28s unimplemented: %s\n", ProbeKindName(r.kind),
+                    m.name.c_str(), it->second.c_str());
+      out += line;
+      continue;
+    }
     std::string eff = m.efficiency_vs_reference ? Num(*m.efficiency_vs_reference) : "-";
     std::snprintf(line, sizeof(line), "%-16s %-28s %-44s %12.3f us  %-30s %-8s %s\n",
                   ProbeKindName(r.kind), m.name.c_str(), labels.c_str(),

@@ -39,9 +39,12 @@ SampleSummary Summarize(const std::vector<double>& samples_seconds);
 double BusBandwidthFactor(CollectiveOp op, int64_t n);
 
 struct Measurement {
-  // What was measured, e.g. "fwd/cublas_grouped", "dispatch", "h2d/pinned".
+  // What was measured, e.g. "fwd/grouped", "dispatch", "h2d/pinned".
   std::string name;
   // Extra labels (implementation, pass, size_bytes, ...), printed in order.
+  // A measurement with no samples and an "unimplemented" label (its value:
+  // why) records an implementation the backend cannot run for these
+  // parameters, e.g. cublasGemmGroupedBatchedEx for mxfp8.
   std::map<std::string, std::string> labels;
   std::vector<double> samples_seconds;  // every timed iteration, in order
   SampleSummary summary;

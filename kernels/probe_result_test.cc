@@ -61,5 +61,23 @@ TEST(ToJson, IsValidJsonWithProvenanceAndSamples) {
   EXPECT_EQ(j["measurements"][0]["planner_statistic"], "median");
 }
 
+TEST(ToTable, UnimplementedMeasurementPrintsItsReasonInsteadOfATime) {
+  ProbeResult r;
+  Measurement timed;
+  timed.name = "fwd/loop";
+  timed.samples_seconds = {2e-6};
+  timed.Finalize();
+  Measurement skipped;
+  skipped.name = "fwd/grouped";
+  skipped.labels = {{"unimplemented", "no mxfp8 path"}};
+  skipped.Finalize();
+  r.measurements = {timed, skipped};
+  const std::string table = ToTable(r);
+  EXPECT_NE(table.find("fwd/loop"), std::string::npos);
+  EXPECT_NE(table.find("2.000 us"), std::string::npos);
+  EXPECT_NE(table.find("fwd/grouped                  unimplemented: no mxfp8 path\n"), std::string::npos)
+      << table;
+}
+
 }  // namespace
 }  // namespace moetune::kernels

@@ -1,7 +1,9 @@
 // CPU twins of the probes: the same problems as kernels/cuda, done for real
 // on the host so that CI and machines without GPUs measure and test them.
 //   grouped GEMM     OpenBLAS cblas_sgemm in fp32 (stand-in for bf16/fp8: the
-//                    result's compute_dtype says "fp32"): a loop of GEMMs with
+//                    result's compute_dtype says "fp32"; mxfp8 numerics are
+//                    emulated by MX-quantizing and dequantizing the inputs
+//                    first, label "emulated"): a loop of GEMMs with
 //                    OpenBLAS threading, a "grouped" single pass that spreads the
 //                    experts over threads (one single-threaded GEMM each), and a
 //                    dense GEMM of the same FLOPs as the reference.

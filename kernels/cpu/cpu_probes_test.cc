@@ -1,5 +1,7 @@
 #include "kernels/cpu/cpu_probes.h"
 
+#include "kernels/cpu/cpu_probes_internal.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/internal/status_matchers.h"
@@ -58,6 +60,50 @@ TEST(CpuGroupedGemm, ZipfBalancedAndBf16RequestAllRunInFp32) {
   EXPECT_EQ(r.measurements.size(), 6u);
   EXPECT_EQ(r.Find("bwd_data/loop")->labels.at("dtype"), "bf16");
   EXPECT_EQ(r.Find("bwd_data/loop")->labels.at("compute_dtype"), "fp32");
+}
+
+TEST(CpuGroupedGemm, Mxfp8IsEmulatedAndSaysSo) {
+  GroupedGemmParams p;
+  p.num_experts = 3;
+  p.distribution = TokenDistribution::Histogram({40, 0, 7});  // blocks of 32 + a short one
+  p.hidden = 64;
+  p.ffn_hidden = 48;  // not a multiple of 32: the emulation quantizes short blocks too
+  p.dtype = DType::kMxfp8;
+  p.timing = Quick();
+  ProbeResult r;
+  ASSERT_TRUE(RunCpuProbe(p, GroupSpec{}, &r).ok());
+  ASSERT_EQ(r.measurements.size(), 9u);
+  for (const Measurement& m : r.measurements) {
+    EXPECT_TRUE(m.verified) << m.name;
+    EXPECT_LT(m.max_rel_error, 1e-4) << m.name;  // fp32 GEMM on the dequantized values
+    EXPECT_EQ(m.labels.at("dtype"), "mxfp8") << m.name;
+    EXPECT_EQ(m.labels.at("compute_dtype"), "fp32") << m.name;
+    EXPECT_THAT(m.labels.at("emulated"), HasSubstr("E4M3 with a UE8M0 scale per 32")) << m.name;
+  }
+}
+
+TEST(EmulateMxInputs, QuantizesAlongEachGemmsReductionAxis) {
+  // One expert, 2 tokens, K = 32, N = 32. X[0][0] = 1792, X[0][1] = 0.01,
+  // everything else 0.
+  //  fwd (along K): X's row 0 block has amax 1792 -> scale 2^2; 0.01 / 4 =
+  //    0.0025 is an E4M3 subnormal: 1.28 * 2^-9 -> 2^-9, so 0.01 -> 2^-9 * 4
+  //    = 0.0078125.
+  //  bwd_weight (along tokens): X's column 1 is {0.01, 0}: 0.01 / 448 ->
+  //    scale 2^-15; 0.01 * 2^15 = 327.68 -> 320 (E4M3 step 32 there), so
+  //    0.01 -> 320 * 2^-15 = 0.009765625.
+  std::vector<float> x(64, 0.0f), w(32 * 32, 1.0f), dy(64, 2.0f);
+  x[0] = 1792.0f;
+  x[1] = 0.01f;
+  const MxEmulatedInputs mx = EmulateMxInputs(x, w, dy, {2}, 32, 32);
+  EXPECT_EQ(mx.x_fwd[0], 1792.0f);
+  EXPECT_EQ(mx.x_fwd[1], 0.0078125f);
+  EXPECT_EQ(mx.x_bw[1], 0.009765625f);
+  EXPECT_EQ(mx.x_bw[0], 1792.0f);  // column 0 = {1792, 0}: scale 2^2, exact
+  // Ones and twos are exact whatever the orientation.
+  EXPECT_EQ(mx.w_fwd[5], 1.0f);
+  EXPECT_EQ(mx.w_bd[5], 1.0f);
+  EXPECT_EQ(mx.dy_bd[63], 2.0f);
+  EXPECT_EQ(mx.dy_bw[63], 2.0f);
 }
 
 TEST(CpuProbes, RefuseInvalidParamsNamingTheValue) {

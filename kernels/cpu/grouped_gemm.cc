@@ -84,6 +84,39 @@ const char* ImplName(Impl i) {
 
 }  // namespace
 
+MxEmulatedInputs EmulateMxInputs(const std::vector<float>& x, const std::vector<float>& w,
+                                 const std::vector<float>& dy, const std::vector<int64_t>& counts,
+                                 int64_t hidden, int64_t ffn_hidden) {
+  const int64_t k = hidden, n = ffn_hidden, experts = static_cast<int64_t>(counts.size());
+  const int64_t tokens = static_cast<int64_t>(x.size()) / k;
+  MxEmulatedInputs mx;
+  mx.x_fwd.resize(x.size());
+  mx.w_fwd.resize(w.size());
+  mx.dy_bd.resize(dy.size());
+  mx.w_bd.resize(w.size());
+  mx.x_bw.resize(x.size());
+  mx.dy_bw.resize(dy.size());
+  // Element (r, c) of each quantized view sits at r * row_stride + c * col_stride.
+  auto round_trip = [](const float* src, float* dst, int64_t rows, int64_t cols, int64_t row_stride,
+                       int64_t col_stride) {
+    DequantizeMx(QuantizeMx(src, rows, cols, row_stride, col_stride), dst, row_stride, col_stride);
+  };
+  round_trip(x.data(), mx.x_fwd.data(), tokens, k, k, 1);         // rows of X along K
+  round_trip(dy.data(), mx.dy_bd.data(), tokens, n, n, 1);        // rows of dY along N
+  round_trip(w.data(), mx.w_bd.data(), experts * k, n, n, 1);     // rows of W along N
+  int64_t off = 0;
+  for (int64_t e = 0; e < experts; ++e) {
+    // Columns of W_e along K: view (n, k) at k * N + n.
+    round_trip(w.data() + e * k * n, mx.w_fwd.data() + e * k * n, n, k, 1, n);
+    if (counts[e] > 0) {  // columns of X_e / dY_e along the expert's tokens
+      round_trip(x.data() + off * k, mx.x_bw.data() + off * k, k, counts[e], 1, k);
+      round_trip(dy.data() + off * n, mx.dy_bw.data() + off * n, n, counts[e], 1, n);
+    }
+    off += counts[e];
+  }
+  return mx;
+}
+
 ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
   const std::vector<int64_t> counts = ExpertTokenCounts(p);
   const int64_t e_count = p.num_experts, k_dim = p.hidden, n_dim = p.ffn_hidden;
@@ -104,33 +137,46 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
     std::vector<GemmOp> grouped;
     GemmOp dense;
   };
+  // mxfp8 has no CPU GEMM: its numerics are emulated (inputs MX-quantized and
+  // dequantized once, before timing) and the GEMMs run in fp32 on the
+  // dequantized values. Other dtypes run in fp32 on the unrounded inputs.
+  const bool mx = p.dtype == DType::kMxfp8;
+  MxEmulatedInputs emulated;
+  if (mx) emulated = EmulateMxInputs(x, w, dy, counts, k_dim, n_dim);
+  const float* x_fwd = mx ? emulated.x_fwd.data() : x.data();
+  const float* w_fwd = mx ? emulated.w_fwd.data() : w.data();
+  const float* dy_bd = mx ? emulated.dy_bd.data() : dy.data();
+  const float* w_bd = mx ? emulated.w_bd.data() : w.data();
+  const float* x_bw = mx ? emulated.x_bw.data() : x.data();
+  const float* dy_bw = mx ? emulated.dy_bw.data() : dy.data();
+
   std::vector<Pass> passes;
   if (p.forward) {  // Y_e[t,N] = X_e[t,K] W_e[K,N]
-    Pass pass{"fwd", {}, {false, false, tokens, n_dim, k_dim, x.data(), k_dim, w.data(), n_dim,
+    Pass pass{"fwd", {}, {false, false, tokens, n_dim, k_dim, x_fwd, k_dim, w_fwd, n_dim,
                           dense_out.data(), n_dim}};
     for (int64_t e = 0; e < e_count; ++e) {
-      pass.grouped.push_back({false, false, counts[e], n_dim, k_dim, x.data() + offsets[e] * k_dim,
-                              k_dim, w.data() + e * k_dim * n_dim, n_dim, y.data() + offsets[e] * n_dim,
+      pass.grouped.push_back({false, false, counts[e], n_dim, k_dim, x_fwd + offsets[e] * k_dim,
+                              k_dim, w_fwd + e * k_dim * n_dim, n_dim, y.data() + offsets[e] * n_dim,
                               n_dim});
     }
     passes.push_back(std::move(pass));
   }
   if (p.backward_data) {  // dX_e[t,K] = dY_e[t,N] W_e^T[N,K]
-    Pass pass{"bwd_data", {}, {false, true, tokens, k_dim, n_dim, dy.data(), n_dim, w.data(), n_dim,
+    Pass pass{"bwd_data", {}, {false, true, tokens, k_dim, n_dim, dy_bd, n_dim, w_bd, n_dim,
                                dense_out.data(), k_dim}};
     for (int64_t e = 0; e < e_count; ++e) {
-      pass.grouped.push_back({false, true, counts[e], k_dim, n_dim, dy.data() + offsets[e] * n_dim,
-                              n_dim, w.data() + e * k_dim * n_dim, n_dim,
+      pass.grouped.push_back({false, true, counts[e], k_dim, n_dim, dy_bd + offsets[e] * n_dim,
+                              n_dim, w_bd + e * k_dim * n_dim, n_dim,
                               dx.data() + offsets[e] * k_dim, k_dim});
     }
     passes.push_back(std::move(pass));
   }
   if (p.backward_weight) {  // dW_e[K,N] = X_e^T[K,t] dY_e[t,N]
-    Pass pass{"bwd_weight", {}, {true, false, k_dim, n_dim, tokens, x.data(), k_dim, dy.data(), n_dim,
+    Pass pass{"bwd_weight", {}, {true, false, k_dim, n_dim, tokens, x_bw, k_dim, dy_bw, n_dim,
                                  dense_out.data(), n_dim}};
     for (int64_t e = 0; e < e_count; ++e) {
-      pass.grouped.push_back({true, false, k_dim, n_dim, counts[e], x.data() + offsets[e] * k_dim,
-                              k_dim, dy.data() + offsets[e] * n_dim, n_dim,
+      pass.grouped.push_back({true, false, k_dim, n_dim, counts[e], x_bw + offsets[e] * k_dim,
+                              k_dim, dy_bw + offsets[e] * n_dim, n_dim,
                               dw.data() + e * k_dim * n_dim, n_dim});
     }
     passes.push_back(std::move(pass));
@@ -168,6 +214,11 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
                   {"compute_dtype", "fp32"},
                   {"experts", std::to_string(e_count)},
                   {"tokens", std::to_string(tokens)}};
+      if (mx) {
+        m.labels["emulated"] =
+            "mxfp8 numerics: inputs quantized to E4M3 with a UE8M0 scale per 32 along each GEMM's "
+            "reduction axis, dequantized to fp32 before timing; the timed GEMMs are fp32";
+      }
       // Correctness first: poison, run once, check sampled rows of every GEMM.
       if (p.timing.verify) {
         for (const GemmOp& op : outputs) Poison(op);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/cuda/cuda_probes_internal.h"
 #include "kernels/cuda/nccl_group.h"
@@ -201,6 +202,11 @@ ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResu
   }
   if (p.op != CollectiveOp::kAllReduce) {
     return Unimplemented(std::string("overlap (cuda): only all_reduce, got ") + CollectiveOpName(p.op));
+  }
+  if (p.gemm_m > INT32_MAX || p.gemm_n > INT32_MAX || p.gemm_k > INT32_MAX) {
+    return InvalidArgument("overlap (cuda): gemm_m/n/k (" + std::to_string(p.gemm_m) + ", " +
+                           std::to_string(p.gemm_n) + ", " + std::to_string(p.gemm_k) +
+                           ") must fit in int32 (cublasGemmEx's dimensions)");
   }
   std::unique_ptr<NcclGroup> g;
   MOETUNE_PROBE_RETURN_IF_ERROR(NcclGroup::Create(group, &g));

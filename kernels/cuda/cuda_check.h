@@ -65,23 +65,61 @@ inline ProbeStatus NcclError(ncclResult_t r, const char* call, ncclComm_t comm =
 
 namespace moetune::kernels::cuda {
 
-// RAII holders. Create() returns the wrapped call's status; destructors
-// release on every path (errors of the release itself are ignored).
+// Makes `device` current for the lifetime of the guard and restores the
+// previous device afterwards. Releases of CUDA objects go through it: a
+// process that drives several GPUs frees each object under its own device
+// (cudaFree, cudaStreamDestroy, cublasDestroy act on the current device's
+// context), whatever device happens to be current when the holder dies.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device) {
+    if (cudaGetDevice(&previous_) == cudaSuccess && previous_ != device) {
+      switched_ = cudaSetDevice(device) == cudaSuccess;
+    }
+  }
+  ~ScopedDevice() {
+    if (switched_) cudaSetDevice(previous_);
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool switched_ = false;
+};
+
+// The current device, for the holders below (0 if the query fails: the
+// creation call that follows reports the real error).
+inline int CurrentDevice() {
+  int d = 0;
+  return cudaGetDevice(&d) == cudaSuccess ? d : 0;
+}
+
+// RAII holders. Create() returns the wrapped call's status and remembers the
+// device that was current; Reset()/destructors release on every path, under
+// that device (errors of the release itself are ignored: nothing useful can
+// be done with them in a destructor).
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_), device_(o.device_) {
+    o.ptr_ = nullptr;
+  }
   ~DeviceBuffer() { Reset(); }
   ProbeStatus Create(size_t bytes) {
     Reset();
+    device_ = CurrentDevice();
     MOETUNE_CUDA(cudaMalloc(&ptr_, bytes == 0 ? 16 : bytes));
     bytes_ = bytes;
     return ProbeStatus::Ok();
   }
   void Reset() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
+    if (ptr_ != nullptr) {
+      ScopedDevice on(device_);
+      cudaFree(ptr_);
+    }
     ptr_ = nullptr;
     bytes_ = 0;
   }
@@ -92,6 +130,7 @@ class DeviceBuffer {
  private:
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
+  int device_ = 0;
 };
 
 // Page-locked (cudaMallocHost) or pageable (new[]) host memory.
@@ -134,18 +173,26 @@ class Stream {
   Stream() = default;
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
-  Stream(Stream&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
-  ~Stream() {
-    if (s_ != nullptr) cudaStreamDestroy(s_);
-  }
+  Stream(Stream&& o) noexcept : s_(o.s_), device_(o.device_) { o.s_ = nullptr; }
+  ~Stream() { Reset(); }
   ProbeStatus Create() {
+    Reset();
+    device_ = CurrentDevice();
     MOETUNE_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
     return ProbeStatus::Ok();
+  }
+  // Pending work still completes (cudaStreamDestroy does not wait for it).
+  void Reset() {
+    if (s_ == nullptr) return;
+    ScopedDevice on(device_);
+    cudaStreamDestroy(s_);
+    s_ = nullptr;
   }
   cudaStream_t get() const { return s_; }
 
  private:
   cudaStream_t s_ = nullptr;
+  int device_ = 0;
 };
 
 class Event {
@@ -153,11 +200,14 @@ class Event {
   Event() = default;
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
-  Event(Event&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
+  Event(Event&& o) noexcept : e_(o.e_), device_(o.device_) { o.e_ = nullptr; }
   ~Event() {
-    if (e_ != nullptr) cudaEventDestroy(e_);
+    if (e_ == nullptr) return;
+    ScopedDevice on(device_);
+    cudaEventDestroy(e_);
   }
   ProbeStatus Create() {
+    device_ = CurrentDevice();
     MOETUNE_CUDA(cudaEventCreate(&e_));
     return ProbeStatus::Ok();
   }
@@ -165,6 +215,7 @@ class Event {
 
  private:
   cudaEvent_t e_ = nullptr;
+  int device_ = 0;
 };
 
 // Seconds between two recorded events (waits for `end`).
@@ -182,9 +233,12 @@ class CublasHandle {
   CublasHandle(const CublasHandle&) = delete;
   CublasHandle& operator=(const CublasHandle&) = delete;
   ~CublasHandle() {
-    if (h_ != nullptr) cublasDestroy(h_);
+    if (h_ == nullptr) return;
+    ScopedDevice on(device_);
+    cublasDestroy(h_);
   }
   ProbeStatus Create() {
+    device_ = CurrentDevice();
     MOETUNE_CUBLAS(cublasCreate(&h_));
     return ProbeStatus::Ok();
   }
@@ -192,6 +246,7 @@ class CublasHandle {
 
  private:
   cublasHandle_t h_ = nullptr;
+  int device_ = 0;
 };
 
 class CublasLtHandle {
@@ -200,9 +255,12 @@ class CublasLtHandle {
   CublasLtHandle(const CublasLtHandle&) = delete;
   CublasLtHandle& operator=(const CublasLtHandle&) = delete;
   ~CublasLtHandle() {
-    if (h_ != nullptr) cublasLtDestroy(h_);
+    if (h_ == nullptr) return;
+    ScopedDevice on(device_);
+    cublasLtDestroy(h_);
   }
   ProbeStatus Create() {
+    device_ = CurrentDevice();
     MOETUNE_CUBLAS(cublasLtCreate(&h_));
     return ProbeStatus::Ok();
   }
@@ -210,6 +268,7 @@ class CublasLtHandle {
 
  private:
   cublasLtHandle_t h_ = nullptr;
+  int device_ = 0;
 };
 
 // Host-side bf16 <-> fp32 (round to nearest even), no CUDA headers needed.

@@ -14,8 +14,14 @@ ProbeStatus CudaDeviceCount(int* count) {
   const cudaError_t e = cudaGetDeviceCount(count);
   if (e != cudaSuccess) {
     *count = 0;
+    // Without any NVIDIA driver (a machine with no GPU) the runtime reports
+    // an "insufficient" driver; say what that usually means.
+    const char* hint = e == cudaErrorInsufficientDriver
+                           ? "; no NVIDIA driver is loaded (no GPU on this machine?) or it is older than this "
+                             "CUDA runtime"
+                           : "";
     return Unavailable(std::string("no CUDA device: cudaGetDeviceCount: ") + cudaGetErrorString(e) + " (" +
-                       cudaGetErrorName(e) + ")");
+                       cudaGetErrorName(e) + ")" + hint);
   }
   if (*count == 0) return Unavailable("no CUDA device: cudaGetDeviceCount returned 0 devices");
   return ProbeStatus::Ok();

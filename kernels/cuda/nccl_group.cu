@@ -68,16 +68,29 @@ ProbeStatus NcclGroup::Create(const GroupSpec& group, std::unique_ptr<NcclGroup>
     MOETUNE_PROBE_RETURN_IF_ERROR(lr->stream.Create());
     MOETUNE_PROBE_RETURN_IF_ERROR(lr->compute.Create());
     MOETUNE_PROBE_RETURN_IF_ERROR(lr->sync.Create(sizeof(float)));
+    // The barrier all-reduces this float; give it a defined value.
+    MOETUNE_CUDA(cudaMemset(lr->sync.get(), 0, sizeof(float)));
+    MOETUNE_CUDA(cudaDeviceSynchronize());
   }
   *out = std::move(g);
   return ProbeStatus::Ok();
 }
 
 NcclGroup::~NcclGroup() {
+  // Let every rank's queued work finish, then destroy the communicators one
+  // after another from this thread, as nccl-tests does for the communicators
+  // of ncclCommInitAll (NCCL reclaims the shared intra-process resources when
+  // the last of them is destroyed). Streams and buffers are released by
+  // ~LocalRank under their own device (cuda_check.h).
   for (auto& lr : ranks_) {
-    cudaSetDevice(lr->device);
-    cudaStreamSynchronize(lr->stream.get());
+    ScopedDevice on(lr->device);
+    if (lr->stream.get() != nullptr) cudaStreamSynchronize(lr->stream.get());
+    if (lr->compute.get() != nullptr) cudaStreamSynchronize(lr->compute.get());
+  }
+  for (auto& lr : ranks_) {
+    ScopedDevice on(lr->device);
     if (lr->comm != nullptr) ncclCommDestroy(lr->comm);
+    lr->comm = nullptr;
   }
 }
 

@@ -3,6 +3,7 @@
 // another stream.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "kernels/cuda/cuda_check.h"
@@ -13,6 +14,11 @@ namespace moetune::kernels::cuda {
 
 ProbeStatus RunOffload(const OffloadParams& p, int device, ProbeResult* result) {
   (void)device;
+  if (p.under_gemm && (p.gemm_m > INT32_MAX || p.gemm_n > INT32_MAX || p.gemm_k > INT32_MAX)) {
+    return InvalidArgument("offload (cuda): gemm_m/n/k (" + std::to_string(p.gemm_m) + ", " +
+                           std::to_string(p.gemm_n) + ", " + std::to_string(p.gemm_k) +
+                           ") must fit in int32 (cublasGemmEx's dimensions)");
+  }
   int64_t max_size = 0;
   for (int64_t s : p.sizes_bytes) max_size = std::max(max_size, s);
   DeviceBuffer dev;
