@@ -4,8 +4,12 @@
 #   2. builds the whole tree as a machine without CUDA would (toolkit hidden):
 #      GPU code is replaced by implementations that report Unimplemented;
 #   3. fuzzes the parsers of outside data for a bounded time (tools/fuzz.sh);
-#   4. builds the whole tree with CUDA (when the toolkit is present) and runs
+#   4. runs every test under AddressSanitizer + UndefinedBehaviorSanitizer
+#      (--config=asan), and the server, agent and service tests under
+#      ThreadSanitizer (--config=tsan, with tools/sanitizers' self-test);
+#   5. builds the whole tree with CUDA (when the toolkit is present) and runs
 #      `bazel test //...`; Bazel's summary line ends the output.
+# SANITIZERS=0 skips step 4 (for a quick local run; CI runs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +28,18 @@ bazel test --repo_env=MOETUNE_CUDA_PATH=/nonexistent //kernels/...
 echo "== test.sh: fuzzing, ${FUZZ_SECONDS:-20} s per target (tools/fuzz.sh)"
 tools/fuzz.sh
 # --- end fuzzing ---
+
+if [[ "${SANITIZERS:-1}" != 0 ]]; then
+  # --nocache_test_results as below. ASan/UBSan: leaks, overflows, use after
+  # free, and undefined behaviour (not recoverable: it fails the test).
+  echo "== test.sh: bazel test --config=asan //... (AddressSanitizer + UndefinedBehaviorSanitizer)"
+  bazel test --config=asan --nocache_test_results //...
+  # TSan: everything with threads: server, agent, the multi-process service
+  # tests (their server and agent binaries are TSan builds too).
+  echo "== test.sh: bazel test --config=tsan (ThreadSanitizer): server, agent, service tests"
+  bazel test --config=tsan --nocache_test_results //server/... //agent/... //tests/... \
+    //tools/cli/... //tools/sanitizers:tsan_self_test
+fi
 
 echo "== test.sh: bazel test //... (CUDA toolkit: ${MOETUNE_CUDA_PATH:-/usr/local/cuda})"
 # --nocache_test_results: every test really runs on every call (the disk cache
