@@ -542,4 +542,14 @@ double CalibratedCostModel::KernelLaunchSeconds(bool cuda_graphs) const {
   return prior_->KernelLaunchSeconds(cuda_graphs);
 }
 
+EtpExchange ExpertTensorParallelExchange(double rows, double row_elems, double operand_bytes,
+                                         int etp) {
+  EtpExchange x;
+  if (etp <= 1) return x;
+  const double gathered_elems = rows * etp * row_elems;
+  x.gather_bytes = gathered_elems * operand_bytes;
+  x.scatter_bytes = gathered_elems * 2.0;  // BF16 partial sums
+  return x;
+}
+
 }  // namespace moetune::planner

@@ -88,6 +88,20 @@ TEST(DatasheetCostModelTest, CollectivesByHand) {
   }
 }
 
+TEST(ExpertTensorParallelExchangeTest, ByHand) {
+  // 1,000 rows of 7,168 elements over etp 4 gather 4,000 rows: 28.672 M
+  // elements, FP8 operands (1 B) gathered, BF16 partials (2 B) scattered.
+  const EtpExchange fp8 = ExpertTensorParallelExchange(1000, 7168, 1.0, 4);
+  EXPECT_DOUBLE_EQ(fp8.gather_bytes, 28.672e6);
+  EXPECT_DOUBLE_EQ(fp8.scatter_bytes, 57.344e6);
+  const EtpExchange bf16 = ExpertTensorParallelExchange(1000, 7168, 2.0, 4);
+  EXPECT_DOUBLE_EQ(bf16.gather_bytes, 57.344e6);
+  // No expert tensor parallelism, nothing to exchange.
+  const EtpExchange none = ExpertTensorParallelExchange(1000, 7168, 2.0, 1);
+  EXPECT_EQ(none.gather_bytes, 0);
+  EXPECT_EQ(none.scatter_bytes, 0);
+}
+
 TEST(DatasheetCostModelTest, MoreRanksNeverFasterForTheSameBytes) {
   const DatasheetCostModel cm(RoundCluster());
   for (CollectiveKind kind : {CollectiveKind::kAllGather, CollectiveKind::kAllReduce,

@@ -172,7 +172,7 @@ struct Context {
   double tokens_rank;  // tokens_cp / tp (sequence-parallel share)
   int tp, cp, ep, etp;
   int micro_batches;
-  LinkSpan tp_span, cp_span;
+  LinkSpan tp_span, cp_span, etp_span;
   int ep_gpus_per_domain;
   double bwd_gemm_factor;  // 2 (dgrad + wgrad) or 1 (LoRA)
   bool lora;
@@ -194,7 +194,7 @@ struct KindCosts {
   Cost fc1, fc2;          // dense MLP, or the shared experts (precision)
   Cost router;            // MoE router, BF16 (layout only)
   Cost gfc1, gfc2;        // routed experts (precision, grouped, imbalance)
-  Cost dispatch, combine; // EP, ep > 1 (precision, dispatcher, imbalance)
+  Cost dispatch, combine; // EP (ep > 1) + ETP gather/scatter (etp > 1)
   Cost tp_ag, tp_rs;      // tp > 1 (layout only)
   Cost cp_ring;           // cp > 1 (layout only)
 };
@@ -256,6 +256,16 @@ void PrecisionKindCosts(const StepModel::LayerKindTables& k, const Context& c,
   }
 }
 
+// Sum of two costs; calibrated only when both parts are.
+Cost AddCost(const Cost& a, const Cost& b) {
+  Cost sum;
+  sum.seconds = a.seconds + b.seconds;
+  sum.source = a.source == CostSource::kCalibrated && b.source == CostSource::kCalibrated
+                   ? CostSource::kCalibrated
+                   : CostSource::kDatasheetPrior;
+  return sum;
+}
+
 // Routed experts and EP dispatch/combine (MoE kinds) at c.precision.
 void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalance,
                      KindCosts* kc) {
@@ -288,6 +298,15 @@ void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalanc
     kc->dispatch = cm.Dispatch(d);
     d.bytes_per_token = h * kActivationBytes;
     kc->combine = cm.Dispatch(d);
+  }
+  if (c.etp > 1) {
+    const EtpExchange x = ExpertTensorParallelExchange(
+        c.tokens_rank * m.moe_top_k * g.imbalance, h,
+        c.low_precision ? c.operand_bytes : 2.0, c.etp);
+    kc->dispatch = AddCost(
+        kc->dispatch, cm.Collective(CollectiveKind::kAllGather, x.gather_bytes, c.etp, c.etp_span));
+    kc->combine = AddCost(kc->combine, cm.Collective(CollectiveKind::kReduceScatter,
+                                                     x.scatter_bytes, c.etp, c.etp_span));
   }
 }
 
@@ -369,8 +388,8 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
     l.Add(kSRouted, fc2, fwd_bwd);
     // EP dispatch (low-precision payload when the GEMMs are) and combine
     // (BF16); backward moves the same volumes in BF16.
-    if (c.ep > 1) {
-      // (DispatchShape in ExpertKindCosts.)
+    if (c.ep > 1 || c.etp > 1) {
+      // (DispatchShape and the ETP exchange in ExpertKindCosts.)
       const Cost dispatch = kc.dispatch;
       const Cost combine = kc.combine;
       ep_fwd_s = dispatch.seconds + combine.seconds;
@@ -480,7 +499,8 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
     }
     if (rc.modules & kRecomputeLayerNorm) t += mb_per_elem * 4.0 * h;  // 2 norms
     if ((rc.modules & kRecomputeMoeAct) && k.moe) {
-      t += mb_per_elem * 3.0 * m.moe_top_k * double(m.moe_ffn_hidden_size) / c.etp;
+      // Per rank: etp x the rows (ETP gather) at ffn / etp columns each.
+      t += mb_per_elem * 3.0 * m.moe_top_k * double(m.moe_ffn_hidden_size);
     }
     if ((rc.modules & kRecomputeMlp) && !k.moe) t += mlp_f.seconds;
     if ((rc.modules & kRecomputeMoe) && k.moe) {
@@ -499,10 +519,9 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
     if (o & kOffloadCoreAttn) elems += double(m.num_attention_heads) * m.v_head_dim;
     if (o & kOffloadAttnProj) elems += h;
     if (o & kOffloadMlpNorm) elems += h;
-    if (k.moe && (o & kOffloadExpertFc1)) elems += m.moe_top_k * h;
-    if (k.moe && (o & kOffloadMoeAct)) {
-      elems += m.moe_top_k * double(m.moe_ffn_hidden_size) / c.etp;
-    }
+    // Routed rows: etp x as many after the ETP gather, ffn / etp wide.
+    if (k.moe && (o & kOffloadExpertFc1)) elems += m.moe_top_k * h * c.etp;
+    if (k.moe && (o & kOffloadMoeAct)) elems += m.moe_top_k * double(m.moe_ffn_hidden_size);
     const Cost copy = cm.HostOffload(tr * elems * kActivationBytes);
     double compute = 0;
     for (int i = kSAttnCore; i <= kSMemBound; ++i) compute += l.s[i];
@@ -535,8 +554,9 @@ double LayerActivationBytes(const StepModel::LayerKindTables& k,
     if (!(r & kRecomputeMlp)) bytes += k.act_mlp * kActivationBytes;
   } else {
     if (!(r & kRecomputeMoe)) {
-      const double permuted = m.moe_top_k * h;
-      bytes += permuted * gemm_in + (k.act_moe - permuted) * kActivationBytes;
+      // The experts' input rows: etp x top_k per token after the ETP gather.
+      const double permuted = m.moe_top_k * h * c.etp;
+      bytes += permuted * gemm_in + (k.act_moe - m.moe_top_k * h) * kActivationBytes;
       if (!(r & kRecomputeMoeAct)) bytes += k.act_moe_act * gemm_in;
     }
     if (!(r & kRecomputeSharedExperts)) bytes += k.act_shared * kActivationBytes;
@@ -549,7 +569,7 @@ double LayerActivationBytes(const StepModel::LayerKindTables& k,
     if (o & kOffloadAttnProj) off += h * kActivationBytes;
     if (o & kOffloadMlpNorm) off += h * kActivationBytes;
     if (k.moe && (o & kOffloadExpertFc1) && !(r & kRecomputeMoe)) {
-      off += m.moe_top_k * h * gemm_in;
+      off += m.moe_top_k * h * c.etp * gemm_in;
     }
     if (k.moe && (o & kOffloadMoeAct) && !(r & kRecomputeMoe) &&
         !(r & kRecomputeMoeAct)) {
@@ -787,6 +807,8 @@ Context LayoutContext(const CostModel* cost, const ModelSpec* model,
   c.tp_span = p.tp <= domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
   c.cp_span = p.tp * p.cp <= domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
   c.ep_gpus_per_domain = std::min(p.ep, std::max(1, domain / p.etp));
+  // Expert ranks are ordered etp-ep-dp: the ETP group is consecutive GPUs.
+  c.etp_span = p.etp <= domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
   c.bwd_gemm_factor = lora ? 1.0 : 2.0;
   c.lora = lora;
   c.launch_s = 0;

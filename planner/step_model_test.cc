@@ -243,6 +243,33 @@ TEST(StepModelRelativeTest, ExpertParallelOverTheNicIsSlower) {
   EXPECT_GT(gb200_ep64, b200_ep64);
 }
 
+// Expert tensor parallelism moves every routed row etp times (all-gather
+// before the experts, reduce-scatter after): at the same EP it adds EP
+// communication, never removes it.
+TEST(StepModelRelativeTest, ExpertTensorParallelismCostsCommunication) {
+  const StepModel sm = Make(Preset("deepseek-v3"), "gb200-nvl72", {1024, 4096, 8192});
+  Knobs k;
+  k.overlap.ep_comm = false;  // compare exposed times directly
+  auto ep_seconds = [&](int etp) {
+    ParallelConfig p = Layout(2, 4, 1, 4, 1, 1);
+    p.etp = etp;
+    absl::StatusOr<Prediction> pr = sm.Predict(p, k);
+    EXPECT_TRUE(pr.ok()) << pr.status();
+    double s = 0;
+    if (!pr.ok()) return s;
+    for (const Term& t : pr->breakdown) {
+      if (t.kind == TermKind::kCommEpExposed || t.kind == TermKind::kCommEpHidden) s += t.seconds;
+    }
+    return s;
+  };
+  const double etp1 = ep_seconds(1);
+  const double etp8 = ep_seconds(8);
+  EXPECT_GT(etp1, 0);
+  // 8 x the rows through an 8-rank all-gather and reduce-scatter: much more
+  // than the dispatch alone.
+  EXPECT_GT(etp8, 2.0 * etp1);
+}
+
 TEST(StepModelRelativeTest, PipelineAndPrecision) {
   const ModelSpec m = Preset("llama3-70b");
   const StepModel sm = Make(m, "h100-sxm", {64, 4096, 64});
