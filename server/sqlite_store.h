@@ -11,6 +11,7 @@
 #include "server/store.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace moetune::server {
 
@@ -25,8 +26,8 @@ class SqliteStore final : public Store {
 
   absl::Status PutAgent(const moetune::v1::AgentInfo& agent) override;
   absl::StatusOr<std::vector<moetune::v1::AgentInfo>> ListAgents() override;
-  absl::StatusOr<bool> PutResult(const moetune::v1::ProbeResult& result,
-                                 const std::optional<TaskUpdate>& task_update) override;
+  absl::StatusOr<std::vector<absl::StatusOr<bool>>> PutResults(
+      const std::vector<ResultWrite>& writes) override;
   absl::StatusOr<std::vector<moetune::v1::ProbeResult>> ListResults(
       const ResultFilter& filter) override;
   absl::StatusOr<int64_t> CountResults(const ResultFilter& filter) override;
@@ -47,9 +48,16 @@ class SqliteStore final : public Store {
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status PutJobLocked(const moetune::v1::Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status UpdateTaskLocked(const TaskUpdate& update) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<bool> PutOneResultLocked(const moetune::v1::ProbeResult& result,
+                                          const std::optional<TaskUpdate>& task_update)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
   sqlite3* db_ ABSL_GUARDED_BY(mu_);
+  // The ingest path's statements, prepared once (see sqlite_store.cc).
+  sqlite3_stmt* find_result_ ABSL_GUARDED_BY(mu_) = nullptr;
+  sqlite3_stmt* insert_result_ ABSL_GUARDED_BY(mu_) = nullptr;
+  sqlite3_stmt* update_task_ ABSL_GUARDED_BY(mu_) = nullptr;
   const std::string path_;
 };
 
