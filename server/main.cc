@@ -147,6 +147,12 @@ int main(int argc, char** argv) {
   }
   std::cerr << "moetune-server: stopping" << std::endl;
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  const ms::ResultWriter::Stats commits = scheduler.WriterStats();
+  std::cerr << "moetune-server: group commit: " << commits.writes << " results in "
+            << commits.transactions << " transactions ("
+            << (commits.transactions > 0 ? static_cast<double>(commits.writes) / commits.transactions : 0)
+            << " per transaction, largest " << commits.largest_batch << ", "
+            << commits.failed_transactions << " failed)" << std::endl;
   // Plan jobs still running are re-run after the next start (JobRunner::Recover).
   std::_Exit(0);
 }
