@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/internal/gated_store.h"
 #include "server/internal/test_util.h"
 #include "server/sqlite_store.h"
 
@@ -21,77 +22,11 @@ namespace moetune::server {
 namespace {
 
 namespace v1 = ::moetune::v1;
+using ::moetune::server::testing::GatedStore;
 using ::moetune::server::testing::StatusIs;
 using ::moetune::server::testing::TempDbPath;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// A Store that forwards to a real one; PutResults records each batch's size
-// and, while the gate is closed, blocks (the first caller only).
-class GatedStore final : public Store {
- public:
-  explicit GatedStore(Store* real) : real_(real) {}
-
-  void OpenGate() {
-    absl::MutexLock l(&mu_);
-    open_ = true;
-  }
-  // True once a PutResults call is blocked at the closed gate.
-  bool Blocked() {
-    absl::MutexLock l(&mu_);
-    return blocked_;
-  }
-  std::vector<int> batch_sizes() {
-    absl::MutexLock l(&mu_);
-    return sizes_;
-  }
-
-  absl::StatusOr<std::vector<absl::StatusOr<bool>>> PutResults(
-      const std::vector<ResultWrite>& writes) override {
-    {
-      absl::MutexLock l(&mu_);
-      sizes_.push_back(static_cast<int>(writes.size()));
-      blocked_ = !open_;
-      mu_.Await(absl::Condition(&open_));
-      blocked_ = false;
-    }
-    return real_->PutResults(writes);
-  }
-
-  absl::Status PutAgent(const v1::AgentInfo& a) override { return real_->PutAgent(a); }
-  absl::StatusOr<std::vector<v1::AgentInfo>> ListAgents() override { return real_->ListAgents(); }
-  absl::StatusOr<std::vector<v1::ProbeResult>> ListResults(const ResultFilter& f) override {
-    return real_->ListResults(f);
-  }
-  absl::StatusOr<int64_t> CountResults(const ResultFilter& f) override {
-    return real_->CountResults(f);
-  }
-  absl::Status CreateCampaign(const StoredCampaign& c) override { return real_->CreateCampaign(c); }
-  absl::Status UpdateTask(const TaskUpdate& u) override { return real_->UpdateTask(u); }
-  absl::Status SetCampaignState(const std::string& id, v1::CampaignState s) override {
-    return real_->SetCampaignState(id, s);
-  }
-  absl::StatusOr<std::vector<StoredCampaign>> LoadCampaigns() override {
-    return real_->LoadCampaigns();
-  }
-  absl::Status PutJob(const v1::Job& j) override { return real_->PutJob(j); }
-  absl::Status FinishJob(const v1::Job& j, const JobConfigs& c) override {
-    return real_->FinishJob(j, c);
-  }
-  absl::StatusOr<v1::Job> GetJob(const std::string& id) override { return real_->GetJob(id); }
-  absl::StatusOr<std::vector<v1::Job>> ListJobs() override { return real_->ListJobs(); }
-  absl::StatusOr<std::string> GetJobConfig(const std::string& id, int rank,
-                                           v1::ConfigFormat f) override {
-    return real_->GetJobConfig(id, rank, f);
-  }
-
- private:
-  Store* real_;
-  absl::Mutex mu_;
-  bool open_ ABSL_GUARDED_BY(mu_) = false;
-  bool blocked_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<int> sizes_ ABSL_GUARDED_BY(mu_);
-};
 
 v1::ProbeResult Result(const std::string& id) {
   v1::ProbeResult r;
