@@ -441,6 +441,11 @@ int main(int argc, char** argv) {
       },
       absl::Seconds(60));
   const absl::Duration elapsed = absl::Now() - t0;
+  // Calls still in flight (not drained) end by their 30 s deadline; their
+  // callbacks use the agents, so nothing is torn down before they are over.
+  const bool settled = WaitFor([&] { return totals.in_flight.load() == 0; }, absl::Seconds(40));
+  int64_t still_queued = 0;
+  for (const Agent& a : agents) still_queued += static_cast<int64_t>(a.queue.size());
   const double server_cpu = ProcCpuSeconds(server.pid()) - server_cpu0;
   const double self_cpu = SelfCpuSeconds() - self_cpu0;
   const int64_t rss_kb = ProcStatusKb(server.pid(), "VmRSS");
@@ -466,7 +471,7 @@ int main(int argc, char** argv) {
       std::cerr << "load: ListAgents failed: " << s.error_code() << " " << s.error_message() << "\n";
     }
   }
-  agents.clear();  // close every connection
+  if (settled) agents.clear();  // close every connection
   server.Kill(SIGTERM);
 
   // Every acknowledged id must be in the store.
@@ -493,7 +498,9 @@ int main(int argc, char** argv) {
               static_cast<long long>(totals.report_calls.load()),
               max_batch == 1 ? "ReportResult, 1 result each"
                              : absl::StrCat("ReportResults, up to ", max_batch, " results").c_str(),
-              max_queue, drained ? "" : " (NOT drained)");
+              max_queue,
+              drained ? ""
+                      : absl::StrCat(" (NOT drained: ", still_queued, " results still queued)").c_str());
   std::printf("ingest: %.0f results/s, %.0f measurements/s (%d measurements x %d samples each)\n",
               acked / secs, acked * measurements / secs, measurements, samples);
   std::printf("report calls:    %s\n", report_lat.Summary().c_str());
@@ -515,7 +522,15 @@ int main(int argc, char** argv) {
     absl::MutexLock l(&totals.mu);
     for (const auto& [what, n] : totals.errors) std::printf("error x%d: %s\n", n, what.c_str());
   }
-  const bool ok = lost == 0 && store_ok && totals.failed.load() == 0 && live == n_agents && drained;
+  const bool ok =
+      lost == 0 && store_ok && totals.failed.load() == 0 && live == n_agents && drained && settled;
   std::printf("%s\n", ok ? "LOAD OK" : "LOAD FAILED");
+  if (!settled) {
+    // Some call never ended: its callback may still run, so skip every
+    // destructor (the process ends here).
+    std::printf("calls still in flight at exit\n");
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
   return ok ? 0 : 1;
 }
