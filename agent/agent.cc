@@ -1,14 +1,19 @@
 #include "agent/agent.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <thread>
+
+#include <google/protobuf/io/coded_stream.h>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agent/delivery_policy.h"
 #include "agent/grpc_rendezvous.h"
 #include "agent/task_convert.h"
 
@@ -77,19 +82,65 @@ bool Agent::Register() {
   if (resp.heartbeat_interval_ms() > 0) {
     heartbeat_interval_ = absl::Milliseconds(resp.heartbeat_interval_ms());
   }
+  server_max_message_bytes_ = resp.max_message_bytes();
+  server_max_results_ = resp.max_results_per_report();
   Log(absl::StrCat("registered as ", agent_id_, " (session ", session_id_, ", ",
                    spool_->size(), " results waiting in the spool)"));
   return true;
 }
 
-void Agent::LogAck(const std::string& result_id) {
-  if (options_.ack_log_path.empty()) return;
-  std::ofstream out(options_.ack_log_path, std::ios::app);
-  out << result_id << "\n";
-  out.flush();
+void Agent::Acked(const std::vector<std::string>& result_ids) {
+  if (result_ids.empty()) return;
+  if (!options_.ack_log_path.empty()) {
+    std::ofstream out(options_.ack_log_path, std::ios::app);
+    for (const std::string& id : result_ids) out << id << "\n";
+    out.flush();
+  }
+  if (absl::Status st = spool_->AckAll(result_ids); !st.ok()) {
+    // Still in the spool file: sent again after a restart, and the server
+    // answers "duplicate". Nothing is lost.
+    Log(absl::StrCat("spool: ", st.ToString()));
+  }
+  const std::set<std::string> ids(result_ids.begin(), result_ids.end());
+  unspooled_.erase(std::remove_if(unspooled_.begin(), unspooled_.end(),
+                                  [&](const v1::ProbeResult& r) { return ids.count(r.result_id()); }),
+                   unspooled_.end());
 }
 
-bool Agent::Send(const v1::ProbeResult& r) {
+void Agent::Refused(const v1::ProbeResult& r, const std::string& reason) {
+  absl::Status st = spool_->DeadLetter(r, reason);
+  if (!st.ok()) {
+    // Not written anywhere else: keep it queued (it blocks nothing behind it
+    // only once the dead-letter file is writable again).
+    Log(absl::StrCat("server refused result ", r.result_id(), " for good (", reason,
+                     ") but the dead-letter file cannot take it: ", st.ToString()));
+    return;
+  }
+  Log(absl::StrCat("server refused result ", r.result_id(), " for good: ", reason,
+                   "; moved to dead-letter file ", spool_->dead_letter_path()));
+  unspooled_.erase(std::remove_if(unspooled_.begin(), unspooled_.end(),
+                                  [&](const v1::ProbeResult& u) {
+                                    return u.result_id() == r.result_id();
+                                  }),
+                   unspooled_.end());
+}
+
+namespace {
+// Bytes a length-delimited field of `len` bytes takes in a message: its tag
+// (1 byte for field numbers 1-15), the length as a varint, the bytes.
+int64_t FieldBytes(size_t len) {
+  return static_cast<int64_t>(1 + google::protobuf::io::CodedOutputStream::VarintSize64(len) + len);
+}
+}  // namespace
+
+int64_t Agent::RequestBytes(const std::vector<const v1::ProbeResult*>& batch) const {
+  absl::MutexLock lock(&mu_);
+  int64_t n = FieldBytes(agent_id_.size()) + FieldBytes(session_id_.size());
+  for (const v1::ProbeResult* r : batch) n += FieldBytes(r->ByteSizeLong());
+  return n;
+}
+
+bool Agent::SendOne(const v1::ProbeResult& r) {
   v1::ReportResultRequest req;
   {
     absl::MutexLock lock(&mu_);
@@ -101,31 +152,133 @@ bool Agent::Send(const v1::ProbeResult& r) {
   grpc::ClientContext ctx;
   SetDeadline(&ctx, options_.rpc_timeout);
   grpc::Status s = stub_->ReportResult(&ctx, req, &resp);
-  if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
-    // The server will never take it; drop it from the queue but say so.
-    Log(absl::StrCat("server rejected result ", r.result_id(), " for good: ", s.error_message()));
+  if (s.ok()) {
+    Acked({r.result_id()});
     return true;
   }
+  int64_t server_max;
+  {
+    absl::MutexLock lock(&mu_);
+    server_max = server_max_message_bytes_;
+  }
+  Verdict v = ClassifyCallFailure(static_cast<absl::StatusCode>(s.error_code()), s.error_message(),
+                                  s.error_details(), static_cast<int64_t>(req.ByteSizeLong()),
+                                  server_max);
+  if (v.permanent) {
+    Refused(r, v.reason);
+    return true;
+  }
+  if (s.error_code() == grpc::StatusCode::NOT_FOUND) SessionLost();
+  Log(absl::StrCat("report of ", r.result_id(), " failed (kept for a re-send): ", Describe(s)));
+  return false;
+}
+
+bool Agent::SendBatch(const std::vector<const v1::ProbeResult*>& batch) {
+  if (!batch_rpc_) {
+    for (const v1::ProbeResult* r : batch) {
+      if (!SendOne(*r)) return false;
+    }
+    return true;
+  }
+  v1::ReportResultsRequest req;
+  int64_t server_max;
+  {
+    absl::MutexLock lock(&mu_);
+    req.set_agent_id(agent_id_);
+    req.set_session_id(session_id_);
+    server_max = server_max_message_bytes_;
+  }
+  for (const v1::ProbeResult* r : batch) *req.add_results() = *r;
+  v1::ReportResultsResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, options_.rpc_timeout);
+  grpc::Status s = stub_->ReportResults(&ctx, req, &resp);
+  if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    Log("server has no ReportResults; reporting one result per call");
+    batch_rpc_ = false;
+    return SendBatch(batch);
+  }
   if (!s.ok()) {
+    Verdict v = ClassifyCallFailure(static_cast<absl::StatusCode>(s.error_code()),
+                                    s.error_message(), s.error_details(),
+                                    static_cast<int64_t>(req.ByteSizeLong()), server_max);
+    if (v.permanent && batch.size() > 1) {
+      // Refused as a whole (e.g. larger than the server takes): each result
+      // on its own decides which of them, if any, is refused for good.
+      for (const v1::ProbeResult* r : batch) {
+        if (!SendBatch({r})) return false;
+      }
+      return true;
+    }
+    if (v.permanent) {
+      Refused(*batch[0], v.reason);
+      return true;
+    }
     if (s.error_code() == grpc::StatusCode::NOT_FOUND) SessionLost();
-    Log(absl::StrCat("report of ", r.result_id(), " failed (kept for a re-send): ", Describe(s)));
+    Log(absl::StrCat("report of ", batch.size(), " result(s) from ", batch[0]->result_id(),
+                     " failed (kept for a re-send): ", Describe(s)));
     return false;
   }
-  LogAck(r.result_id());
-  return true;
+  if (resp.outcomes_size() != static_cast<int>(batch.size())) {
+    Log(absl::StrCat("server answered ", resp.outcomes_size(), " outcomes for ", batch.size(),
+                     " results (kept for a re-send)"));
+    return false;
+  }
+  std::vector<std::string> acked;
+  bool all_done = true;
+  for (int i = 0; i < resp.outcomes_size(); ++i) {
+    const v1::ResultOutcome& o = resp.outcomes(i);
+    if (o.code() == 0) {
+      acked.push_back(batch[i]->result_id());
+      continue;
+    }
+    Verdict v = ClassifyOutcome(o);
+    if (v.permanent) {
+      Refused(*batch[i], v.reason);
+    } else {
+      all_done = false;
+      Log(absl::StrCat("report of ", batch[i]->result_id(), " failed (kept for a re-send): ",
+                       v.reason));
+    }
+  }
+  Acked(acked);
+  return all_done;
 }
 
 bool Agent::Deliver() {
-  for (const v1::ProbeResult& r : spool_->Pending()) {
-    if (!Send(r)) return false;
-    if (absl::Status st = spool_->Ack(r.result_id()); !st.ok()) {
-      Log(absl::StrCat("spool: ", st.ToString()));
-      return false;
-    }
+  std::vector<v1::ProbeResult> queue = spool_->Pending();
+  queue.insert(queue.end(), unspooled_.begin(), unspooled_.end());
+  int max_results = options_.max_results_per_report;
+  int64_t server_max_bytes;
+  {
+    absl::MutexLock lock(&mu_);
+    if (server_max_results_ > 0) max_results = std::min(max_results, server_max_results_);
+    server_max_bytes = server_max_message_bytes_;
   }
-  while (!unspooled_.empty()) {
-    if (!Send(unspooled_.front())) return false;
-    unspooled_.erase(unspooled_.begin());
+  max_results = std::max(1, max_results);
+  const int64_t batch_bytes = server_max_bytes > 0
+                                  ? std::min(options_.max_report_bytes, server_max_bytes)
+                                  : options_.max_report_bytes;
+  size_t next = 0;
+  while (next < queue.size()) {
+    std::vector<const v1::ProbeResult*> batch = {&queue[next++]};
+    int64_t bytes = RequestBytes(batch);
+    if (server_max_bytes > 0 && bytes > server_max_bytes) {
+      // Larger than the server accepts even alone: never deliverable as it is.
+      Refused(*batch[0], absl::StrCat("result is ", bytes, " bytes in a report; the server "
+                                      "accepts at most ", server_max_bytes,
+                                      " bytes per message (max_message_bytes)"));
+      continue;
+    }
+    // Add the next results while the call stays within both bounds (a result
+    // over this agent's own byte bound alone still goes, alone).
+    while (next < queue.size() && static_cast<int>(batch.size()) < max_results) {
+      const int64_t more = FieldBytes(queue[next].ByteSizeLong());
+      if (bytes + more > batch_bytes) break;
+      bytes += more;
+      batch.push_back(&queue[next++]);
+    }
+    if (!SendBatch(batch)) return false;
   }
   return true;
 }

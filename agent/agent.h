@@ -9,12 +9,21 @@
 // agent backs off exponentially (with jitter) up to max_backoff and keeps
 // trying; when the server no longer knows its session (restart, liveness
 // timeout) it registers again.
+//
+// Delivery sends every pending result, oldest first, in ReportResults
+// batches (bounded by the count and bytes the server advertised at
+// registration; ReportResult one by one against a server without it). A
+// result the server refuses for good (agent/delivery_policy.h: malformed, or
+// over a per-message limit) moves to the spool's dead-letter file, logged
+// with the reason, and delivery goes on with the next; a transient failure
+// stops the pass (back off, then the same results again).
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -39,6 +48,10 @@ struct AgentOptions {
   // When set, every acknowledged result_id is appended here (an audit trail
   // that tests compare with the server's store).
   std::string ack_log_path;
+  // Bounds of one ReportResults call, lowered to what the server advertises.
+  // 4 MiB is gRPC's default receive limit, for a server that says nothing.
+  int max_results_per_report = 256;
+  int64_t max_report_bytes = 4 << 20;
 };
 
 using ProbeRunner = std::function<absl::StatusOr<moetune::kernels::ProbeResult>(
@@ -59,27 +72,39 @@ class Agent {
  private:
   bool Register();
   // Sends every spooled result (and any that could not be spooled); false on
-  // the first failure.
+  // the first transient failure.
   bool Deliver();
-  // Sends one result; true when acknowledged (or refused for good).
-  bool Send(const moetune::v1::ProbeResult& r);
+  // Sends `batch` (one ReportResults call); acknowledged results leave the
+  // queue, refused ones go to the dead-letter file. False on a transient
+  // failure (the rest stays queued).
+  bool SendBatch(const std::vector<const moetune::v1::ProbeResult*>& batch);
+  // One result with ReportResult (servers without ReportResults).
+  bool SendOne(const moetune::v1::ProbeResult& r);
+  // Moves a result the server will never take out of the delivery queue.
+  void Refused(const moetune::v1::ProbeResult& r, const std::string& reason);
+  void Acked(const std::vector<std::string>& result_ids);
+  // Serialized size of a report request carrying these results.
+  int64_t RequestBytes(const std::vector<const moetune::v1::ProbeResult*>& batch) const;
   void HeartbeatLoop(const std::atomic<bool>* stop);
   void Sleep(absl::Duration d, const std::atomic<bool>* stop);
   void Backoff(const std::atomic<bool>* stop);
   void SessionLost();
   std::string NewResultId();
-  void LogAck(const std::string& result_id);
 
   const AgentOptions options_;
   std::shared_ptr<moetune::v1::AgentService::StubInterface> stub_;
   std::unique_ptr<ResultSpool> spool_;
   ProbeRunner runner_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::string agent_id_ ABSL_GUARDED_BY(mu_);
   std::string session_id_ ABSL_GUARDED_BY(mu_);
   std::string current_task_ ABSL_GUARDED_BY(mu_);
   absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mu_) = absl::Seconds(2);
+  // Request limits advertised by the server (0: not advertised).
+  int64_t server_max_message_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int server_max_results_ ABSL_GUARDED_BY(mu_) = 0;
+  bool batch_rpc_ = true;  // false once the server answered UNIMPLEMENTED
   absl::Duration backoff_;
   // Results the spool could not take (disk failure): kept in memory and sent
   // like spooled ones, so they are at least not dropped while the agent runs.

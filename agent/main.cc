@@ -25,7 +25,9 @@ ABSL_FLAG(std::string, node, "", "node name (default: the host name)");
 ABSL_FLAG(std::string, backend, "auto", "probe backend: auto, cuda or cpu");
 ABSL_FLAG(std::string, spool, "",
           "file keeping results until the server acknowledges them "
-          "(default: ./moetune-agent-<node>.spool)");
+          "(default: ./moetune-agent-<node>.spool); results the server refuses for good "
+          "(malformed, over a per-message limit) go to <spool>.dead, one JSON line each "
+          "with the reason");
 ABSL_FLAG(std::string, ack_log, "", "append each acknowledged result id to this file (audit)");
 ABSL_FLAG(int32_t, rpc_timeout_ms, 10000, "deadline of each RPC");
 ABSL_FLAG(int32_t, pull_wait_ms, 5000, "long-poll bound when asking for tasks");

@@ -6,9 +6,14 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include <google/protobuf/util/json_util.h>
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace moetune::agent {
 namespace {
@@ -96,6 +101,79 @@ absl::Status ResultSpool::Ack(const std::string& result_id) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status ResultSpool::AckAll(const std::vector<std::string>& result_ids) {
+  const std::set<std::string> ids(result_ids.begin(), result_ids.end());
+  absl::MutexLock lock(&mu_);
+  size_t dropped = 0;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (ids.count(it->second.result_id())) {
+      it = pending_.erase(it);
+      ++dropped;
+    } else {
+      ++it;
+    }
+  }
+  return dropped > 0 ? WriteLocked() : absl::OkStatus();
+}
+
+absl::Status ResultSpool::DeadLetter(const moetune::v1::ProbeResult& result,
+                                     const std::string& reason) {
+  std::string result_json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  if (!google::protobuf::util::MessageToJsonString(result, &result_json, options).ok()) {
+    return absl::InternalError(
+        absl::StrCat("result ", result.result_id(), " cannot be written as JSON"));
+  }
+  nlohmann::json record = {{"dead_lettered_unix_ms", absl::ToUnixMillis(absl::Now())},
+                           {"reason", reason},
+                           {"result", nlohmann::json::parse(result_json)}};
+  // Invalid UTF-8 (e.g. in a server message) is replaced, never a reason to fail.
+  const std::string line =
+      record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  absl::MutexLock lock(&mu_);
+  int fd = ::open(dead_letter_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno("open dead-letter file", dead_letter_path_);
+  absl::Status st = WriteAll(fd, line, dead_letter_path_);
+  if (st.ok() && ::fsync(fd) != 0) st = Errno("fsync", dead_letter_path_);
+  ::close(fd);
+  if (!st.ok()) return st;  // still in the spool: nothing is lost
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (it->second.result_id() == result.result_id()) {
+      pending_.erase(it);
+      return WriteLocked();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ResultSpool::DeadLetterRecord>> ResultSpool::ReadDeadLetters(
+    const std::string& path) {
+  std::vector<DeadLetterRecord> out;
+  if (::access(path.c_str(), F_OK) != 0) return out;
+  std::ifstream in(path);
+  if (!in) return Errno("open dead-letter file", path);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty()) continue;
+    DeadLetterRecord& r = out.emplace_back();
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    bool ok = j.is_object() && j.contains("result") && j.contains("reason") &&
+              j["reason"].is_string() && j.contains("dead_lettered_unix_ms") &&
+              j["dead_lettered_unix_ms"].is_number_integer();
+    if (ok) {
+      r.reason = j["reason"].get<std::string>();
+      r.dead_lettered_unix_ms = j["dead_lettered_unix_ms"].get<int64_t>();
+      ok = google::protobuf::util::JsonStringToMessage(j["result"].dump(), &r.result).ok();
+    }
+    if (!ok) {
+      return absl::DataLossError(
+          absl::StrCat("dead-letter file '", path, "' line ", n, " is not a dead-letter record"));
+    }
+  }
+  return out;
 }
 
 std::vector<moetune::v1::ProbeResult> ResultSpool::Pending() const {

@@ -55,6 +55,63 @@ TEST(ResultSpoolTest, CorruptFileIsDataLossNamingIt) {
   EXPECT_THAT(std::string(spool.status().message()), ::testing::HasSubstr(path));
 }
 
+TEST(ResultSpoolTest, AckAllDropsSeveralAtOnce) {
+  const std::string path = TempPath("all.spool");
+  {
+    auto spool = ResultSpool::Open(path);
+    ASSERT_TRUE(spool.ok());
+    for (const char* id : {"r1", "r2", "r3", "r4"}) ASSERT_TRUE((*spool)->Add(Result(id)).ok());
+    ASSERT_TRUE((*spool)->AckAll({"r1", "r3", "unknown"}).ok());
+  }
+  auto spool = ResultSpool::Open(path);
+  ASSERT_TRUE(spool.ok());
+  auto pending = (*spool)->Pending();
+  ASSERT_EQ(pending.size(), 2u);
+  EXPECT_EQ(pending[0].result_id(), "r2");
+  EXPECT_EQ(pending[1].result_id(), "r4");
+}
+
+TEST(ResultSpoolTest, DeadLetteredResultLeavesTheQueueAndIsKeptWithItsReason) {
+  const std::string path = TempPath("dl.spool");
+  std::remove((path + ".dead").c_str());
+  {
+    auto spool = ResultSpool::Open(path);
+    ASSERT_TRUE(spool.ok());
+    EXPECT_EQ((*spool)->dead_letter_path(), path + ".dead");
+    ASSERT_TRUE((*spool)->Add(Result("big")).ok());
+    ASSERT_TRUE((*spool)->Add(Result("next")).ok());
+    ASSERT_TRUE((*spool)->DeadLetter(Result("big"), "RESOURCE_EXHAUSTED: too many samples").ok());
+    // A result that was never spooled (kept in memory) can be dead-lettered too.
+    ASSERT_TRUE((*spool)->DeadLetter(Result("memory-only"), "INVALID_ARGUMENT: NaN").ok());
+  }
+  auto spool = ResultSpool::Open(path);
+  ASSERT_TRUE(spool.ok());
+  auto pending = (*spool)->Pending();
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].result_id(), "next");
+  auto dead = ResultSpool::ReadDeadLetters(path + ".dead");
+  ASSERT_TRUE(dead.ok()) << dead.status();
+  ASSERT_EQ(dead->size(), 2u);
+  EXPECT_EQ((*dead)[0].result.result_id(), "big");
+  EXPECT_EQ((*dead)[0].reason, "RESOURCE_EXHAUSTED: too many samples");
+  EXPECT_EQ((*dead)[0].result.measurements(0).samples_seconds(0), 1.5);  // the whole result
+  EXPECT_GT((*dead)[0].dead_lettered_unix_ms, 0);
+  EXPECT_EQ((*dead)[1].result.result_id(), "memory-only");
+}
+
+TEST(ResultSpoolTest, CorruptDeadLetterLineIsDataLossNamingFileAndLine) {
+  const std::string path = TempPath("bad.dead");
+  {
+    std::ofstream out(path);
+    out << R"({"dead_lettered_unix_ms":1,"reason":"r","result":{"result_id":"a"}})" << "\n"
+        << "not json\n";
+  }
+  auto dead = ResultSpool::ReadDeadLetters(path);
+  EXPECT_EQ(dead.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(dead.status().message()), ::testing::HasSubstr(path + "' line 2"));
+  EXPECT_TRUE(ResultSpool::ReadDeadLetters(TempPath("none.dead"))->empty());
+}
+
 TEST(ResultSpoolTest, MissingFileIsAnEmptySpool) {
   auto spool = ResultSpool::Open(TempPath("none.spool"));
   ASSERT_TRUE(spool.ok());

@@ -125,6 +125,38 @@ grpc::Status AgentServiceImpl::ReportResult(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
+grpc::Status AgentServiceImpl::ReportResults(grpc::ServerContext*,
+                                             const v1::ReportResultsRequest* req,
+                                             v1::ReportResultsResponse* resp) {
+  absl::StatusOr<std::string> cluster = registry_->Touch(req->agent_id(), req->session_id());
+  if (!cluster.ok()) return ToGrpc(cluster.status());
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  std::vector<v1::ProbeResult> accepted;
+  std::vector<int> outcome_of;  // accepted[k] -> its outcome's index
+  accepted.reserve(req->results_size());
+  for (int i = 0; i < req->results_size(); ++i) {
+    const v1::ProbeResult& r = req->results(i);
+    v1::ResultOutcome* o = resp->add_outcomes();
+    o->set_result_id(r.result_id());
+    if (absl::Status st = ValidateResult(r); !st.ok()) {
+      o->set_code(static_cast<int>(st.code()));
+      o->set_message(std::string(st.message()));
+      continue;
+    }
+    v1::ProbeResult& copy = accepted.emplace_back(r);
+    copy.mutable_provenance()->set_agent_id(req->agent_id());
+    copy.mutable_provenance()->set_cluster(*cluster);
+    copy.set_received_unix_ms(now_ms);
+    outcome_of.push_back(i);
+  }
+  std::vector<absl::StatusOr<bool>> stored = scheduler_->ReportAll(req->agent_id(), accepted);
+  for (size_t k = 0; k < stored.size(); ++k) {
+    if (!stored[k].ok()) return ToGrpc(stored[k].status());
+    resp->mutable_outcomes(outcome_of[k])->set_duplicate(!*stored[k]);
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status AgentServiceImpl::RendezvousSet(grpc::ServerContext*,
                                              const v1::RendezvousSetRequest* req,
                                              v1::RendezvousSetResponse*) {

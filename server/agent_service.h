@@ -31,6 +31,12 @@ class AgentServiceImpl final : public moetune::v1::AgentService::Service {
                         moetune::v1::PullTaskResponse* resp) override;
   grpc::Status ReportResult(grpc::ServerContext* ctx, const moetune::v1::ReportResultRequest* req,
                             moetune::v1::ReportResultResponse* resp) override;
+  // A result that fails ValidateResult gets its own INVALID_ARGUMENT outcome;
+  // the others are stored together (Scheduler::ReportAll). Any other failure
+  // fails the whole call (nothing acknowledged).
+  grpc::Status ReportResults(grpc::ServerContext* ctx,
+                             const moetune::v1::ReportResultsRequest* req,
+                             moetune::v1::ReportResultsResponse* resp) override;
   grpc::Status RendezvousSet(grpc::ServerContext* ctx,
                              const moetune::v1::RendezvousSetRequest* req,
                              moetune::v1::RendezvousSetResponse* resp) override;

@@ -123,6 +123,42 @@ TEST_F(AgentServiceTest, NonFiniteTimingIsRefusedNamingTheField) {
   EXPECT_EQ(*store_->CountResults({}), 0);
 }
 
+TEST_F(AgentServiceTest, BatchReportStoresTheGoodResultsAndRefusesTheBadOneAlone) {
+  v1::RegisterResponse reg = Register("n1");
+  v1::ReportResultsRequest batch;
+  batch.set_agent_id(reg.agent_id());
+  batch.set_session_id(reg.session_id());
+  for (const char* id : {"b1", "bad", "b2", "b1"}) {
+    v1::ProbeResult* r = batch.add_results();
+    r->set_result_id(id);
+    r->mutable_provenance()->set_cluster("spoofed");
+    r->add_measurements()->add_samples_seconds(0.5);
+  }
+  batch.mutable_results(1)->mutable_measurements(0)->set_median_seconds(-1);
+  v1::ReportResultsResponse resp;
+  grpc::Status s = stub_->ReportResults(Ctx().get(), batch, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(resp.outcomes_size(), 4);
+  EXPECT_EQ(resp.outcomes(0).result_id(), "b1");
+  EXPECT_EQ(resp.outcomes(0).code(), 0);
+  EXPECT_FALSE(resp.outcomes(0).duplicate());
+  EXPECT_EQ(resp.outcomes(1).code(), static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  EXPECT_THAT(resp.outcomes(1).message(), HasSubstr("result.measurements[0].median_seconds"));
+  EXPECT_EQ(resp.outcomes(2).code(), 0);
+  // The same id twice in one call: stored once, the second is a duplicate.
+  EXPECT_EQ(resp.outcomes(3).code(), 0);
+  EXPECT_TRUE(resp.outcomes(3).duplicate());
+  auto stored = store_->ListResults({});
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 2u);
+  for (const auto& r : *stored) EXPECT_EQ(r.provenance().cluster(), "ci");  // server's view
+  // Re-sending the whole batch acknowledges nothing new.
+  ASSERT_TRUE(stub_->ReportResults(Ctx().get(), batch, &resp).ok());
+  EXPECT_TRUE(resp.outcomes(0).duplicate());
+  EXPECT_TRUE(resp.outcomes(2).duplicate());
+  EXPECT_EQ(*store_->CountResults({}), 2);
+}
+
 TEST_F(AgentServiceTest, UnknownSessionMustRegisterAgain) {
   v1::HeartbeatRequest hb;
   hb.set_agent_id("ci/n1");

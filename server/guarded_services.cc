@@ -52,7 +52,13 @@ grpc::Status GuardedAgentService::Admit(grpc::ServerContext* ctx, const char* me
 grpc::Status GuardedAgentService::Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req,
                                            v1::RegisterResponse* resp) {
   ADMIT_AGENT("AgentService/Register", "");
-  return inner_->Register(ctx, req, resp);
+  grpc::Status s = inner_->Register(ctx, req, resp);
+  if (s.ok()) {
+    // What the agent needs to never send a request that cannot be taken.
+    resp->set_max_message_bytes(options_.limits.max_message_bytes);
+    resp->set_max_results_per_report(options_.limits.max_results_per_report);
+  }
+  return s;
 }
 
 grpc::Status GuardedAgentService::Heartbeat(grpc::ServerContext* ctx,
@@ -76,6 +82,48 @@ grpc::Status GuardedAgentService::ReportResult(grpc::ServerContext* ctx,
     return ToGrpc(st);
   }
   return inner_->ReportResult(ctx, req, resp);
+}
+
+grpc::Status GuardedAgentService::ReportResults(grpc::ServerContext* ctx,
+                                                const v1::ReportResultsRequest* req,
+                                                v1::ReportResultsResponse* resp) {
+  ADMIT_AGENT("AgentService/ReportResults", req->agent_id());
+  const int limit = options_.limits.max_results_per_report;
+  if (limit > 0 && req->results_size() > limit) {
+    return ToGrpc(MessageLimitError(absl::StrCat("ReportResults carries ", req->results_size(),
+                                                 " results, limit ", limit),
+                                    "max_results_per_report", limit, req->results_size()));
+  }
+  std::vector<std::optional<v1::ResultOutcome>> refused(req->results_size());
+  int n_refused = 0;
+  for (int i = 0; i < req->results_size(); ++i) {
+    const v1::ProbeResult& r = req->results(i);
+    absl::Status st = ValidateProbeResult(r, options_.limits);
+    if (st.ok()) continue;
+    v1::ResultOutcome& o = refused[i].emplace();
+    o.set_result_id(r.result_id());
+    o.set_code(static_cast<int>(st.code()));
+    o.set_message(std::string(st.message()));
+    if (std::optional<v1::Refusal> why = RefusalOf(st)) *o.mutable_refusal() = std::move(*why);
+    ++n_refused;
+  }
+  if (n_refused == 0) return inner_->ReportResults(ctx, req, resp);
+  v1::ReportResultsRequest valid;
+  valid.set_agent_id(req->agent_id());
+  valid.set_session_id(req->session_id());
+  for (int i = 0; i < req->results_size(); ++i) {
+    if (!refused[i]) *valid.add_results() = req->results(i);
+  }
+  v1::ReportResultsResponse stored;
+  if (valid.results_size() > 0) {
+    grpc::Status s = inner_->ReportResults(ctx, &valid, &stored);
+    if (!s.ok()) return s;
+  }
+  int k = 0;
+  for (int i = 0; i < req->results_size(); ++i) {
+    *resp->add_outcomes() = refused[i] ? std::move(*refused[i]) : stored.outcomes(k++);
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status GuardedAgentService::RendezvousSet(grpc::ServerContext* ctx,

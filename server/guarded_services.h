@@ -41,6 +41,11 @@ class GuardedAgentService final : public moetune::v1::AgentService::Service {
                         moetune::v1::PullTaskResponse* resp) override;
   grpc::Status ReportResult(grpc::ServerContext* ctx, const moetune::v1::ReportResultRequest* req,
                             moetune::v1::ReportResultResponse* resp) override;
+  // Each result is validated on its own: a refused one gets its outcome here
+  // (with its Refusal), the others go to the inner service together.
+  grpc::Status ReportResults(grpc::ServerContext* ctx,
+                             const moetune::v1::ReportResultsRequest* req,
+                             moetune::v1::ReportResultsResponse* resp) override;
   grpc::Status RendezvousSet(grpc::ServerContext* ctx,
                              const moetune::v1::RendezvousSetRequest* req,
                              moetune::v1::RendezvousSetResponse* resp) override;

@@ -3,6 +3,41 @@
 #include "absl/strings/str_cat.h"
 
 namespace moetune::server {
+namespace {
+
+absl::Status LimitError(moetune::v1::Refusal::Scope scope, absl::string_view message,
+                        absl::string_view limit, int64_t limit_value, int64_t actual) {
+  moetune::v1::Refusal r;
+  r.set_scope(scope);
+  r.set_limit(std::string(limit));
+  r.set_limit_value(limit_value);
+  r.set_actual(actual);
+  absl::Status st = absl::ResourceExhaustedError(message);
+  st.SetPayload(kRefusalTypeUrl, absl::Cord(r.SerializeAsString()));
+  return st;
+}
+
+}  // namespace
+
+absl::Status MessageLimitError(absl::string_view message, absl::string_view limit,
+                               int64_t limit_value, int64_t actual) {
+  return LimitError(moetune::v1::Refusal::REFUSAL_SCOPE_MESSAGE, message, limit, limit_value,
+                    actual);
+}
+
+absl::Status CallerLimitError(absl::string_view message, absl::string_view limit,
+                              int64_t limit_value, int64_t actual) {
+  return LimitError(moetune::v1::Refusal::REFUSAL_SCOPE_CALLER, message, limit, limit_value,
+                    actual);
+}
+
+std::optional<moetune::v1::Refusal> RefusalOf(const absl::Status& status) {
+  auto payload = status.GetPayload(kRefusalTypeUrl);
+  if (!payload) return std::nullopt;
+  moetune::v1::Refusal r;
+  if (!r.ParseFromString(std::string(*payload))) return std::nullopt;
+  return r;
+}
 
 ConcurrencyLimiter::Lease& ConcurrencyLimiter::Lease::operator=(Lease&& o) noexcept {
   if (this != &o) {
@@ -22,8 +57,9 @@ absl::StatusOr<ConcurrencyLimiter::Lease> ConcurrencyLimiter::Acquire(const std:
   absl::MutexLock lock(&mu_);
   int& n = in_flight_[key];
   if (limit_ > 0 && n >= limit_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("'", key, "' has ", n, " calls in flight; limit of ", what_, " is ", limit_));
+    return CallerLimitError(
+        absl::StrCat("'", key, "' has ", n, " calls in flight; limit of ", what_, " is ", limit_),
+        what_, limit_, n + 1);
   }
   ++n;
   return Lease(this, key);
@@ -54,9 +90,10 @@ absl::Status JobQuota::Reserve(const std::string& user) {
   absl::MutexLock lock(&mu_);
   const int n = PruneLocked(user);
   if (limit_ > 0 && n >= limit_) {
-    return absl::ResourceExhaustedError(
+    return CallerLimitError(
         absl::StrCat("user '", user, "' has ", n, " plan jobs queued or running; limit is ",
-                     limit_, " (wait for one to finish)"));
+                     limit_, " (wait for one to finish)"),
+        "plan jobs in flight per user", limit_, n + 1);
   }
   ++users_[user].reserved;
   return absl::OkStatus();

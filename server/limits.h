@@ -1,6 +1,19 @@
 // Per-caller limits of the service. Past a limit the caller gets
 // RESOURCE_EXHAUSTED naming the limit; nothing else is affected, so the server
 // keeps serving everyone else.
+//
+// Every RESOURCE_EXHAUSTED the server makes itself carries a
+// moetune.v1.Refusal (proto/common.proto) as an absl::Status payload, which
+// ToGrpc (server/grpc_status.h) sends as a gRPC error detail. Its scope says
+// what the caller should do next:
+//   REFUSAL_SCOPE_MESSAGE: this request exceeds a per-message limit
+//     (measurements per result, samples per measurement, map entries,
+//     results per batch): it will never be accepted; do not re-send it.
+//   REFUSAL_SCOPE_CALLER: this caller has too much in flight (calls per
+//     agent, WatchJob streams or plan jobs per user): re-send after a backoff.
+// The one RESOURCE_EXHAUSTED without a Refusal is gRPC's own refusal of a
+// request larger than max_message_bytes (before any handler runs); agents
+// learn that limit at registration (RegisterResponse.max_message_bytes).
 #pragma once
 
 #include <functional>
@@ -13,8 +26,22 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "proto/common.pb.h"
 
 namespace moetune::server {
+
+// The absl::Status payload key of a Refusal (also its google.protobuf.Any
+// type URL in the gRPC error details).
+inline constexpr char kRefusalTypeUrl[] = "type.googleapis.com/moetune.v1.Refusal";
+
+// RESOURCE_EXHAUSTED with `message`, carrying a Refusal of REFUSAL_SCOPE_MESSAGE
+// (permanent) or REFUSAL_SCOPE_CALLER (transient) for `limit`.
+absl::Status MessageLimitError(absl::string_view message, absl::string_view limit,
+                               int64_t limit_value, int64_t actual);
+absl::Status CallerLimitError(absl::string_view message, absl::string_view limit,
+                              int64_t limit_value, int64_t actual);
+// The Refusal a status carries, if any.
+std::optional<moetune::v1::Refusal> RefusalOf(const absl::Status& status);
 
 struct ServiceLimits {
   // Largest request gRPC accepts (bigger ones get RESOURCE_EXHAUSTED from
@@ -23,6 +50,8 @@ struct ServiceLimits {
   // Per probe result.
   int max_measurements_per_result = 4096;
   int max_samples_per_measurement = 100000;
+  // Results in one ReportResults call.
+  int max_results_per_report = 1024;
   // Calls of one agent (by agent id) in flight at once: its heartbeat, task
   // long poll, report and the rendezvous calls of a probe need a few.
   int max_concurrent_calls_per_agent = 16;

@@ -19,11 +19,32 @@ TEST(ConcurrencyLimiterTest, LeasesCountPerKeyAndFreeOnDestruction) {
   auto a3 = lim.Acquire("a");
   EXPECT_EQ(a3.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(a3.status().message(), HasSubstr("limit of concurrent calls per agent is 2"));
+  // A caller limit: retry later (not a property of the request).
+  std::optional<moetune::v1::Refusal> why = RefusalOf(a3.status());
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(why->scope(), moetune::v1::Refusal::REFUSAL_SCOPE_CALLER);
+  EXPECT_EQ(why->limit(), "concurrent calls per agent");
+  EXPECT_EQ(why->limit_value(), 2);
+  EXPECT_EQ(why->actual(), 3);
   EXPECT_TRUE(lim.Acquire("b").ok());  // other keys are not affected
   { ConcurrencyLimiter::Lease gone = std::move(*a1); }
   EXPECT_EQ(lim.InFlight("a"), 1);
   EXPECT_TRUE(lim.Acquire("a").ok());
   EXPECT_EQ(lim.InFlight("a"), 1);  // the temporary lease above was released
+}
+
+TEST(RefusalTest, MessageAndCallerLimitsCarryTheirScope) {
+  absl::Status m = MessageLimitError("x has 5 entries, limit 4", "max_x", 4, 5);
+  EXPECT_EQ(m.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(m.message(), "x has 5 entries, limit 4");
+  ASSERT_TRUE(RefusalOf(m).has_value());
+  EXPECT_EQ(RefusalOf(m)->scope(), moetune::v1::Refusal::REFUSAL_SCOPE_MESSAGE);
+  EXPECT_EQ(RefusalOf(m)->limit(), "max_x");
+  absl::Status c = CallerLimitError("too many", "max_y", 1, 2);
+  ASSERT_TRUE(RefusalOf(c).has_value());
+  EXPECT_EQ(RefusalOf(c)->scope(), moetune::v1::Refusal::REFUSAL_SCOPE_CALLER);
+  // A plain status carries none.
+  EXPECT_FALSE(RefusalOf(absl::ResourceExhaustedError("plain")).has_value());
 }
 
 TEST(ConcurrencyLimiterTest, ZeroMeansUnlimited) {

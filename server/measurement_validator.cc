@@ -29,17 +29,22 @@ absl::Status Text(const std::string& field, const std::string& s, size_t max) {
   return absl::OkStatus();
 }
 
-absl::Status Count(const std::string& field, int n, int limit) {
+// A per-message count limit: past it the result can never be accepted as it
+// is (REFUSAL_SCOPE_MESSAGE, see server/limits.h).
+absl::Status Count(const std::string& field, int n, int limit, const char* limit_name) {
   if (limit > 0 && n > limit) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(field, " has ", n, " entries, limit ", limit));
+    return MessageLimitError(absl::StrCat(field, " has ", n, " entries, limit ", limit),
+                             limit_name, limit, n);
   }
   return absl::OkStatus();
 }
 
 absl::Status StringMap(const std::string& field,
                        const google::protobuf::Map<std::string, std::string>& m) {
-  if (auto st = Count(field, static_cast<int>(m.size()), kMaxMapEntries); !st.ok()) return st;
+  if (auto st = Count(field, static_cast<int>(m.size()), kMaxMapEntries, "max_map_entries");
+      !st.ok()) {
+    return st;
+  }
   for (const auto& [k, v] : m) {
     if (auto st = Text(absl::StrCat(field, " key"), k, kMaxNameBytes); !st.ok()) return st;
     if (auto st = Text(absl::StrCat(field, "[", k.substr(0, 64), "]"), v, kMaxNameBytes * 4);
@@ -60,7 +65,7 @@ absl::Status CheckMeasurement(const std::string& f, const v1::Measurement& m,
   RETURN_IF_ERROR(Text(f + ".name", m.name(), kMaxNameBytes));
   RETURN_IF_ERROR(StringMap(f + ".labels", m.labels()));
   RETURN_IF_ERROR(Count(f + ".samples_seconds", m.samples_seconds_size(),
-                        limits.max_samples_per_measurement));
+                        limits.max_samples_per_measurement, "max_samples_per_measurement"));
   for (int j = 0; j < m.samples_seconds_size(); ++j) {
     RETURN_IF_ERROR(
         Number(absl::StrCat(f, ".samples_seconds[", j, "]"), m.samples_seconds(j), kMaxProbeSeconds));
@@ -86,7 +91,8 @@ absl::Status CheckMeasurement(const std::string& f, const v1::Measurement& m,
     RETURN_IF_ERROR(
         Number(f + ".efficiency_vs_reference", m.efficiency_vs_reference(), kMaxRatio));
   }
-  RETURN_IF_ERROR(Count(f + ".values", static_cast<int>(m.values().size()), kMaxMapEntries));
+  RETURN_IF_ERROR(
+      Count(f + ".values", static_cast<int>(m.values().size()), kMaxMapEntries, "max_map_entries"));
   for (const auto& [k, v] : m.values()) {
     RETURN_IF_ERROR(Text(f + ".values key", k, kMaxNameBytes));
     if (!std::isfinite(v)) {
@@ -120,7 +126,7 @@ absl::Status ValidateProbeResult(const v1::ProbeResult& r, const ServiceLimits& 
   RETURN_IF_ERROR(Text("result.error_message", r.error_message(), kMaxTextBytes));
   RETURN_IF_ERROR(Text("result.params_json", r.params_json(), kMaxTextBytes));
   RETURN_IF_ERROR(Count("result.measurements", r.measurements_size(),
-                        limits.max_measurements_per_result));
+                        limits.max_measurements_per_result, "max_measurements_per_result"));
   for (int i = 0; i < r.measurements_size(); ++i) {
     RETURN_IF_ERROR(CheckMeasurement(absl::StrCat("result.measurements[", i, "]"),
                                      r.measurements(i), limits));

@@ -3,7 +3,8 @@
 // configurable size limits and plausibility bounds on every numeric field.
 //
 //  * ResourceExhausted: more measurements, samples, labels or values than the
-//    limits allow (names the field, the count and the limit);
+//    limits allow (names the field, the count and the limit), with a
+//    REFUSAL_SCOPE_MESSAGE Refusal (server/limits.h): never accepted as is;
 //  * InvalidArgument: a NaN, an infinity, a negative or absurd value, an
 //    over-long string, naming the field and the value.
 #pragma once

@@ -103,6 +103,13 @@ TEST(MeasurementValidatorTest, SampleLimitIsConfigurable) {
   absl::Status st = ValidateProbeResult(Good(), limits);
   EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(st.message()), HasSubstr("samples_seconds has 3 entries, limit 2"));
+  // Per message: this result is never accepted as it is.
+  std::optional<moetune::v1::Refusal> why = RefusalOf(st);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(why->scope(), moetune::v1::Refusal::REFUSAL_SCOPE_MESSAGE);
+  EXPECT_EQ(why->limit(), "max_samples_per_measurement");
+  EXPECT_EQ(why->limit_value(), 2);
+  EXPECT_EQ(why->actual(), 3);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/limits.h"
 
 namespace moetune::server {
 
@@ -50,8 +51,11 @@ absl::Status RendezvousTable::Set(const std::string& key, std::string value) {
   }
   auto& keys = open_[*prefix];
   if (keys.size() >= kMaxKeysPerPrefix && keys.count(key) == 0) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("rendezvous prefix '", *prefix, "' holds ", keys.size(), " keys"));
+    // Permanent for this attempt: its keys are never removed while it runs.
+    return MessageLimitError(
+        absl::StrCat("rendezvous prefix '", *prefix, "' holds ", keys.size(), " keys"),
+        "max_rendezvous_keys_per_prefix", static_cast<int64_t>(kMaxKeysPerPrefix),
+        static_cast<int64_t>(keys.size() + 1));
   }
   keys[key] = std::move(value);
   return absl::OkStatus();

@@ -20,7 +20,8 @@ Scheduler::Scheduler(Store* store, RendezvousTable* rendezvous, Clock clock,
       clock_(std::move(clock)),
       live_agents_(std::move(live_agents)),
       options_(options),
-      epoch_(std::move(epoch)) {}
+      epoch_(std::move(epoch)),
+      writer_(store, options.writer) {}
 
 absl::Status Scheduler::Recover() {
   absl::StatusOr<std::vector<StoredCampaign>> loaded = store_->LoadCampaigns();
@@ -200,71 +201,157 @@ void Scheduler::FailAttemptLocked(TaskRt& t, const std::string& why, bool perman
   if (permanent || t.failures >= options_.max_attempts) {
     TaskUpdate u{t.stored.task.campaign_id(), t.stored.task.task_id(), TaskState::kFailed,
                  t.next_attempt - 1, why};
-    // If this write fails the task stays pending in memory and in the store;
-    // it will be retried (and fail again) rather than be lost.
-    if (store_->UpdateTask(u).ok()) {
-      t.stored.state = TaskState::kFailed;
-      t.stored.attempts = u.attempts;
-      UpdateCampaignStateLocked(t.stored.task.campaign_id());
+    if (t.writing) {
+      // A report of this task is being committed and may complete it: the
+      // failure is stored after that write, unless the task is done by then.
+      t.failure_to_store = std::move(u);
+      return;
     }
+    StoreFailureLocked(t, u);
   }
+}
+
+void Scheduler::StoreFailureLocked(TaskRt& t, const TaskUpdate& u) {
+  // A rare path (a task out of attempts) that still writes under the lock.
+  // If this write fails the task stays pending in memory and in the store;
+  // it will be retried (and fail again) rather than be lost.
+  if (t.stored.state != TaskState::kPending) return;
+  if (store_->UpdateTask(u).ok()) {
+    t.stored.state = TaskState::kFailed;
+    t.stored.attempts = u.attempts;
+    UpdateCampaignStateLocked(t.stored.task.campaign_id());
+  }
+}
+
+std::optional<TaskUpdate> Scheduler::CompletingUpdateLocked(const TaskRt& t,
+                                                            const v1::ProbeResult& result) const {
+  const int world = std::max(1, t.stored.task.world_size());
+  if (t.stored.state != TaskState::kPending || result.error_code() != 0 || result.rank() < 0 ||
+      result.rank() >= world) {
+    return std::nullopt;
+  }
+  std::set<int> ranks;
+  if (auto it = t.ok_ranks.find(result.attempt()); it != t.ok_ranks.end()) ranks = it->second;
+  ranks.insert(result.rank());
+  if (static_cast<int>(ranks.size()) != world) return std::nullopt;
+  return TaskUpdate{t.stored.task.campaign_id(), t.stored.task.task_id(), TaskState::kDone,
+                    std::max(result.attempt(), t.next_attempt - 1), ""};
 }
 
 absl::StatusOr<bool> Scheduler::Report(const std::string& agent_id,
                                        const v1::ProbeResult& result) {
-  absl::MutexLock lock(&mu_);
-  auto it = tasks_.find(result.task_id());
-  if (it == tasks_.end()) {
-    // Not a campaign task (an ad-hoc probe, or a campaign this store never
-    // had): stored as a measurement, no task advances.
-    return store_->PutResult(result, std::nullopt);
+  std::vector<absl::StatusOr<bool>> out = ReportAll(agent_id, {result});
+  return std::move(out[0]);
+}
+
+std::vector<absl::StatusOr<bool>> Scheduler::ReportAll(const std::string& agent_id,
+                                                       const std::vector<v1::ProbeResult>& results) {
+  std::vector<absl::StatusOr<bool>> out(results.size(), absl::InternalError("not reported"));
+  std::vector<size_t> todo(results.size());
+  for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+  while (!todo.empty()) {
+    // One round: at most one result per task id, all in one group commit.
+    std::vector<size_t> round, later;
+    std::set<std::string> round_tasks;
+    for (size_t i : todo) {
+      const std::string& task_id = results[i].task_id();
+      if (!task_id.empty() && !round_tasks.insert(task_id).second) {
+        later.push_back(i);
+      } else {
+        round.push_back(i);
+      }
+    }
+    std::vector<ResultWrite> writes(round.size());
+    std::vector<TaskRt*> claimed(round.size(), nullptr);
+    bool any_task = false;
+    {
+      absl::ReaderMutexLock lock(&mu_);
+      for (size_t i : round) any_task |= tasks_.count(results[i].task_id()) > 0;
+    }
+    if (any_task) {
+      absl::MutexLock lock(&mu_);
+      // Wait until no other report of these tasks is being written, then
+      // claim them all at once (no hold-and-wait: no deadlock between batches).
+      auto free = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        for (size_t i : round) {
+          auto it = tasks_.find(results[i].task_id());
+          if (it != tasks_.end() && it->second.writing) return false;
+        }
+        return true;
+      };
+      mu_.Await(absl::Condition(&free));
+      for (size_t k = 0; k < round.size(); ++k) {
+        auto it = tasks_.find(results[round[k]].task_id());
+        if (it == tasks_.end()) continue;
+        it->second.writing = true;
+        claimed[k] = &it->second;
+        writes[k].task_update = CompletingUpdateLocked(it->second, results[round[k]]);
+      }
+    }
+    // Results of tasks this scheduler does not know (ad-hoc probes, a
+    // campaign this store never had) are stored as measurements; no task
+    // advances.
+    for (size_t k = 0; k < round.size(); ++k) writes[k].result = &results[round[k]];
+
+    // The disk I/O, without the scheduler's lock.
+    std::vector<absl::StatusOr<bool>> stored = writer_.Write(writes);
+
+    if (any_task) {
+      absl::MutexLock lock(&mu_);
+      for (size_t k = 0; k < round.size(); ++k) {
+        if (claimed[k]) {
+          ApplyReportLocked(*claimed[k], agent_id, results[round[k]], writes[k].task_update,
+                            stored[k]);
+        }
+      }
+      ++version_;
+    }
+    for (size_t k = 0; k < round.size(); ++k) out[round[k]] = std::move(stored[k]);
+    todo = std::move(later);
   }
-  TaskRt& t = it->second;
-  const int world = std::max(1, t.stored.task.world_size());
-  const bool ok = result.error_code() == 0;
-  std::optional<TaskUpdate> update;
-  if (t.stored.state == TaskState::kPending && ok && result.rank() >= 0 &&
-      result.rank() < world) {
-    std::set<int> ranks = t.ok_ranks[result.attempt()];
-    ranks.insert(result.rank());
-    if (static_cast<int>(ranks.size()) == world) {
-      update = TaskUpdate{t.stored.task.campaign_id(), t.stored.task.task_id(), TaskState::kDone,
-                          std::max(result.attempt(), t.next_attempt - 1), ""};
+  return out;
+}
+
+void Scheduler::ApplyReportLocked(TaskRt& t, const std::string& agent_id,
+                                  const v1::ProbeResult& result,
+                                  const std::optional<TaskUpdate>& update,
+                                  const absl::StatusOr<bool>& stored) {
+  t.writing = false;
+  std::optional<TaskUpdate> failure = std::move(t.failure_to_store);
+  t.failure_to_store.reset();
+  if (stored.ok() && *stored) {
+    // Durable: now advance the in-memory state.
+    const bool ok = result.error_code() == 0;
+    if (ok) t.ok_ranks[result.attempt()].insert(result.rank());
+    const bool current_attempt = t.attempt != 0 && result.attempt() == t.attempt;
+    if (current_attempt && result.rank() >= 0 &&
+        result.rank() < static_cast<int>(t.ranks.size()) && t.ranks[result.rank()] == agent_id) {
+      t.ranks_busy[result.rank()] = false;
+      auto a = agent_task_.find(agent_id);
+      if (a != agent_task_.end() && a->second == t.stored.task.task_id()) agent_task_.erase(a);
+    }
+    if (update) {
+      t.stored.state = TaskState::kDone;
+      t.stored.attempts = update->attempts;
+      t.stored.last_error.clear();
+      ReleaseAttemptLocked(t);
+      t.ok_ranks.clear();
+      UpdateCampaignStateLocked(t.stored.task.campaign_id());
+    } else if (!ok && current_attempt && t.stored.state == TaskState::kPending) {
+      FailAttemptLocked(t,
+                        absl::StrCat("rank ", result.rank(), " on ", agent_id, ": ",
+                                     result.error_message()),
+                        result.error_code() == static_cast<int>(absl::StatusCode::kInvalidArgument));
+    } else if (current_attempt) {
+      // A rank finished; the attempt is over when no rank is busy any more
+      // (some rank's success was not enough: e.g. results of mixed attempts).
+      bool busy = std::any_of(t.ranks_busy.begin(), t.ranks_busy.end(), [](bool b) { return b; });
+      bool forming = Forming(t);
+      if (!busy && !forming) ReleaseAttemptLocked(t);
     }
   }
-  absl::StatusOr<bool> stored = store_->PutResult(result, update);
-  if (!stored.ok() || !*stored) return stored;
-
-  // Durable: now advance the in-memory state.
-  if (ok) t.ok_ranks[result.attempt()].insert(result.rank());
-  const bool current_attempt = t.attempt != 0 && result.attempt() == t.attempt;
-  if (current_attempt && result.rank() >= 0 && result.rank() < static_cast<int>(t.ranks.size()) &&
-      t.ranks[result.rank()] == agent_id) {
-    t.ranks_busy[result.rank()] = false;
-    auto a = agent_task_.find(agent_id);
-    if (a != agent_task_.end() && a->second == t.stored.task.task_id()) agent_task_.erase(a);
-  }
-  if (update) {
-    t.stored.state = TaskState::kDone;
-    t.stored.attempts = update->attempts;
-    t.stored.last_error.clear();
-    ReleaseAttemptLocked(t);
-    t.ok_ranks.clear();
-    UpdateCampaignStateLocked(t.stored.task.campaign_id());
-  } else if (!ok && current_attempt && t.stored.state == TaskState::kPending) {
-    FailAttemptLocked(t,
-                      absl::StrCat("rank ", result.rank(), " on ", agent_id, ": ",
-                                   result.error_message()),
-                      result.error_code() == static_cast<int>(absl::StatusCode::kInvalidArgument));
-  } else if (current_attempt) {
-    // A rank finished; the attempt is over when no rank is busy any more
-    // (some rank's success was not enough: e.g. results of mixed attempts).
-    bool busy = std::any_of(t.ranks_busy.begin(), t.ranks_busy.end(), [](bool b) { return b; });
-    bool forming = Forming(t);
-    if (!busy && !forming) ReleaseAttemptLocked(t);
-  }
-  ++version_;
-  return true;
+  // A failure decided while the write ran: stored now unless the task is done.
+  if (failure) StoreFailureLocked(t, *failure);
 }
 
 void Scheduler::Unassign(const std::string& agent_id) {

@@ -37,6 +37,7 @@
 #include "proto/planner_service.pb.h"
 #include "server/agent_registry.h"
 #include "server/rendezvous.h"
+#include "server/result_writer.h"
 #include "server/store.h"
 
 namespace moetune::server {
@@ -46,6 +47,7 @@ class Scheduler {
   struct Options {
     int max_attempts = 3;
     absl::Duration rendezvous_timeout = absl::Seconds(60);
+    ResultWriter::Options writer;
   };
   // Live agent ids of a cluster (from the AgentRegistry).
   using LiveAgentsFn = std::function<std::vector<std::string>(const std::string& cluster)>;
@@ -72,8 +74,22 @@ class Scheduler {
   // Stores a result (idempotent by result_id) and advances its task. Returns
   // false for a duplicate. Store errors pass through (Unavailable): nothing
   // changed and the agent must not consider the result acknowledged.
+  //
+  // The write goes through the group-commit ResultWriter: concurrent reports
+  // share one transaction, and the scheduler's lock is NOT held while it
+  // commits (only before, to decide whether the result completes its task,
+  // and after, to apply the durable outcome). Reports of the same campaign
+  // task are written one after another (the decision needs the previous
+  // outcome); everything else proceeds in parallel.
   absl::StatusOr<bool> Report(const std::string& agent_id,
                               const moetune::v1::ProbeResult& result);
+  // Several results of one agent (a batch report): per result, what Report
+  // answers. Results of distinct tasks share one transaction.
+  std::vector<absl::StatusOr<bool>> ReportAll(const std::string& agent_id,
+                                              const std::vector<moetune::v1::ProbeResult>& results);
+
+  // Group-commit figures (transactions, writes, largest batch).
+  ResultWriter::Stats WriterStats() const { return writer_.stats(); }
 
   // The agent never received the task it was just handed (its call ended
   // first): the attempt is released without counting as a failure.
@@ -102,6 +118,11 @@ class Scheduler {
     std::vector<bool> ranks_busy;    // still running its part
     // Ranks that reported success, per attempt.
     std::map<int, std::set<int>> ok_ranks;
+    // A report of this task is being committed (the scheduler's lock is not
+    // held meanwhile); other reports of it wait, and a failed state decided
+    // meanwhile is stored once that write is over (failure_to_store).
+    bool writing = false;
+    std::optional<TaskUpdate> failure_to_store;
   };
   struct CampaignRt {
     StoredCampaign meta;  // tasks empty; see task_ids
@@ -121,6 +142,17 @@ class Scheduler {
   // `permanent`: retrying cannot help (the probe refused its parameters).
   void FailAttemptLocked(TaskRt& t, const std::string& why, bool permanent = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stores t's failed state (decided by FailAttemptLocked).
+  void StoreFailureLocked(TaskRt& t, const TaskUpdate& u) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The TaskUpdate that `result` completes t with, if it does.
+  std::optional<TaskUpdate> CompletingUpdateLocked(const TaskRt& t,
+                                                   const moetune::v1::ProbeResult& result) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Advances t's in-memory state after its report's write returned `stored`.
+  void ApplyReportLocked(TaskRt& t, const std::string& agent_id,
+                         const moetune::v1::ProbeResult& result,
+                         const std::optional<TaskUpdate>& update,
+                         const absl::StatusOr<bool>& stored) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateCampaignStateLocked(const std::string& campaign_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   moetune::v1::Campaign ToProtoLocked(const CampaignRt& c, bool with_tasks) const
@@ -132,6 +164,8 @@ class Scheduler {
   const LiveAgentsFn live_agents_;
   const Options options_;
   const std::string epoch_;
+
+  ResultWriter writer_;  // its thread uses only store_
 
   mutable absl::Mutex mu_;
   std::map<std::string, TaskRt> tasks_ ABSL_GUARDED_BY(mu_);

@@ -3,11 +3,13 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/campaign_planner.h"
+#include "server/internal/gated_store.h"
 #include "server/internal/test_util.h"
 #include "server/sqlite_store.h"
 
@@ -295,6 +297,113 @@ TEST_F(SchedulerTest, RefusedParametersFailTheTaskWithoutRetry) {
   EXPECT_EQ(c->tasks_failed(), 1);
   EXPECT_EQ(c->tasks(0).state(), "failed");
   EXPECT_EQ(c->tasks(0).attempts(), 1);
+}
+
+// A scheduler over a store whose result writes can be held in progress: the
+// scheduler's lock is free meanwhile, so other calls run during the write.
+class SchedulerDuringWriteTest : public ::testing::Test {
+ protected:
+  void Start(testing::GatedStore::Gate gate, int world_size, int max_attempts) {
+    path_ = TempDbPath("during.db");
+    auto store = SqliteStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    real_ = std::move(*store);
+    StoredCampaign c;
+    c.campaign_id = "c1";
+    c.cluster = "ci";
+    StoredTask& t = c.tasks.emplace_back();
+    t.task.set_task_id("c1/t0");
+    t.task.set_campaign_id("c1");
+    t.task.set_kind(v1::PROBE_KIND_DISPATCH_COMBINE);
+    t.task.set_world_size(world_size);
+    ASSERT_TRUE(real_->CreateCampaign(c).ok());
+    gated_ = std::make_unique<testing::GatedStore>(real_.get(), gate);
+    Scheduler::Options options;
+    options.max_attempts = max_attempts;
+    scheduler_ = std::make_unique<Scheduler>(
+        gated_.get(), &rendezvous_, [] { return absl::Now(); },
+        [](const std::string&) { return std::vector<std::string>{"ci/n1", "ci/n2", "ci/n3"}; },
+        options, "e1");
+    ASSERT_TRUE(scheduler_->Recover().ok());
+  }
+  void TearDown() override {
+    if (gated_) gated_->OpenGate();
+  }
+  // The task's state as stored (what a restart would load).
+  TaskState StoredState() {
+    auto campaigns = real_->LoadCampaigns();
+    EXPECT_TRUE(campaigns.ok());
+    return (*campaigns)[0].tasks[0].state;
+  }
+  static v1::ProbeResult Ok(const v1::ProbeTask& t, const std::string& id) {
+    v1::ProbeResult r;
+    r.set_result_id(id);
+    r.set_task_id(t.task_id());
+    r.set_campaign_id(t.campaign_id());
+    r.set_attempt(t.attempt());
+    r.set_rank(t.rank());
+    r.set_received_unix_ms(1);
+    return r;
+  }
+
+  std::string path_;
+  std::unique_ptr<SqliteStore> real_;
+  std::unique_ptr<testing::GatedStore> gated_;
+  RendezvousTable rendezvous_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(SchedulerDuringWriteTest, ConcurrentReportsOfAllRanksCompleteTheTaskOnce) {
+  ASSERT_NO_FATAL_FAILURE(Start(testing::GatedStore::Gate::kBeforeWrite, 3, 3));
+  std::vector<v1::ProbeTask> ranks;
+  for (const char* agent : {"ci/n1", "ci/n2", "ci/n3"}) {
+    auto t = scheduler_->NextTask(agent, "ci", absl::ZeroDuration());
+    ASSERT_TRUE(t.has_value());
+    ranks.push_back(*t);
+  }
+  // Rank 0's write is held; ranks 1 and 2 arrive meanwhile. Each decides
+  // whether it completes the task only after the previous write of the
+  // task is over, so exactly the last one does.
+  std::vector<absl::StatusOr<bool>> out(3, absl::UnknownError("not run"));
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] { out[0] = scheduler_->Report("ci/n1", Ok(ranks[0], "r0")); });
+  while (!gated_->Blocked()) std::this_thread::yield();
+  threads.emplace_back([&] { out[1] = scheduler_->Report("ci/n2", Ok(ranks[1], "r1")); });
+  threads.emplace_back([&] { out[2] = scheduler_->Report("ci/n3", Ok(ranks[2], "r2")); });
+  // The scheduler's lock is free while a write is in progress.
+  EXPECT_TRUE(scheduler_->GetCampaign("c1", false).ok());
+  gated_->OpenGate();
+  for (auto& t : threads) t.join();
+  for (const auto& o : out) {
+    ASSERT_TRUE(o.ok()) << o.status();
+    EXPECT_TRUE(*o);
+  }
+  EXPECT_EQ(scheduler_->GetCampaign("c1", false)->tasks_done(), 1);
+  EXPECT_EQ(StoredState(), TaskState::kDone);
+  // One transaction per report of the task: they were written in turn.
+  EXPECT_EQ(gated_->batch_sizes(), (std::vector<int>{1, 1, 1}));
+}
+
+TEST_F(SchedulerDuringWriteTest, AgentLostWhileItsCompletingResultIsWrittenLeavesTheTaskDone) {
+  // The result that completes the task is committed but not yet applied
+  // when its agent is declared lost, on the task's last allowed attempt.
+  ASSERT_NO_FATAL_FAILURE(Start(testing::GatedStore::Gate::kAfterWrite, 1, 1));
+  auto t = scheduler_->NextTask("ci/n1", "ci", absl::ZeroDuration());
+  ASSERT_TRUE(t.has_value());
+  absl::StatusOr<bool> out = absl::UnknownError("not run");
+  std::thread report([&] { out = scheduler_->Report("ci/n1", Ok(*t, "r0")); });
+  while (!gated_->Blocked()) std::this_thread::yield();
+  EXPECT_EQ(StoredState(), TaskState::kDone);  // committed
+  scheduler_->AgentsLost({"ci/n1"});           // would fail the task for good
+  gated_->OpenGate();
+  report.join();
+  ASSERT_TRUE(out.ok()) << out.status();
+  // The durable result wins: the failure decided meanwhile is not stored.
+  EXPECT_EQ(StoredState(), TaskState::kDone);
+  auto c = scheduler_->GetCampaign("c1", true);
+  EXPECT_EQ(c->tasks_done(), 1);
+  EXPECT_EQ(c->tasks_failed(), 0);
+  EXPECT_EQ(c->state(), v1::CAMPAIGN_STATE_SUCCEEDED);
 }
 
 TEST(CampaignPlannerTest, CollectiveSizesSplitEvenlyOverTheGroup) {

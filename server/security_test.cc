@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
@@ -33,6 +34,23 @@ using ::moetune::server::testing::StatusIs;
 using ::moetune::server::testing::TempDbPath;
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+// The Refusal carried in a gRPC status's error details (server/limits.h);
+// nullopt when there is none.
+std::optional<v1::Refusal> RefusalIn(const grpc::Status& s) {
+  v1::RpcStatus details;
+  if (s.error_details().empty() || !details.ParseFromString(s.error_details())) {
+    return std::nullopt;
+  }
+  for (const google::protobuf::Any& any : details.details()) {
+    v1::Refusal r;
+    if (any.type_url() == "type.googleapis.com/moetune.v1.Refusal" &&
+        r.ParseFromString(any.value())) {
+      return r;
+    }
+  }
+  return std::nullopt;
+}
 
 constexpr char kAgentToken[] = "agent-3f9a0c2b7d1e4f5a6b7c8d9e";
 constexpr char kUserToken[] = "user-0a1b2c3d4e5f60718293a4b5";
@@ -368,6 +386,9 @@ TEST(SecurityTest, LimitsAnswerResourceExhaustedAndServingGoesOn) {
   v1::RegisterResponse reg, reg2;
   ASSERT_TRUE(agent.agent->Register(Ctx().get(), RegisterReq("n1"), &reg).ok());
   ASSERT_TRUE(agent.agent->Register(Ctx().get(), RegisterReq("n2"), &reg2).ok());
+  // Registration tells the agent the request limits.
+  EXPECT_EQ(reg.max_message_bytes(), 256 << 10);
+  EXPECT_EQ(reg.max_results_per_report(), 1024);
   v1::ReportResultRequest report;
   report.set_agent_id(reg.agent_id());
   report.set_session_id(reg.session_id());
@@ -378,13 +399,50 @@ TEST(SecurityTest, LimitsAnswerResourceExhaustedAndServingGoesOn) {
   report.mutable_result()->set_params_json(std::string(300 << 10, 'x'));
   grpc::Status s = agent.agent->ReportResult(Ctx().get(), report, &ack);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  // ... so without a Refusal: the agent compares its request with the
+  // advertised max_message_bytes instead.
+  EXPECT_EQ(RefusalIn(s), std::nullopt);
+  EXPECT_GT(static_cast<int64_t>(report.ByteSizeLong()), reg.max_message_bytes());
 
-  // Samples per measurement.
+  // Samples per measurement: a per-message limit, never accepted as is.
   *report.mutable_result() = Result("many-samples");
   for (int i = 0; i < 1000; ++i) report.mutable_result()->mutable_measurements(0)->add_samples_seconds(1e-3);
   s = agent.agent->ReportResult(Ctx().get(), report, &ack);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
   EXPECT_THAT(s.error_message(), HasSubstr("samples_seconds has 1001 entries, limit 1000"));
+  std::optional<v1::Refusal> why = RefusalIn(s);
+  ASSERT_TRUE(why.has_value()) << "no Refusal detail";
+  EXPECT_EQ(why->scope(), v1::Refusal::REFUSAL_SCOPE_MESSAGE);
+  EXPECT_EQ(why->limit(), "max_samples_per_measurement");
+  EXPECT_EQ(why->limit_value(), 1000);
+  EXPECT_EQ(why->actual(), 1001);
+
+  // The same in a batch: the refused result gets its own outcome, the good
+  // one is stored.
+  v1::ReportResultsRequest batch;
+  batch.set_agent_id(reg.agent_id());
+  batch.set_session_id(reg.session_id());
+  *batch.add_results() = report.result();
+  *batch.add_results() = Result("good-in-batch");
+  v1::ReportResultsResponse outcomes;
+  s = agent.agent->ReportResults(Ctx().get(), batch, &outcomes);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(outcomes.outcomes_size(), 2);
+  EXPECT_EQ(outcomes.outcomes(0).result_id(), "many-samples");
+  EXPECT_EQ(outcomes.outcomes(0).code(), static_cast<int>(grpc::StatusCode::RESOURCE_EXHAUSTED));
+  EXPECT_EQ(outcomes.outcomes(0).refusal().scope(), v1::Refusal::REFUSAL_SCOPE_MESSAGE);
+  EXPECT_EQ(outcomes.outcomes(1).result_id(), "good-in-batch");
+  EXPECT_EQ(outcomes.outcomes(1).code(), 0) << outcomes.outcomes(1).message();
+  EXPECT_FALSE(outcomes.outcomes(1).duplicate());
+  EXPECT_EQ(*server.store()->CountResults({}), 1);
+  // Too many results in one call: the whole call is refused for good.
+  v1::ReportResultsRequest huge = batch;
+  huge.clear_results();
+  for (int i = 0; i < 1025; ++i) *huge.add_results() = Result(absl::StrCat("h", i));
+  s = agent.agent->ReportResults(Ctx().get(), huge, &outcomes);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  ASSERT_TRUE(RefusalIn(s).has_value());
+  EXPECT_EQ(RefusalIn(s)->limit(), "max_results_per_report");
 
   // Hostile values: INVALID_ARGUMENT naming the field.
   *report.mutable_result() = Result("nan");
@@ -392,7 +450,7 @@ TEST(SecurityTest, LimitsAnswerResourceExhaustedAndServingGoesOn) {
   s = agent.agent->ReportResult(Ctx().get(), report, &ack);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("result.measurements[0].median_seconds"));
-  EXPECT_EQ(*server.store()->CountResults({}), 0) << "a refused result was stored";
+  EXPECT_EQ(*server.store()->CountResults({}), 1) << "a refused result was stored";
 
   // Concurrent calls per agent: two long polls in flight, the third is refused.
   std::atomic<int> polls_done{0};
@@ -422,6 +480,9 @@ TEST(SecurityTest, LimitsAnswerResourceExhaustedAndServingGoesOn) {
   EXPECT_EQ(polls_done.load(), 0) << "long polls ended before the check";
   EXPECT_EQ(third.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << third.error_message();
   EXPECT_THAT(third.error_message(), HasSubstr("limit of concurrent calls per agent is 2"));
+  // A caller limit: the same call is accepted later.
+  ASSERT_TRUE(RefusalIn(third).has_value());
+  EXPECT_EQ(RefusalIn(third)->scope(), v1::Refusal::REFUSAL_SCOPE_CALLER);
   // Another agent is served meanwhile.
   hb.set_agent_id(reg2.agent_id());
   hb.set_session_id(reg2.session_id());
@@ -440,6 +501,8 @@ TEST(SecurityTest, LimitsAnswerResourceExhaustedAndServingGoesOn) {
   s = alice.planner->SubmitPlan(Ctx().get(), PlanReq(), &job2);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
   EXPECT_THAT(s.error_message(), HasSubstr("user 'alice' has 1 plan jobs queued or running"));
+  ASSERT_TRUE(RefusalIn(s).has_value());
+  EXPECT_EQ(RefusalIn(s)->scope(), v1::Refusal::REFUSAL_SCOPE_CALLER);
   s = bob.planner->SubmitPlan(Ctx().get(), PlanReq(), &job2);
   EXPECT_TRUE(s.ok()) << s.error_message();
   server.gate().release.Notify();

@@ -57,13 +57,23 @@ CREATE TABLE IF NOT EXISTS job_configs (
   PRIMARY KEY (job_id, plan_rank, format));
 )sql";
 
-// A prepared statement, finalized on every path.
+// A prepared statement: either prepared here and finalized on every path, or
+// a statement the store keeps prepared (borrowed), reset and unbound on every
+// path so that its next user starts clean.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) {
+  Stmt(sqlite3* db, const char* sql) : db_(db), owned_(true) {
     rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
   }
-  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(sqlite3* db, sqlite3_stmt* cached) : db_(db), stmt_(cached), owned_(false), rc_(SQLITE_OK) {}
+  ~Stmt() {
+    if (owned_) {
+      sqlite3_finalize(stmt_);
+    } else {
+      sqlite3_reset(stmt_);
+      sqlite3_clear_bindings(stmt_);
+    }
+  }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
 
@@ -100,8 +110,18 @@ class Stmt {
  private:
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
+  bool owned_;
   int rc_;
 };
+
+// The ingest path's statements, prepared once per connection (PutResults
+// runs them for every result).
+constexpr const char* kFindResultSql = "SELECT 1 FROM results WHERE result_id = ?";
+constexpr const char* kInsertResultSql =
+    "INSERT INTO results(result_id, seq, cluster, campaign_id, task_id, received_unix_ms, data) "
+    "VALUES(?, (SELECT IFNULL(MAX(seq), 0) + 1 FROM results), ?, ?, ?, ?, ?)";
+constexpr const char* kUpdateTaskSql =
+    "UPDATE tasks SET state = ?, attempts = ?, last_error = ? WHERE campaign_id = ? AND task_id = ?";
 
 absl::Status ParseBlob(const std::string& blob, google::protobuf::Message* m, const char* what) {
   if (!m->ParseFromString(blob)) {
@@ -186,11 +206,20 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
   if (!st.ok()) {
     return absl::UnavailableError(absl::StrCat("database '", path, "': ", st.message()));
   }
+  for (auto [stmt, sql] : {std::pair<sqlite3_stmt**, const char*>{&store->find_result_, kFindResultSql},
+                           {&store->insert_result_, kInsertResultSql},
+                           {&store->update_task_, kUpdateTaskSql}}) {
+    if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, stmt, nullptr) != SQLITE_OK) {
+      return absl::UnavailableError(
+          absl::StrCat("database '", path, "': preparing '", sql, "': ", sqlite3_errmsg(db)));
+    }
+  }
   return store;
 }
 
 SqliteStore::~SqliteStore() {
   absl::MutexLock lock(&mu_);
+  for (sqlite3_stmt* stmt : {find_result_, insert_result_, update_task_}) sqlite3_finalize(stmt);
   sqlite3_close(db_);
 }
 
@@ -224,35 +253,60 @@ absl::StatusOr<std::vector<v1::AgentInfo>> SqliteStore::ListAgents() {
   return out;
 }
 
-absl::StatusOr<bool> SqliteStore::PutResult(const v1::ProbeResult& result,
-                                            const std::optional<TaskUpdate>& task_update) {
+absl::StatusOr<bool> SqliteStore::PutOneResultLocked(const v1::ProbeResult& result,
+                                                     const std::optional<TaskUpdate>& task_update) {
   if (result.result_id().empty()) {
     return absl::InvalidArgumentError("result.result_id is empty");
   }
-  absl::MutexLock lock(&mu_);
-  Transaction tx(db_);
-  MOETUNE_RETURN_IF_ERROR(tx.begun());
   {
-    Stmt exists(db_, "SELECT 1 FROM results WHERE result_id = ?");
+    Stmt exists(db_, find_result_);
     exists.Bind(1, result.result_id());
     bool dup = exists.Step();
     MOETUNE_RETURN_IF_ERROR(exists.status("find result"));
-    if (dup) return false;  // rolled back: nothing was written
+    if (dup) return false;  // nothing is written
   }
-  Stmt s(db_,
-         "INSERT INTO results(result_id, seq, cluster, campaign_id, task_id, received_unix_ms, "
-         "data) VALUES(?, (SELECT IFNULL(MAX(seq), 0) + 1 FROM results), ?, ?, ?, ?, ?)");
-  s.Bind(1, result.result_id())
-      .Bind(2, result.provenance().cluster())
-      .Bind(3, result.campaign_id())
-      .Bind(4, result.task_id())
-      .Bind(5, static_cast<int64_t>(result.received_unix_ms()))
-      .BindBlob(6, result.SerializeAsString());
-  s.Step();
-  MOETUNE_RETURN_IF_ERROR(s.status("insert result"));
-  if (task_update) MOETUNE_RETURN_IF_ERROR(UpdateTaskLocked(*task_update));
-  MOETUNE_RETURN_IF_ERROR(tx.Commit());
+  // A task update can fail on its own (NotFound): the savepoint undoes this
+  // write's insert then, and only it.
+  if (task_update) MOETUNE_RETURN_IF_ERROR(Exec("SAVEPOINT put_result"));
+  {
+    Stmt s(db_, insert_result_);
+    s.Bind(1, result.result_id())
+        .Bind(2, result.provenance().cluster())
+        .Bind(3, result.campaign_id())
+        .Bind(4, result.task_id())
+        .Bind(5, static_cast<int64_t>(result.received_unix_ms()))
+        .BindBlob(6, result.SerializeAsString());
+    s.Step();
+    MOETUNE_RETURN_IF_ERROR(s.status("insert result"));
+  }
+  if (task_update) {
+    absl::Status st = UpdateTaskLocked(*task_update);
+    if (!st.ok() && st.code() != absl::StatusCode::kUnavailable) {
+      MOETUNE_RETURN_IF_ERROR(Exec("ROLLBACK TO put_result"));
+      MOETUNE_RETURN_IF_ERROR(Exec("RELEASE put_result"));
+      return st;
+    }
+    MOETUNE_RETURN_IF_ERROR(st);
+    MOETUNE_RETURN_IF_ERROR(Exec("RELEASE put_result"));
+  }
   return true;
+}
+
+absl::StatusOr<std::vector<absl::StatusOr<bool>>> SqliteStore::PutResults(
+    const std::vector<ResultWrite>& writes) {
+  std::vector<absl::StatusOr<bool>> out;
+  out.reserve(writes.size());
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_);
+  MOETUNE_RETURN_IF_ERROR(tx.begun());
+  for (const ResultWrite& w : writes) {
+    absl::StatusOr<bool> one = PutOneResultLocked(*w.result, w.task_update);
+    // A database error ends the whole transaction (rolled back by `tx`).
+    if (!one.ok() && one.status().code() == absl::StatusCode::kUnavailable) return one.status();
+    out.push_back(std::move(one));
+  }
+  MOETUNE_RETURN_IF_ERROR(tx.Commit());
+  return out;
 }
 
 namespace {
@@ -328,9 +382,7 @@ absl::Status SqliteStore::CreateCampaign(const StoredCampaign& c) {
 }
 
 absl::Status SqliteStore::UpdateTaskLocked(const TaskUpdate& u) {
-  Stmt s(db_,
-         "UPDATE tasks SET state = ?, attempts = ?, last_error = ? "
-         "WHERE campaign_id = ? AND task_id = ?");
+  Stmt s(db_, update_task_);
   s.Bind(1, std::string(TaskStateName(u.state)))
       .Bind(2, static_cast<int64_t>(u.attempts))
       .Bind(3, u.last_error)

@@ -53,6 +53,13 @@ struct TaskUpdate {
   std::string last_error;
 };
 
+// One result to store and the task change committed with it. `result` is
+// borrowed: it must outlive the PutResults call.
+struct ResultWrite {
+  const moetune::v1::ProbeResult* result = nullptr;
+  std::optional<TaskUpdate> task_update;
+};
+
 struct ResultFilter {
   std::string cluster;      // empty = any
   std::string campaign_id;  // empty = any
@@ -70,11 +77,25 @@ class Store {
   virtual absl::Status PutAgent(const moetune::v1::AgentInfo& agent) = 0;
   virtual absl::StatusOr<std::vector<moetune::v1::AgentInfo>> ListAgents() = 0;
 
-  // Stores `result` (received_unix_ms must be set) and applies `task_update`
-  // when given, atomically. Returns true when stored now, false when the
-  // result_id was already stored (then nothing changes, task_update included).
-  virtual absl::StatusOr<bool> PutResult(const moetune::v1::ProbeResult& result,
-                                         const std::optional<TaskUpdate>& task_update) = 0;
+  // Stores each write's result (received_unix_ms must be set) together with
+  // its task_update, all in ONE transaction (one commit, one fsync: the
+  // group commit of server/result_writer.h). Per write, in order: true when
+  // stored now, false when its result_id was already stored (then nothing of
+  // that write changes, task_update included), or that write's own error
+  // (InvalidArgument for an empty result_id, NotFound for a task_update of a
+  // task that is not stored), which undoes only that write. The call itself
+  // fails (Unavailable) when the transaction cannot be committed: then
+  // nothing of any write is stored and no caller may be acknowledged.
+  virtual absl::StatusOr<std::vector<absl::StatusOr<bool>>> PutResults(
+      const std::vector<ResultWrite>& writes) = 0;
+  // One write on its own (its own transaction).
+  absl::StatusOr<bool> PutResult(const moetune::v1::ProbeResult& result,
+                                 const std::optional<TaskUpdate>& task_update) {
+    absl::StatusOr<std::vector<absl::StatusOr<bool>>> out =
+        PutResults({ResultWrite{&result, task_update}});
+    if (!out.ok()) return out.status();
+    return (*out)[0];
+  }
   virtual absl::StatusOr<std::vector<moetune::v1::ProbeResult>> ListResults(
       const ResultFilter& filter) = 0;
   virtual absl::StatusOr<int64_t> CountResults(const ResultFilter& filter) = 0;
