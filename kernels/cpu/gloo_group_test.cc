@@ -1,6 +1,8 @@
 #include "kernels/cpu/gloo_group.h"
 
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -12,34 +14,50 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Two ranks as threads with separate Gloo contexts, rendezvous in memory:
-// alltoallv with uneven counts (including an empty one) delivers every value.
-TEST(GlooGroup, TwoThreadsAlltoallvUnevenCounts) {
+// One rank's side of a two-rank alltoallv: what it sends, how many elements
+// go to / come from each rank, and the size of its (poisoned) receive buffer.
+struct RankExchange {
+  std::vector<float> in;
+  std::vector<int64_t> in_counts;
+  std::vector<int64_t> out_counts;
+  size_t receive_elems;
+};
+
+// Runs the exchange on two threads with separate Gloo contexts, rendezvous in
+// memory; asserts both ranks succeed and returns what each received (-1 =
+// never written).
+void AlltoallvOnTwoThreads(const std::string& key_prefix, uint32_t tag,
+                           const RankExchange (&ranks)[2], std::vector<float> (&got)[2]) {
   auto store = MakeInMemoryRendezvousStore();
   ProbeStatus status[2];
-  std::vector<float> got[2];
   auto rank_fn = [&](int r) {
     GroupSpec g;
     g.rank = r;
     g.world_size = 2;
     g.store = store;
-    g.key_prefix = "t";
+    g.key_prefix = key_prefix;
     std::shared_ptr<gloo::Context> ctx;
     status[r] = ConnectGloo(g, &ctx);
     if (!status[r].ok()) return;
-    // Rank 0 sends 1 element to itself and 3 to rank 1; rank 1 sends 0 to
-    // rank 0 and 2 to itself.
-    std::vector<float> in = r == 0 ? std::vector<float>{10, 11, 12, 13} : std::vector<float>{20, 21};
-    std::vector<int64_t> in_counts = r == 0 ? std::vector<int64_t>{1, 3} : std::vector<int64_t>{0, 2};
-    std::vector<int64_t> out_counts = r == 0 ? std::vector<int64_t>{1, 0} : std::vector<int64_t>{3, 2};
-    got[r].assign(r == 0 ? 1 : 5, -1.0f);
-    status[r] = GlooAlltoallv(ctx, in.data(), in_counts, got[r].data(), out_counts, 7);
+    const RankExchange& x = ranks[r];
+    got[r].assign(x.receive_elems, -1.0f);
+    status[r] = GlooAlltoallv(ctx, x.in.data(), x.in_counts, got[r].data(), x.out_counts, tag);
   };
   std::thread t0(rank_fn, 0), t1(rank_fn, 1);
   t0.join();
   t1.join();
   ASSERT_TRUE(status[0].ok()) << status[0].ToString();
   ASSERT_TRUE(status[1].ok()) << status[1].ToString();
+}
+
+// Alltoallv with uneven counts (including an empty one) delivers every value.
+TEST(GlooGroup, TwoThreadsAlltoallvUnevenCounts) {
+  // Rank 0 sends 1 element to itself and 3 to rank 1; rank 1 sends 0 to
+  // rank 0 and 2 to itself.
+  const RankExchange ranks[2] = {{{10, 11, 12, 13}, {1, 3}, {1, 0}, 1},
+                                 {{20, 21}, {0, 2}, {3, 2}, 5}};
+  std::vector<float> got[2];
+  ASSERT_NO_FATAL_FAILURE(AlltoallvOnTwoThreads("t", 7, ranks, got));
   EXPECT_EQ(got[0], (std::vector<float>{10}));
   EXPECT_EQ(got[1], (std::vector<float>{11, 12, 13, 20, 21}));
 }
@@ -47,29 +65,10 @@ TEST(GlooGroup, TwoThreadsAlltoallvUnevenCounts) {
 // A rank that receives nothing at all (a cold expert shard under skewed
 // routing) still completes the exchange.
 TEST(GlooGroup, AlltoallvWithARankReceivingNothing) {
-  auto store = MakeInMemoryRendezvousStore();
-  ProbeStatus status[2];
+  // Buffers hold at least one element.
+  const RankExchange ranks[2] = {{{1, 2}, {2, 0}, {2, 1}, 3}, {{3}, {1, 0}, {0, 0}, 1}};
   std::vector<float> got[2];
-  auto rank_fn = [&](int r) {
-    GroupSpec g;
-    g.rank = r;
-    g.world_size = 2;
-    g.store = store;
-    g.key_prefix = "empty";
-    std::shared_ptr<gloo::Context> ctx;
-    status[r] = ConnectGloo(g, &ctx);
-    if (!status[r].ok()) return;
-    std::vector<float> in = r == 0 ? std::vector<float>{1, 2} : std::vector<float>{3};
-    std::vector<int64_t> in_counts = r == 0 ? std::vector<int64_t>{2, 0} : std::vector<int64_t>{1, 0};
-    std::vector<int64_t> out_counts = r == 0 ? std::vector<int64_t>{2, 1} : std::vector<int64_t>{0, 0};
-    got[r].assign(r == 0 ? 3 : 1, -1.0f);  // buffers hold at least one element
-    status[r] = GlooAlltoallv(ctx, in.data(), in_counts, got[r].data(), out_counts, 9);
-  };
-  std::thread t0(rank_fn, 0), t1(rank_fn, 1);
-  t0.join();
-  t1.join();
-  ASSERT_TRUE(status[0].ok()) << status[0].ToString();
-  ASSERT_TRUE(status[1].ok()) << status[1].ToString();
+  ASSERT_NO_FATAL_FAILURE(AlltoallvOnTwoThreads("empty", 9, ranks, got));
   EXPECT_EQ(got[0], (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(got[1], (std::vector<float>{-1.0f}));  // untouched
 }
