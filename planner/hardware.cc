@@ -1,6 +1,7 @@
 #include "planner/hardware.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -325,6 +326,15 @@ absl::StatusOr<ClusterSpec> ParseClusterJson(std::string_view text) {
   for (const Field& f : fields) {
     if (absl::Status s = ReadPositive(j, f.key, f.required, f.out); !s.ok()) {
       return s;
+    }
+  }
+  // GPU counts: whole numbers >= 1 (a positive fraction such as 8e-308 would
+  // become 0 GPUs and divide by zero below).
+  for (const auto& [key, count] : {std::pair<const char*, double>{"gpus_per_node", gpus_per_node},
+                                   {"nvlink_domain_gpus", domain}}) {
+    if (count < 1 || count > 1e6 || count != std::floor(count)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(key, "=", count, " must be a whole number of GPUs between 1 and 1000000"));
     }
   }
   c.gpus_per_node = int(gpus_per_node);

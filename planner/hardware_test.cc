@@ -108,6 +108,12 @@ TEST(HardwareTest, JsonErrorsNameTheField) {
   EXPECT_THAT(ParseClusterJson(R"({"preset": "tpu-v5"})"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("unknown cluster preset 'tpu-v5'")));
+  // Found by fuzzing: a positive fraction of a GPU became 0 GPUs per node
+  // and a division by zero (tests/fuzz/regressions/cluster/gpus-per-node-denormal).
+  EXPECT_THAT(ParseClusterJson(R"({"preset": "h100-sxm", "gpus_per_node": 81e-308})"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gpus_per_node=")));
+  EXPECT_THAT(ParseClusterJson(R"({"preset": "h100-sxm", "nvlink_domain_gpus": 7.5})"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nvlink_domain_gpus=7.5")));
   EXPECT_THAT(LoadClusterPreset("a100"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("h100-sxm")));
 }
