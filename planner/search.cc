@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "planner/framework_rules.h"
 #include "planner/internal/strings.h"
 #include "planner/parallel_for.h"
 #include "planner/pareto.h"
@@ -34,6 +35,8 @@ using internal::Sv;
 
 constexpr int kNumInfeasibilities =
     static_cast<int>(Infeasibility::kPrecisionUnsupported) + 1;
+static_assert(kNumFrameworkRules <= kNumInfeasibilities,
+              "Tally's detail index also holds FrameworkRule values");
 constexpr uint32_t kNoCombo = std::numeric_limits<uint32_t>::max();
 
 double SecondsSince(Clock::time_point start) {
@@ -161,6 +164,7 @@ struct Outcome {
   Scored scored;              // valid() iff feasible
   bool runs = false;          // the step model accepted the configuration
   Infeasibility reason = Infeasibility::kNone;
+  int rule = -1;  // >= 0: refused by this FrameworkRule (not scored)
   double tokens_per_sec = 0;  // when runs, feasible or not
 };
 
@@ -190,15 +194,35 @@ class Searcher {
   absl::StatusOr<SearchResult> Run();
 
  private:
+  // One knob set per rule class of layouts (framework_rules.h), each
+  // combination already what Megatron-Core runs on such a layout; the ones
+  // whose pinned values conflict carry the rule they break.
   void BuildKnobSets() {
-    knobs_ep_ = BuildKnobSet(axes_, problem_.model, /*expert_parallel=*/true,
-                             bounded_axes_, neutral_axes_);
-    knobs_no_ep_ = BuildKnobSet(axes_, problem_.model,
-                                /*expert_parallel=*/false, bounded_axes_,
-                                neutral_axes_);
+    for (int i = 0; i < kNumRuleLayoutClasses; ++i) {
+      RuleLayoutClass c;
+      c.expert_parallel = (i & 1) != 0;
+      c.non_interleaved_pp = (i & 2) != 0;
+      c.interleaved_pp2 = (i & 4) != 0;
+      if (c.Index() != i || (c.non_interleaved_pp && c.interleaved_pp2)) continue;
+      KnobSet& ks = knob_sets_[size_t(i)];
+      ks = BuildKnobSet(axes_, problem_.model, c.expert_parallel,
+                        bounded_axes_, neutral_axes_);
+      const ParallelConfig rep = RepresentativeLayout(c);
+      std::vector<int8_t>& violations = violations_[size_t(i)];
+      violations.assign(ks.combos.size(), -1);
+      for (size_t j = 0; j < ks.combos.size(); ++j) {
+        const NormalizedKnobs n = NormalizeForMegatron(
+            problem_.model, rep, options_.constraints.fixed, ks.combos[j]);
+        ks.combos[j] = n.knobs;
+        if (n.violation) violations[j] = static_cast<int8_t>(*n.violation);
+      }
+    }
   }
   const KnobSet& KnobsOf(const ParallelConfig& p) const {
-    return p.ep > 1 ? knobs_ep_ : knobs_no_ep_;
+    return knob_sets_[size_t(ClassOf(p).Index())];
+  }
+  int ViolationOf(const ParallelConfig& p, uint32_t combo) const {
+    return violations_[size_t(ClassOf(p).Index())][combo];
   }
   double Floor(const ParallelConfig& p) const {
     return WeightsFloorBytes(problem_.model, p,
@@ -226,7 +250,8 @@ class Searcher {
   const SearchOptions& options_;
   KnobAxes axes_;
   double limit_bytes_;
-  KnobSet knobs_ep_, knobs_no_ep_;
+  std::array<KnobSet, kNumRuleLayoutClasses> knob_sets_;
+  std::array<std::vector<int8_t>, kNumRuleLayoutClasses> violations_;
   std::vector<ParallelConfig> layouts_;
   Tally rejections_;  // invalid layouts, found during enumeration
   uint64_t total_ = 0;
@@ -249,6 +274,14 @@ class Searcher {
 Outcome Searcher::Score(uint32_t layout, uint32_t combo, Worker& w) {
   const ParallelConfig& p = layouts_[layout];
   const Knobs& k = KnobsOf(p).combos[combo];
+  if (const int v = ViolationOf(p, combo); v >= 0) {
+    w.tally.Add(PruneRule::kFrameworkRule, v, /*evaluated=*/false, 1,
+                Example{true, layout, combo, 0, 0});
+    Outcome out;
+    out.scored.layout = layout;
+    out.rule = v;
+    return out;
+  }
   if (w.prepared_layout != layout) {
     w.prepared_ok = model_.Prepare(p, &w.prepared);
     w.prepared_layout = layout;
@@ -326,10 +359,13 @@ void Searcher::ScoreLayoutHeads(uint32_t layout, Worker& w,
     const uint32_t head = static_cast<uint32_t>(g * ks.group_size);
     const Outcome o = Score(layout, head, w);
     if (!o.runs) {
-      // Layout-level reasons (or the precision): every member shares them.
+      // Layout-level reasons (or the precision), or pinned values the
+      // framework refuses together: every member shares them.
       if (members > 0) {
-        w.tally.Add(PruneRule::kUnsupportedByModel, static_cast<int>(o.reason),
-                    false, members, Example{true, layout, head + 1, 0, 0});
+        w.tally.Add(o.rule >= 0 ? PruneRule::kFrameworkRule
+                                : PruneRule::kUnsupportedByModel,
+                    o.rule >= 0 ? o.rule : static_cast<int>(o.reason), false,
+                    members, Example{true, layout, head + 1, 0, 0});
       }
     } else if (o.scored.valid()) {
       top.Offer(o.scored);
@@ -365,8 +401,10 @@ void Searcher::ExpandGroup(const OpenGroup& g, Worker& w,
   auto settle = [&](const Outcome& o, uint32_t head, uint32_t n) {
     if (n <= 1) return;
     if (!o.runs) {
-      w.tally.Add(PruneRule::kUnsupportedByModel, static_cast<int>(o.reason),
-                  false, n - 1, Example{true, g.layout, head + 1, 0, 0});
+      w.tally.Add(o.rule >= 0 ? PruneRule::kFrameworkRule
+                              : PruneRule::kUnsupportedByModel,
+                  o.rule >= 0 ? o.rule : static_cast<int>(o.reason), false,
+                  n - 1, Example{true, g.layout, head + 1, 0, 0});
     } else if (o.scored.valid()) {
       w.tally.Add(PruneRule::kDominatedInGroup, 0, false, n - 1,
                   Example{true, g.layout, head + 1, o.tokens_per_sec, 0});
@@ -568,6 +606,11 @@ ParallelConfig Searcher::ExplicitStages(const ParallelConfig& p,
 absl::StatusOr<RankedPlan> Searcher::Derive(const Scored& s) const {
   const Knobs& k = KnobsOf(layouts_[s.layout]).combos[s.combo];
   const ParallelConfig p = ExplicitStages(layouts_[s.layout], k);
+  if (const auto rule = MegatronViolation(problem_.model, p, k)) {
+    return absl::InternalError(absl::StrCat(
+        "search derived a plan the framework refuses: ", Describe(s.layout, s.combo),
+        ": ", RuleText(*rule)));
+  }
   absl::StatusOr<Prediction> pred = model_.Predict(p, k);
   if (!pred.ok()) {
     return absl::InternalError(absl::StrCat(
@@ -592,6 +635,25 @@ absl::Status Searcher::NoFeasiblePlan(const Worker& all) const {
   const char* what = problem_.shape.objective == Objective::kLora
                          ? "weights alone"
                          : "weights and gradients alone";
+  // Pinned values the framework refuses together, and nothing else ran:
+  // bad input, naming the rule.
+  if (!all.least_memory.valid()) {
+    const int r = static_cast<int>(PruneRule::kFrameworkRule);
+    int worst = -1;
+    uint64_t worst_n = 0;
+    for (int d = 0; d < kNumFrameworkRules; ++d) {
+      const uint64_t n = all.tally.count[r][d][0] + all.tally.count[r][d][1];
+      if (n > worst_n) worst = d, worst_n = n;
+    }
+    if (worst >= 0) {
+      const Example& ex = all.tally.example[r][worst][0];
+      return absl::InvalidArgumentError(absl::StrCat(
+          RuleText(static_cast<FrameworkRule>(worst)),
+          "; the values given with --fix leave no other choice",
+          ex.set ? absl::StrCat(" (e.g. ", Describe(ex.layout, ex.combo), ")")
+                 : std::string()));
+    }
+  }
   if (!all.least_memory.valid() || all.floor_bytes > limit_bytes_) {
     // Nothing was scored as valid, or every layout's weights are over.
     if (std::isfinite(all.floor_bytes)) {
@@ -644,6 +706,8 @@ std::string Searcher::ExampleText(PruneRule rule, int detail, bool evaluated,
       return absl::StrCat(what, ": ",
                           Sv(InfeasibilityName(static_cast<Infeasibility>(detail))),
                           evaluated ? "" : " (as its group head)");
+    case PruneRule::kFrameworkRule:
+      return absl::StrCat(what, ": ", RuleText(static_cast<FrameworkRule>(detail)));
   }
   return what;
 }
@@ -871,6 +935,8 @@ absl::StatusOr<SearchResult> Searcher::Run() {
         if (rule == PruneRule::kInvalidLayout ||
             rule == PruneRule::kUnsupportedByModel) {
           pc.detail = std::string(InfeasibilityName(static_cast<Infeasibility>(d)));
+        } else if (rule == PruneRule::kFrameworkRule) {
+          pc.detail = std::string(RuleInfo(static_cast<FrameworkRule>(d)).name);
         }
         pc.candidates = n;
         pc.example = rule == PruneRule::kInvalidLayout
@@ -921,6 +987,8 @@ std::string_view PruneRuleName(PruneRule rule) {
       return "over_memory";
     case PruneRule::kUnsupportedByModel:
       return "rejected_by_step_model";
+    case PruneRule::kFrameworkRule:
+      return "refused_by_framework";
   }
   return "unknown";
 }
@@ -943,6 +1011,8 @@ std::string_view PruneRuleText(PruneRule rule) {
       return "scored: peak memory over the limit";
     case PruneRule::kUnsupportedByModel:
       return "the step model rejects the configuration";
+    case PruneRule::kFrameworkRule:
+      return "pinned values the framework refuses together (framework_rules.h)";
   }
   return "";
 }

@@ -105,15 +105,18 @@ enum class PruneRule {
   kSameMemoryOverLimit,   // default mode: same memory as a head over the limit
   kOverMemory,            // scored, peak memory over the limit
   kUnsupportedByModel,    // the step model rejected the configuration
+  kFrameworkRule,         // the framework refuses the combination (pinned
+                          // values in conflict; see framework_rules.h)
 };
-inline constexpr int kNumPruneRules = 7;
+inline constexpr int kNumPruneRules = 8;
 std::string_view PruneRuleName(PruneRule rule);
 std::string_view PruneRuleText(PruneRule rule);
 
 struct PruneCount {
   PruneRule rule;
   std::string detail;    // the Infeasibility, for kInvalidLayout and
-                         // kUnsupportedByModel
+                         // kUnsupportedByModel; the FrameworkRule name for
+                         // kFrameworkRule
   bool evaluated = false;  // scored then rejected (vs never scored)
   uint64_t candidates = 0;
   std::string example;   // one pruned candidate, with its numbers

@@ -1148,7 +1148,10 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
   if (p.pp > 1) {
     const Cost send = pc != nullptr ? pc->pp_send : PpSendRecv(c, model_, shape_, p.pp);
     const double per_mb = 2.0 * p.vp * send.seconds;
-    pp_slots.Add(knobs.overlap.pp_comm ? kSPpHidden : kSPpExposed, {per_mb, send.source});
+    // Megatron overlaps P2P only in the interleaved schedule (vp > 1); the
+    // non-interleaved one turns overlap_p2p_comm off (validate_args).
+    const bool hidden = knobs.overlap.pp_comm && p.vp > 1;
+    pp_slots.Add(hidden ? kSPpHidden : kSPpExposed, {per_mb, send.source});
   }
   const double pp_exposed = pp_slots.s[kSPpExposed];
   const double t_max = rank_time[bottleneck] + pp_exposed;
