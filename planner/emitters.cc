@@ -1,6 +1,8 @@
 #include "planner/emitters.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
+#include "planner/framework_rules.h"
 #include "planner/internal/strings.h"
 #include "planner/units.h"
 
@@ -46,39 +49,59 @@ std::string Headline(const Prediction& p) {
       p.hbm_bytes / units::kGiB);
 }
 
-// Transformer layers on the first and last (virtual) pipeline stage, as the
-// plan sets them (the search makes them explicit). Unset, or equal to an
-// even split: Megatron's default even split, no flags.
-struct StageSplit {
-  bool uneven = false;
-  int first = -1;  // -1: not set
-  int last = -1;
-};
-StageSplit SplitStages(const ModelSpec& m, const ParallelConfig& p) {
-  StageSplit s;
-  const int stages = p.pp * p.vp;
-  if (stages <= 1 || !(p.first_stage_layers || p.last_stage_layers)) return s;
-  s.first = p.first_stage_layers.value_or(-1);
-  s.last = p.last_stage_layers.value_or(-1);
-  const bool even = m.num_layers % stages == 0 &&
-                    s.first == m.num_layers / stages &&
-                    s.last == m.num_layers / stages;
-  s.uneven = !even;
-  return s;
-}
-
-// "([0]*3+[1]*58)" for Megatron's --moe-layer-freq.
-std::string MoeLayerPattern(const ModelSpec& m) {
+// "([0]*3+[1]*58)": Megatron's run-length form of a per-layer pattern
+// (--moe-layer-freq, --window-attn-skip-freq).
+std::string LayerPattern(int layers, const std::function<bool(int)>& is_one) {
   std::vector<std::string> runs;
   int i = 0;
-  while (i < m.num_layers) {
-    const bool moe = m.IsMoeLayer(i);
+  while (i < layers) {
+    const bool one = is_one(i);
     int j = i;
-    while (j < m.num_layers && m.IsMoeLayer(j) == moe) ++j;
-    runs.push_back(absl::StrCat("[", moe ? 1 : 0, "]*", j - i));
+    while (j < layers && is_one(j) == one) ++j;
+    runs.push_back(absl::StrCat("[", one ? 1 : 0, "]*", j - i));
     i = j;
   }
   return absl::StrCat("(", absl::StrJoin(runs, "+"), ")");
+}
+
+std::string MoeLayerPattern(const ModelSpec& m) {
+  return LayerPattern(m.num_layers, [&](int l) { return m.IsMoeLayer(l); });
+}
+
+// Megatron's --pipeline-model-parallel-layout for the step model's split:
+// one '|'-separated entry per virtual stage in stage order (stage v on rank
+// v % pp), E = embedding, t = transformer layer, m = MTP layer, L = loss.
+// Empty: the split is Megatron's own even split (no flag needed).
+std::vector<int> StageLayersOf(const Prediction& p) {
+  return p.stage_layers.empty() ? FixedStageLayers(p.model, p.parallel) : p.stage_layers;
+}
+
+std::string PipelineLayout(const Prediction& p) {
+  const std::vector<int> n = StageLayersOf(p);
+  const int stages = p.parallel.pp * p.parallel.vp;
+  if (stages <= 1 || static_cast<int>(n.size()) != stages) return "";
+  if (std::all_of(n.begin(), n.end(), [&](int x) { return x == n[0]; })) return "";
+  std::vector<std::string> parts;
+  for (int v = 0; v < stages; ++v) {
+    std::string stage = v == 0 ? "E" : "";
+    if (n[size_t(v)] == 1) absl::StrAppend(&stage, "t");
+    if (n[size_t(v)] > 1) absl::StrAppend(&stage, "t*", n[size_t(v)]);
+    if (v == stages - 1) {
+      if (p.model.mtp_layers == 1) absl::StrAppend(&stage, "m");
+      if (p.model.mtp_layers > 1) absl::StrAppend(&stage, "m*", p.model.mtp_layers);
+      absl::StrAppend(&stage, "L");
+    }
+    parts.push_back(std::move(stage));
+  }
+  return absl::StrJoin(parts, "|");
+}
+
+// Numbers as Megatron's argparse reads them: integers without a fraction.
+std::string Num(double v) {
+  if (v == std::floor(v) && std::abs(v) < 1e15) {
+    return absl::StrFormat("%.0f", v);
+  }
+  return absl::StrFormat("%g", v);
 }
 
 std::vector<std::string> RecomputeModuleList(uint32_t bits) {
@@ -135,24 +158,14 @@ std::string EmitCanonicalJson(const Prediction& p, const EmitContext& c) {
   return j.dump(2) + "\n";
 }
 
-std::string EmitMegatronArgs(const Prediction& p, const EmitContext& c) {
+namespace {
+
+// The sections of a Megatron-LM file, each from the plan alone.
+
+void ModelShapeFlags(const Prediction& p, ArgWriter& a) {
   const ModelSpec& m = p.model;
-  const ParallelConfig& par = p.parallel;
-  const Knobs& k = p.knobs;
-  const int dp = ResolvedDpOf(p);
-  std::string out = absl::StrCat("# moetune plan for Megatron-LM / Megatron-Core (pretrain_gpt.py)\n",
-                                 "# problem: ", ProblemLine(p, c), "\n");
-  if (!c.generated_at.empty()) {
-    absl::StrAppend(&out, "# generated_at: ", c.generated_at, "\n");
-  }
-  absl::StrAppend(&out, "# predicted: ", Headline(p), "\n",
-                  "# cost source: ", CostSourceLine(p), "\n",
-                  "# layout: ", ToString(par), " (dp=", dp, ")\n",
-                  "# knobs: ", ToString(k), "\n",
-                  "# Add data, tokenizer, optimizer and checkpoint flags, "
-                  "then: torchrun ... pretrain_gpt.py \"${MEGATRON_ARGS[@]}\" ...\n");
-  ArgWriter a;
-  a.Comment("model shape");
+  const ArchitectureDetails& arch = m.arch;
+  a.Comment("model shape and architecture (as the Hugging Face config builds it)");
   a.Flag("--num-layers", m.num_layers);
   a.Flag("--hidden-size", m.hidden_size);
   a.Flag("--num-attention-heads", m.num_attention_heads);
@@ -170,22 +183,76 @@ std::string EmitMegatronArgs(const Prediction& p, const EmitContext& c) {
       a.Flag("--num-query-groups", m.num_kv_heads);
     }
   }
-  if (m.attention_bias) {
-    a.Flag("--add-qkv-bias");
-  } else {
-    a.Flag("--disable-bias-linear");
-  }
-  if (m.sliding_window > 0) {
-    a.Comment(absl::StrCat("sliding-window attention (", m.sliding_window,
-                           " tokens on some layers): add --window-size and "
-                           "--window-attn-skip-freq for this model"));
+  // Megatron's default keeps a bias on every linear layer (GPT-3, GPT-OSS).
+  if (!m.attention_bias) a.Flag("--disable-bias-linear");
+  if (arch.qk_layernorm) a.Flag("--qk-layernorm");
+  if (m.attention_sinks) a.Flag("--softmax-type", "learnable");
+  if (m.sliding_window > 0 && !m.sliding_window_layers.empty()) {
+    a.Flag("--window-size", absl::StrCat(m.sliding_window, ",0"));
+    // 1 = sliding-window layer, 0 = full attention.
+    const auto& w = m.sliding_window_layers;
+    bool alternating = w.size() % 2 == 0;
+    for (size_t l = 0; alternating && l < w.size(); ++l) {
+      alternating = w[l] == (l % 2 == 0);
+    }
+    if (alternating) {
+      a.Flag("--window-attn-skip-freq", 2);
+    } else {
+      a.Flag("--window-attn-skip-freq",
+             absl::StrCat("'", LayerPattern(m.num_layers,
+                                            [&](int l) { return m.IsSlidingLayer(l); }),
+                          "'"));
+    }
   }
   if (m.ffn_hidden_size > 0) a.Flag("--ffn-hidden-size", m.ffn_hidden_size);
-  if (m.gated_mlp) a.Flag("--swiglu");
+  if (arch.gpt_oss_activation) {
+    // x * sigmoid(1.702 x) * (up + 1), inputs clamped to 7.
+    a.Flag("--quick-geglu");
+    a.Flag("--glu-linear-offset", "1.0");
+    a.Flag("--activation-func-clamp-value", "7.0");
+  } else if (m.gated_mlp) {
+    a.Flag("--swiglu");
+  }
   a.Flag("--vocab-size", m.vocab_size);
   if (!m.tie_word_embeddings) a.Flag("--untie-embeddings-and-output-weights");
-  a.Flag("--position-embedding-type", "rope");
-  a.Flag("--normalization", "RMSNorm");
+  if (arch.learned_position_embeddings) {
+    a.Flag("--position-embedding-type", "learned_absolute");
+  } else if (m.attention == AttentionType::kMla) {
+    a.Flag("--position-embedding-type", "rope");
+    a.Flag("--rotary-base", Num(arch.rope_theta));
+    if (arch.rope_scaling == RopeScaling::kYarn) {
+      a.Flag("--rope-type", "yarn");
+      a.Flag("--rotary-scaling-factor", Num(arch.rope_factor));
+      a.Flag("--mscale", Num(arch.yarn_mscale));
+      a.Flag("--mscale-all-dim", Num(arch.yarn_mscale_all_dim));
+      if (arch.rope_original_max_positions != 4096 || arch.yarn_beta_fast != 32 ||
+          arch.yarn_beta_slow != 1) {
+        a.Comment(absl::StrCat(
+            "YaRN original_max_position_embeddings=", arch.rope_original_max_positions,
+            " beta_fast=", Num(arch.yarn_beta_fast), " beta_slow=", Num(arch.yarn_beta_slow),
+            ": Megatron's MLA config takes these from its config class (defaults 4096, 32, "
+            "1), no flag sets them"));
+      }
+    } else {
+      a.Flag("--rope-type", "rope");
+    }
+  } else if (arch.rope_scaling == RopeScaling::kYarn) {
+    a.Flag("--position-embedding-type", "yarn");
+    a.Flag("--rotary-base", Num(arch.rope_theta));
+    a.Flag("--rotary-scaling-factor", Num(arch.rope_factor));
+    a.Flag("--yarn-original-max-position-embeddings", arch.rope_original_max_positions);
+    a.Flag("--yarn-beta-fast", Num(arch.yarn_beta_fast));
+    a.Flag("--yarn-beta-slow", Num(arch.yarn_beta_slow));
+  } else {
+    a.Flag("--position-embedding-type", "rope");
+    a.Flag("--rotary-base", Num(arch.rope_theta));
+    if (arch.rope_scaling == RopeScaling::kLlama3) {
+      a.Flag("--use-rope-scaling");
+      a.Flag("--rope-scaling-factor", Num(arch.rope_factor));
+    }
+  }
+  a.Flag("--normalization", arch.layernorm ? "LayerNorm" : "RMSNorm");
+  a.Flag("--norm-epsilon", absl::StrFormat("%g", arch.norm_epsilon));
   if (m.IsMoe()) {
     a.Flag("--num-experts", m.num_routed_experts);
     a.Flag("--moe-router-topk", m.moe_top_k);
@@ -197,38 +264,38 @@ std::string EmitMegatronArgs(const Prediction& p, const EmitContext& c) {
     if (m.NumMoeLayers() != m.num_layers) {
       a.Flag("--moe-layer-freq", absl::StrCat("'", MoeLayerPattern(m), "'"));
     }
+    if (arch.router_sigmoid) a.Flag("--moe-router-score-function", "sigmoid");
+    if (arch.router_expert_bias) a.Flag("--moe-router-enable-expert-bias");
+    if (arch.router_topk_scaling_factor > 0) {
+      a.Flag("--moe-router-topk-scaling-factor", Num(arch.router_topk_scaling_factor));
+    }
+    if (arch.router_num_groups > 1) {
+      a.Flag("--moe-router-num-groups", arch.router_num_groups);
+      a.Flag("--moe-router-group-topk", arch.router_group_topk);
+    }
+    a.Flag("--moe-router-dtype", "fp32");
   }
   if (m.mtp_layers > 0) a.Flag("--mtp-num-layers", m.mtp_layers);
+  // The published recipes train these models without dropout.
+  a.Flag("--attention-dropout", "0.0");
+  a.Flag("--hidden-dropout", "0.0");
+}
 
-  a.Comment("batch and sequence");
-  a.Flag("--seq-length", p.shape.seq_len);
-  a.Flag("--max-position-embeddings", p.shape.seq_len);
-  a.Flag("--micro-batch-size", par.mbs);
-  a.Flag("--global-batch-size", p.shape.global_batch);
-
-  a.Comment(absl::StrCat("parallel layout: dp = ", p.shape.gpus, " / (tp ",
-                         par.tp, " x pp ", par.pp, " x cp ", par.cp,
-                         ") = ", dp));
+void LayoutFlags(const Prediction& p, int dp, ArgWriter& a) {
+  const ModelSpec& m = p.model;
+  const ParallelConfig& par = p.parallel;
+  a.Comment(absl::StrCat("parallel layout: dp = ", p.shape.gpus, " / (tp ", par.tp,
+                         " x pp ", par.pp, " x cp ", par.cp, ") = ", dp));
   a.Flag("--tensor-model-parallel-size", par.tp);
   if (par.tp > 1) a.Flag("--sequence-parallel");
   a.Flag("--pipeline-model-parallel-size", par.pp);
-  const StageSplit split = SplitStages(m, par);
-  if (split.uneven) {
-    if (split.first >= 0) a.Flag("--decoder-first-pipeline-num-layers", split.first);
-    if (split.last >= 0) a.Flag("--decoder-last-pipeline-num-layers", split.last);
-    if (par.vp > 1) a.Flag("--num-virtual-stages-per-pipeline-rank", par.vp);
+  const std::string layout = PipelineLayout(p);
+  if (!layout.empty()) {
+    a.Comment(absl::StrCat("transformer layers per virtual stage (rank = stage % pp): ",
+                           absl::StrJoin(StageLayersOf(p), " ")));
+    a.Flag("--pipeline-model-parallel-layout", absl::StrCat("'", layout, "'"));
   } else if (par.vp > 1) {
-    if (m.num_layers % (par.pp * par.vp) == 0) {
-      a.Flag("--num-layers-per-virtual-pipeline-stage",
-             m.num_layers / (par.pp * par.vp));
-    } else {
-      a.Comment("layers do not split evenly over pp x vp and the plan sets no "
-                "first/last stage sizes");
-      a.Flag("--num-virtual-stages-per-pipeline-rank", par.vp);
-    }
-  } else if (par.pp > 1 && m.num_layers % par.pp != 0) {
-    a.Comment("layers do not split evenly over pp and the plan sets no "
-              "first/last stage sizes");
+    a.Flag("--num-layers-per-virtual-pipeline-stage", m.num_layers / (par.pp * par.vp));
   }
   a.Flag("--context-parallel-size", par.cp);
   if (m.IsMoe()) {
@@ -236,12 +303,18 @@ std::string EmitMegatronArgs(const Prediction& p, const EmitContext& c) {
     a.Flag("--expert-tensor-parallel-size", par.etp);
   }
   a.Flag("--use-distributed-optimizer");
+  // Gradients reduced in BF16, as the step model prices them (Megatron
+  // would otherwise reduce the FP32 main gradients in FP32).
+  a.Flag("--grad-reduce-in-bf16");
   if (par.shard_params) {
     a.Comment("FSDP: parameters, gradients and optimizer states sharded over dp");
     a.Flag("--use-megatron-fsdp");
     a.Flag("--data-parallel-sharding-strategy", "optim_grads_params");
+    a.Flag("--ckpt-format", "fsdp_dtensor");
   }
+}
 
+void RecomputeOffloadFlags(const Knobs& k, ArgWriter& a) {
   a.Comment("recompute and activation offload");
   switch (k.recompute.mode) {
     case RecomputeMode::kNone:
@@ -268,48 +341,76 @@ std::string EmitMegatronArgs(const Prediction& p, const EmitContext& c) {
   } else {
     a.Comment("no activation offload");
   }
+}
 
-  if (m.IsMoe()) {
-    a.Comment("MoE dispatch and experts");
-    if (k.dispatcher == Dispatcher::kFusedDedup) {
-      a.Flag("--moe-token-dispatcher-type", "flex");
-      a.Flag("--moe-enable-deepep");
-    } else {
-      a.Flag("--moe-token-dispatcher-type", "alltoall");
-    }
-    if (k.grouped_gemm) {
-      a.Flag("--moe-grouped-gemm");
-    } else {
-      a.Comment("grouped GEMM off: TE runs one GEMM per local expert");
-    }
-    a.Flag("--moe-permute-fusion");
+// DeepEP for NVLink islands of one node behind InfiniBand; HybridEP where
+// the NVLink domain spans nodes (NVL72 racks), the only backend that uses it.
+std::string_view FlexBackend(const ClusterSpec& c) {
+  return c.nvlink_domain_gpus > c.gpus_per_node ? "hybridep" : "deepep";
+}
+
+void MoeFlags(const Prediction& p, ArgWriter& a) {
+  const Knobs& k = p.knobs;
+  a.Comment("MoE dispatch and experts");
+  if (k.dispatcher == Dispatcher::kFusedDedup) {
+    a.Flag("--moe-token-dispatcher-type", "flex");
+    a.Flag("--moe-flex-dispatcher-backend", Sv(FlexBackend(p.cluster)));
+  } else {
+    a.Flag("--moe-token-dispatcher-type", "alltoall");
   }
+  if (k.grouped_gemm) {
+    a.Flag("--moe-grouped-gemm");
+  } else {
+    a.Comment("grouped GEMM off: TE runs one GEMM per local expert");
+  }
+  a.Flag("--moe-permute-fusion");
+  if (k.moe_load_imbalance == 1.0) {
+    a.Comment("predicted for balanced routing (the published benchmarks force it); "
+              "real training routes less evenly (moetune --moe-imbalance)");
+  }
+}
 
+void OverlapFlags(const Prediction& p, ArgWriter& a) {
+  const ModelSpec& m = p.model;
+  const ParallelConfig& par = p.parallel;
+  const Knobs& k = p.knobs;
   a.Comment("communication overlap");
   if (k.overlap.dp_comm) {
     a.Flag("--overlap-grad-reduce");
     a.Flag("--overlap-param-gather");
   }
   if (k.overlap.tp_comm && par.tp > 1) a.Flag("--tp-comm-overlap");
-  if (m.IsMoe() && k.overlap.ep_comm && par.ep > 1) {
-    if (m.num_shared_experts > 0) a.Flag("--moe-shared-expert-overlap");
+  if (EpOverlapActive(m, par, k)) {
     a.Flag("--overlap-moe-expert-parallel-comm");
-    a.Flag("--delay-wgrad-compute");
+    // TE cannot delay the weight gradients of graphed attention with biases.
+    if (k.cuda_graphs && m.attention_bias) {
+      a.Comment("--delay-wgrad-compute left off: CUDA-graphed attention with biases");
+    } else {
+      a.Flag("--delay-wgrad-compute");
+    }
   }
-  if (!k.overlap.pp_comm && par.pp > 1) a.Flag("--no-overlap-p2p-communication");
+  if (par.pp > 1 && par.vp > 1 && !k.overlap.pp_comm) {
+    a.Flag("--no-overlap-p2p-communication");
+  }
+  if (k.overlap.num_comm_streams > 1) {
+    a.Comment(absl::StrCat("planned with ", k.overlap.num_comm_streams,
+                           " communication streams (Megatron picks its own)"));
+  }
+}
 
+void GraphAndPrecisionFlags(const Prediction& p, ArgWriter& a) {
+  const Knobs& k = p.knobs;
   a.Comment("CUDA graphs");
   if (k.cuda_graphs) {
     a.Flag("--cuda-graph-impl", "transformer_engine");
-    if (m.IsMoe()) {
+    if (p.model.IsMoe()) {
       // Dropless experts have data-dependent shapes: capture around them.
-      a.FlagList("--cuda-graph-scope", {"attn", "moe_router", "moe_preprocess"});
+      a.FlagList("--cuda-graph-modules", {"attn", "moe_router", "moe_preprocess"});
     }
     a.Flag("--te-rng-tracker");
   } else {
     a.Flag("--cuda-graph-impl", "none");
   }
-
   a.Comment(absl::StrCat("precision: ", Sv(PrecisionName(k.precision))));
   a.Flag("--bf16");
   switch (k.precision) {
@@ -328,6 +429,66 @@ std::string EmitMegatronArgs(const Prediction& p, const EmitContext& c) {
       a.Flag("--fp4-recipe", "nvfp4");
       break;
   }
+}
+
+// The environment the plan's choices need, as `export` lines.
+std::vector<std::string> MegatronEnvironment(const Prediction& p) {
+  std::vector<std::string> env;
+  const ParallelConfig& par = p.parallel;
+  const Knobs& k = p.knobs;
+  if (k.offload_activations && k.offload_modules != 0) {
+    // TE >= 2.10 offloads weights too unless told the v1 behaviour.
+    env.push_back("export NVTE_CPU_OFFLOAD_V1=1");
+  }
+  // Hopper orders TP/CP communication ahead of compute only with one
+  // hardware queue; Blackwell has no such need, and FSDP needs several.
+  if (p.cluster.gpu.generation == "hopper" && (par.tp > 1 || par.cp > 1) &&
+      !par.shard_params) {
+    env.push_back(EpOverlapActive(p.model, par, k)
+                      ? "export CUDA_DEVICE_MAX_CONNECTIONS=32  # EP A2A overlap first"
+                      : "export CUDA_DEVICE_MAX_CONNECTIONS=1");
+  }
+  return env;
+}
+
+}  // namespace
+
+std::string EmitMegatronArgs(const Prediction& p, const EmitContext& c) {
+  const int dp = ResolvedDpOf(p);
+  std::string out = absl::StrCat(
+      "# moetune plan for Megatron-LM / Megatron-Core (pretrain_gpt.py)\n",
+      "# problem: ", ProblemLine(p, c), "\n");
+  if (!c.generated_at.empty()) {
+    absl::StrAppend(&out, "# generated_at: ", c.generated_at, "\n");
+  }
+  absl::StrAppend(
+      &out, "# predicted: ", Headline(p), "\n", "# cost source: ", CostSourceLine(p), "\n",
+      "# layout: ", ToString(p.parallel), " (dp=", dp, ")\n", "# knobs: ", ToString(p.knobs),
+      "\n",
+      "# You add: data (--data-path), tokenizer (--tokenizer-type, --tokenizer-model), "
+      "training length and learning rate (--train-iters, --lr, ...), checkpoint paths "
+      "(--save, --load).\n",
+      "# Then: torchrun ... pretrain_gpt.py \"${MEGATRON_ARGS[@]}\" <your flags>\n");
+  if (p.shape.objective == Objective::kLora) {
+    absl::StrAppend(&out,
+                    "# objective lora: pretrain_gpt.py trains every weight; run these model "
+                    "and layout flags through Megatron-Bridge with peft=lora for the "
+                    "adapter step this plan predicts.\n");
+  }
+  for (const std::string& e : MegatronEnvironment(p)) absl::StrAppend(&out, e, "\n");
+  ArgWriter a;
+  ModelShapeFlags(p, a);
+  a.Comment("batch and sequence");
+  a.Flag("--seq-length", p.shape.seq_len);
+  a.Flag("--max-position-embeddings",
+         std::max(p.shape.seq_len, p.model.arch.max_position_embeddings));
+  a.Flag("--micro-batch-size", p.parallel.mbs);
+  a.Flag("--global-batch-size", p.shape.global_batch);
+  LayoutFlags(p, dp, a);
+  RecomputeOffloadFlags(p.knobs, a);
+  if (p.model.IsMoe()) MoeFlags(p, a);
+  OverlapFlags(p, a);
+  GraphAndPrecisionFlags(p, a);
   absl::StrAppend(&out, "MEGATRON_ARGS=(\n", a.Take(), ")\n");
   return out;
 }

@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "planner/framework_rules.h"
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
 #include "planner/units.h"
@@ -38,6 +39,7 @@ Prediction BasePrediction(const std::string& model, const ClusterSpec& cluster,
   EXPECT_TRUE(m.ok()) << m.status();
   p.model = *m;
   p.cluster_name = cluster.name;
+  p.cluster = cluster;
   p.shape = shape;
   p.hbm_bytes = cluster.gpu.hbm_bytes;
   // Round figures; only their formatting is under test.
@@ -210,19 +212,50 @@ TEST(EmittersTest, CanonicalJsonCarriesPlanAndPrediction) {
 
 TEST(EmittersTest, MegatronFlagsFollowThePlan) {
   const std::vector<GoldenCase> cases = Cases();
+  for (const GoldenCase& c : cases) {
+    EXPECT_EQ(MegatronViolation(c.prediction.model, c.prediction.parallel,
+                                c.prediction.knobs),
+              std::nullopt)
+        << c.name << ": a golden plan the framework refuses";
+  }
   const std::string dsv3 = EmitMegatronArgs(cases[0].prediction, {});
   EXPECT_THAT(dsv3, HasSubstr("  --pipeline-model-parallel-size 4\n"));
-  EXPECT_THAT(dsv3, HasSubstr("  --decoder-first-pipeline-num-layers 4\n"));
-  EXPECT_THAT(dsv3, HasSubstr("  --decoder-last-pipeline-num-layers 1\n"));
-  EXPECT_THAT(dsv3, HasSubstr("  --num-virtual-stages-per-pipeline-rank 4\n"));
+  // 61 layers over 16 virtual stages: 4 first, 1 last, 56 = 14 x 4 between;
+  // embedding first, MTP and loss last.
+  EXPECT_THAT(dsv3, HasSubstr("  --pipeline-model-parallel-layout "
+                              "'Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|"
+                              "t*4|t*4|tmL'\n"));
+  EXPECT_THAT(dsv3, Not(HasSubstr("--decoder-first-pipeline-num-layers")));
+  EXPECT_THAT(dsv3, Not(HasSubstr("--num-virtual-stages-per-pipeline-rank")));
   EXPECT_THAT(dsv3, Not(HasSubstr("--num-layers-per-virtual-pipeline-stage")));
-  EXPECT_THAT(dsv3, HasSubstr("  --moe-token-dispatcher-type flex\n  --moe-enable-deepep\n"));
+  // NVL72: HybridEP, the backend that uses the multi-node NVLink domain.
+  EXPECT_THAT(dsv3, HasSubstr("  --moe-token-dispatcher-type flex\n"
+                              "  --moe-flex-dispatcher-backend hybridep\n"));
+  EXPECT_THAT(dsv3, Not(HasSubstr("--moe-enable-deepep")));
   EXPECT_THAT(dsv3, HasSubstr("  --recompute-granularity selective\n"));
   EXPECT_THAT(dsv3, HasSubstr("  --recompute-modules mla_up_proj layernorm moe_act\n"));
   EXPECT_THAT(dsv3, HasSubstr("  --offload-modules expert_fc1 moe_act\n"));
+  EXPECT_THAT(dsv3, HasSubstr("\nexport NVTE_CPU_OFFLOAD_V1=1\n"));
   EXPECT_THAT(dsv3, HasSubstr("  --moe-layer-freq '([0]*3+[1]*58)'\n"));
   EXPECT_THAT(dsv3, HasSubstr("  --mtp-num-layers 1\n"));
   EXPECT_THAT(dsv3, Not(HasSubstr("--sequence-parallel")));  // tp = 1
+  // EP A2A overlap (interleaved pipeline): never with shared-expert overlap.
+  EXPECT_THAT(dsv3, HasSubstr("  --overlap-moe-expert-parallel-comm\n  --delay-wgrad-compute\n"));
+  EXPECT_THAT(dsv3, Not(HasSubstr("--moe-shared-expert-overlap")));
+  // The architecture of the Hugging Face model.
+  EXPECT_THAT(dsv3, HasSubstr("  --moe-router-score-function sigmoid\n"
+                              "  --moe-router-enable-expert-bias\n"
+                              "  --moe-router-topk-scaling-factor 2.5\n"
+                              "  --moe-router-num-groups 8\n"
+                              "  --moe-router-group-topk 4\n"));
+  EXPECT_THAT(dsv3, HasSubstr("  --rope-type yarn\n  --rotary-scaling-factor 40\n"));
+  EXPECT_THAT(dsv3, HasSubstr("  --norm-epsilon 1e-06\n"));
+  EXPECT_THAT(dsv3, HasSubstr("  --attention-dropout 0.0\n  --hidden-dropout 0.0\n"));
+  EXPECT_THAT(dsv3, HasSubstr("  --grad-reduce-in-bf16\n"));
+  EXPECT_THAT(dsv3, HasSubstr("  --cuda-graph-modules attn moe_router moe_preprocess\n"));
+  EXPECT_THAT(dsv3, Not(HasSubstr("--cuda-graph-scope")));
+  EXPECT_THAT(dsv3, Not(HasSubstr("CUDA_DEVICE_MAX_CONNECTIONS")));  // Blackwell
+
   const std::string llama = EmitMegatronArgs(cases[1].prediction, {});
   EXPECT_THAT(llama, HasSubstr("  --sequence-parallel\n"));
   EXPECT_THAT(llama, HasSubstr("  --recompute-granularity full\n  --recompute-method uniform\n"));
@@ -230,12 +263,61 @@ TEST(EmittersTest, MegatronFlagsFollowThePlan) {
   EXPECT_THAT(llama, HasSubstr("  --cuda-graph-impl none\n"));
   EXPECT_THAT(llama, Not(HasSubstr("--overlap-grad-reduce")));
   EXPECT_THAT(llama, Not(HasSubstr("--num-experts")));
+  EXPECT_THAT(llama, HasSubstr("  --rotary-base 500000\n"));
+  // Hopper with TP and CP, no FSDP: one hardware queue.
+  EXPECT_THAT(llama, HasSubstr("\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\n"));
+
   const std::string mixtral = EmitMegatronArgs(cases[2].prediction, {});
   EXPECT_THAT(mixtral, HasSubstr("  --num-layers-per-virtual-pipeline-stage 8\n"));
+  EXPECT_THAT(mixtral, Not(HasSubstr("--pipeline-model-parallel-layout")));
   EXPECT_THAT(mixtral, HasSubstr("  --moe-token-dispatcher-type alltoall\n"));
   EXPECT_THAT(mixtral, Not(HasSubstr("--moe-grouped-gemm")));
   EXPECT_THAT(mixtral, HasSubstr("  --fp4-format e2m1\n  --fp4-recipe nvfp4\n"));
   EXPECT_THAT(mixtral, HasSubstr("  --use-megatron-fsdp\n"));
+  EXPECT_THAT(mixtral, HasSubstr("  --ckpt-format fsdp_dtensor\n"));
+}
+
+TEST(EmittersTest, MegatronLayoutPlacesWhatTheStepModelPriced) {
+  GoldenCase c = Cases()[0];
+  // The step model's own split (Prediction::stage_layers) wins over
+  // first/last; equal stages need no layout string.
+  c.prediction.parallel.first_stage_layers.reset();
+  c.prediction.parallel.last_stage_layers.reset();
+  c.prediction.stage_layers = {3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2};
+  EXPECT_THAT(EmitMegatronArgs(c.prediction, {}),
+              HasSubstr("'Et*3|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|"
+                        "t*2mL'"));
+  c.prediction.parallel.vp = 2;
+  c.prediction.parallel.pp = 2;
+  c.prediction.model.num_layers = 64;
+  c.prediction.stage_layers = {16, 16, 16, 16};
+  const std::string even = EmitMegatronArgs(c.prediction, {});
+  EXPECT_THAT(even, HasSubstr("  --num-layers-per-virtual-pipeline-stage 16\n"));
+  EXPECT_THAT(even, Not(HasSubstr("--pipeline-model-parallel-layout")));
+}
+
+TEST(FixedStageLayersTest, SplitsAsTheStepModelDoes) {
+  ModelSpec m;
+  m.num_layers = 61;
+  ParallelConfig p;
+  p.pp = 4;
+  p.vp = 4;
+  EXPECT_TRUE(FixedStageLayers(m, p).empty());  // 61 % 16 != 0, no first/last
+  p.first_stage_layers = 3;
+  p.last_stage_layers = 2;
+  // 56 layers over 14 middle stages: 4 each.
+  std::vector<int> want(16, 4);
+  want.front() = 3;
+  want.back() = 2;
+  EXPECT_EQ(FixedStageLayers(m, p), want);
+  p.last_stage_layers = 1;  // 57 over 14: the first middle stage takes 5
+  want.back() = 1;
+  want[1] = 5;
+  EXPECT_EQ(FixedStageLayers(m, p), want);
+  m.num_layers = 64;
+  p.first_stage_layers.reset();
+  p.last_stage_layers.reset();
+  EXPECT_EQ(FixedStageLayers(m, p), std::vector<int>(16, 4));
 }
 
 TEST(EmittersTest, MaxTextAxesMultiplyToTheGpuCount) {

@@ -320,6 +320,132 @@ double ModelSpec::ActiveParamsPerToken() const {
   return total;
 }
 
+namespace {
+
+// The Hugging Face fields that say how the model is built beyond its shapes.
+void ReadHfArchitecture(FieldReader& r, const std::string& type,
+                        ArchitectureDetails& a) {
+  if (type == "gpt2") {
+    a.learned_position_embeddings = true;
+    a.layernorm = true;
+    a.norm_epsilon = r.Optional<double>("layer_norm_epsilon", 1e-5);
+    a.max_position_embeddings = r.Optional<int>("n_positions", 0);
+    return;
+  }
+  a.norm_epsilon = r.Optional<double>("rms_norm_eps", 1e-5);
+  a.max_position_embeddings = r.Optional<int>("max_position_embeddings", 0);
+  a.rope_theta = r.Optional<double>("rope_theta", 10000.0);
+  a.qk_layernorm = type == "qwen3_moe" || type == "qwen3";
+  a.gpt_oss_activation = type == "gpt_oss";
+  a.router_sigmoid = r.Optional<std::string>("scoring_func", "softmax") == "sigmoid";
+  a.router_expert_bias = r.Optional<std::string>("topk_method", "") == "noaux_tc";
+  a.router_topk_scaling_factor = r.Optional<double>("routed_scaling_factor", 0.0);
+  if (a.router_topk_scaling_factor == 1.0) a.router_topk_scaling_factor = 0;
+  const int groups = r.Optional<int>("n_group", 0);
+  const int group_topk = r.Optional<int>("topk_group", 0);
+  if (groups > 1) {
+    a.router_num_groups = groups;
+    a.router_group_topk = group_topk;
+  }
+  if (!r.Has("rope_scaling") || !r.raw("rope_scaling").is_object()) return;
+  FieldReader s(r.raw("rope_scaling"), "config.json rope_scaling");
+  const std::string kind = s.Has("rope_type") ? s.Optional<std::string>("rope_type", "")
+                                              : s.Optional<std::string>("type", "");
+  if (kind == "yarn") {
+    a.rope_scaling = RopeScaling::kYarn;
+    a.yarn_beta_fast = s.Optional<double>("beta_fast", 32.0);
+    a.yarn_beta_slow = s.Optional<double>("beta_slow", 1.0);
+    a.yarn_mscale = s.Optional<double>("mscale", 1.0);
+    a.yarn_mscale_all_dim = s.Optional<double>("mscale_all_dim", 0.0);
+  } else if (kind == "llama3") {
+    a.rope_scaling = RopeScaling::kLlama3;
+  } else {
+    r.Fail(absl::StrCat("config.json rope_scaling type '", kind,
+                        "' is not supported (yarn, llama3)"));
+    return;
+  }
+  a.rope_factor = s.Optional<double>("factor", 1.0);
+  a.rope_original_max_positions = s.Optional<int>("original_max_position_embeddings", 0);
+  if (!s.status().ok()) r.Fail(std::string(s.status().message()));
+}
+
+std::string_view RopeScalingName(RopeScaling s) {
+  switch (s) {
+    case RopeScaling::kNone:
+      return "none";
+    case RopeScaling::kYarn:
+      return "yarn";
+    case RopeScaling::kLlama3:
+      return "llama3";
+  }
+  return "none";
+}
+
+void ReadNativeArchitecture(FieldReader& r, ArchitectureDetails& a) {
+  if (!r.Has("architecture")) return;
+  if (!r.raw("architecture").is_object()) {
+    r.Fail("field 'architecture' must be an object");
+    return;
+  }
+  FieldReader f(r.raw("architecture"), "architecture");
+  const ArchitectureDetails d;
+  a.learned_position_embeddings =
+      f.Optional<bool>("learned_position_embeddings", d.learned_position_embeddings);
+  a.layernorm = f.Optional<bool>("layernorm", d.layernorm);
+  a.norm_epsilon = f.Optional<double>("norm_epsilon", d.norm_epsilon);
+  a.max_position_embeddings = f.Optional<int>("max_position_embeddings", 0);
+  a.rope_theta = f.Optional<double>("rope_theta", d.rope_theta);
+  const std::string scaling = f.Optional<std::string>("rope_scaling", "none");
+  if (scaling == "yarn") {
+    a.rope_scaling = RopeScaling::kYarn;
+  } else if (scaling == "llama3") {
+    a.rope_scaling = RopeScaling::kLlama3;
+  } else if (scaling != "none") {
+    f.Fail(absl::StrCat("architecture.rope_scaling must be none, yarn or llama3, got '",
+                        scaling, "'"));
+  }
+  a.rope_factor = f.Optional<double>("rope_factor", d.rope_factor);
+  a.rope_original_max_positions = f.Optional<int>("rope_original_max_positions", 0);
+  a.yarn_beta_fast = f.Optional<double>("yarn_beta_fast", d.yarn_beta_fast);
+  a.yarn_beta_slow = f.Optional<double>("yarn_beta_slow", d.yarn_beta_slow);
+  a.yarn_mscale = f.Optional<double>("yarn_mscale", d.yarn_mscale);
+  a.yarn_mscale_all_dim = f.Optional<double>("yarn_mscale_all_dim", d.yarn_mscale_all_dim);
+  a.qk_layernorm = f.Optional<bool>("qk_layernorm", false);
+  a.router_sigmoid = f.Optional<bool>("router_sigmoid", false);
+  a.router_expert_bias = f.Optional<bool>("router_expert_bias", false);
+  a.router_topk_scaling_factor = f.Optional<double>("router_topk_scaling_factor", 0.0);
+  a.router_num_groups = f.Optional<int>("router_num_groups", 0);
+  a.router_group_topk = f.Optional<int>("router_group_topk", 0);
+  a.gpt_oss_activation = f.Optional<bool>("gpt_oss_activation", false);
+  if (!f.status().ok()) r.Fail(std::string(f.status().message()));
+}
+
+json NativeArchitecture(const ArchitectureDetails& a) {
+  json j;
+  j["learned_position_embeddings"] = a.learned_position_embeddings;
+  j["layernorm"] = a.layernorm;
+  j["norm_epsilon"] = a.norm_epsilon;
+  j["max_position_embeddings"] = a.max_position_embeddings;
+  j["rope_theta"] = a.rope_theta;
+  j["rope_scaling"] = std::string(RopeScalingName(a.rope_scaling));
+  j["rope_factor"] = a.rope_factor;
+  j["rope_original_max_positions"] = a.rope_original_max_positions;
+  j["yarn_beta_fast"] = a.yarn_beta_fast;
+  j["yarn_beta_slow"] = a.yarn_beta_slow;
+  j["yarn_mscale"] = a.yarn_mscale;
+  j["yarn_mscale_all_dim"] = a.yarn_mscale_all_dim;
+  j["qk_layernorm"] = a.qk_layernorm;
+  j["router_sigmoid"] = a.router_sigmoid;
+  j["router_expert_bias"] = a.router_expert_bias;
+  j["router_topk_scaling_factor"] = a.router_topk_scaling_factor;
+  j["router_num_groups"] = a.router_num_groups;
+  j["router_group_topk"] = a.router_group_topk;
+  j["gpt_oss_activation"] = a.gpt_oss_activation;
+  return j;
+}
+
+}  // namespace
+
 absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
   absl::StatusOr<json> parsed = ParseJsonObject(text);
   if (!parsed.ok()) return parsed.status();
@@ -460,6 +586,7 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
         "gpt_oss, gpt2; or use the native form with \"format\": \"",
         internal::Sv(kNativeFormat), "\")"));
   }
+  ReadHfArchitecture(r, type, m.arch);
   if (!r.status().ok()) return r.status();
   if (absl::Status s = CheckSpec(m); !s.ok()) return s;
   return m;
@@ -532,6 +659,7 @@ absl::StatusOr<ModelSpec> ParseNativeModelJson(std::string_view text) {
   }
   m.mtp_layers = r.Optional<int>("mtp_layers", 0);
   m.tie_word_embeddings = r.Optional<bool>("tie_word_embeddings", false);
+  ReadNativeArchitecture(r, m.arch);
   if (!r.status().ok()) return r.status();
   if (absl::Status s = CheckSpec(m); !s.ok()) return s;
   return m;
@@ -586,6 +714,7 @@ std::string ModelSpecToNativeJson(const ModelSpec& m) {
   }
   j["mtp_layers"] = m.mtp_layers;
   j["tie_word_embeddings"] = m.tie_word_embeddings;
+  j["architecture"] = NativeArchitecture(m.arch);
   return j.dump(2);
 }
 

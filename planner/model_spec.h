@@ -21,7 +21,9 @@
 //     "sliding_window": 0 (opt), "sliding_window_layers": [true, false, ...]
 //         (opt; one entry per layer),
 //     "mtp_layers": 0 (opt), "tie_word_embeddings": false (opt),
-//     "attention_bias": false (opt), "attention_sinks": false (opt)
+//     "attention_bias": false (opt), "attention_sinks": false (opt),
+//     "architecture": {...} (opt; ArchitectureDetails, each field by name,
+//         "rope_scaling": "none" | "yarn" | "llama3")
 //   }
 #pragma once
 
@@ -37,6 +39,40 @@ namespace moetune::planner {
 enum class AttentionType {
   kGqa,  // multi-head / grouped-query attention (MHA: kv heads = heads)
   kMla,  // multi-head latent attention (DeepSeek-V2/V3, Kimi-K2)
+};
+
+enum class RopeScaling {
+  kNone,
+  kYarn,    // YaRN (DeepSeek-V3, Kimi-K2, GPT-OSS)
+  kLlama3,  // Llama 3.1 frequency scaling
+};
+
+// What a framework needs to build the very model the config describes. None
+// of it changes the step time; the emitters turn it into flags. Defaults are
+// the Hugging Face defaults of a Llama-style model.
+struct ArchitectureDetails {
+  bool learned_position_embeddings = false;  // GPT-2/3; otherwise RoPE
+  bool layernorm = false;                    // LayerNorm (GPT-2/3); else RMSNorm
+  double norm_epsilon = 1e-5;
+  int max_position_embeddings = 0;  // 0: not given
+  double rope_theta = 10000;
+  RopeScaling rope_scaling = RopeScaling::kNone;
+  double rope_factor = 1;
+  int rope_original_max_positions = 0;
+  double yarn_beta_fast = 32, yarn_beta_slow = 1;
+  double yarn_mscale = 1, yarn_mscale_all_dim = 0;
+  bool qk_layernorm = false;  // Qwen3: RMSNorm on q and k per head
+  // Router: sigmoid scores with a load-balancing expert bias (DeepSeek-V3
+  // "noaux_tc"), top-k weights scaled by routed_scaling_factor, experts in
+  // groups of which the top group_topk are eligible per token.
+  bool router_sigmoid = false;
+  bool router_expert_bias = false;
+  double router_topk_scaling_factor = 0;  // 0: no scaling
+  int router_num_groups = 0;              // 0: no group-limited routing
+  int router_group_topk = 0;
+  // GPT-OSS's gated activation: x * sigmoid(1.702 x) * (up + 1), both inputs
+  // clamped to 7 (model card).
+  bool gpt_oss_activation = false;
 };
 
 struct ModelSpec {
@@ -87,6 +123,8 @@ struct ModelSpec {
   // Multi-token prediction layers (DeepSeek-V3: 1).
   int mtp_layers = 0;
   bool tie_word_embeddings = false;
+
+  ArchitectureDetails arch;
 
   bool IsMoe() const { return num_routed_experts > 0; }
   bool IsMoeLayer(int layer) const;

@@ -146,6 +146,7 @@ nlohmann::json ToJson(const Prediction& p) {
   config["objective"] = std::string(ObjectiveName(p.shape.objective));
   config["parallel"] = ToJson(p.parallel);
   config["knobs"] = ToJson(p.knobs);
+  if (!p.stage_layers.empty()) config["stage_layers"] = p.stage_layers;
   j["config"] = config;
   return j;
 }

@@ -75,9 +75,14 @@ struct Prediction {
   // The resolved inputs, echoed in ToJson.
   ModelSpec model;
   std::string cluster_name;
+  ClusterSpec cluster;  // for the emitters (GPU generation, NVLink domain)
   TrainingShape shape;
   ParallelConfig parallel;  // dp resolved
   Knobs knobs;
+  // Transformer layers on each virtual pipeline stage, in stage order
+  // (stage v runs on pipeline rank v % pp), as the step model placed them;
+  // the embedding is on stage 0, the output layer, loss and MTP on the last.
+  std::vector<int> stage_layers;
 };
 
 // One JSON object: tokens_per_sec_per_gpu, model_tflops_per_gpu,

@@ -649,7 +649,7 @@ absl::Status Searcher::NoFeasiblePlan(const Worker& all) const {
       const Example& ex = all.tally.example[r][worst][0];
       return absl::InvalidArgumentError(absl::StrCat(
           RuleText(static_cast<FrameworkRule>(worst)),
-          "; the values given with --fix leave no other choice",
+          "; the pinned values leave no other choice",
           ex.set ? absl::StrCat(" (e.g. ", Describe(ex.layout, ex.combo), ")")
                  : std::string()));
     }

@@ -655,6 +655,7 @@ struct StepModel::Accumulator {
   MemoryBreakdown memory;
   double peak_memory_bytes = 0;
   int dp = 0;
+  std::vector<int> stage_layers;  // breakdown only: layers per virtual stage
 };
 
 absl::StatusOr<StepModel> StepModel::Create(
@@ -1114,6 +1115,7 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
       }
       const int rank = v % p.pp;
       const int end = layer + std::max(0, std::min(n_layers, L - layer));
+      if (breakdown) acc->stage_layers.push_back(end - layer);
       const std::array<int, kNumLayerKinds>& lo = kind_prefix_[size_t(layer)];
       const std::array<int, kNumLayerKinds>& hi = kind_prefix_[size_t(end)];
       for (int k = 0; k < kNumLayerKinds; ++k) counts[rank][k] += hi[size_t(k)] - lo[size_t(k)];
@@ -1389,6 +1391,8 @@ absl::StatusOr<Prediction> StepModel::Predict(const ParallelConfig& parallel,
   pr.fully_calibrated = all_calibrated;
   pr.model = model_;
   pr.cluster_name = cost_->cluster().name;
+  pr.cluster = cost_->cluster();
+  pr.stage_layers = std::move(acc.stage_layers);
   pr.shape = shape_;
   pr.parallel = parallel;
   pr.parallel.dp = acc.dp;

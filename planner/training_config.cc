@@ -206,6 +206,34 @@ int NumMicroBatches(const TrainingShape& shape, const ParallelConfig& p) {
   return dp > 0 && p.mbs > 0 ? shape.global_batch / (p.mbs * dp) : 0;
 }
 
+std::vector<int> FixedStageLayers(const ModelSpec& m, const ParallelConfig& p) {
+  const int stages = p.pp * p.vp;
+  const int layers = m.num_layers;
+  if (stages <= 0) return {};
+  const bool fixed_first = p.first_stage_layers.has_value();
+  const bool fixed_last = p.last_stage_layers.has_value();
+  if (!fixed_first && !fixed_last) {
+    if (layers % stages != 0) return {};
+    return std::vector<int>(size_t(stages), layers / stages);
+  }
+  const int mid_stages = stages - (fixed_first ? 1 : 0) - (fixed_last ? 1 : 0);
+  const int rest = layers - p.first_stage_layers.value_or(0) - p.last_stage_layers.value_or(0);
+  if (rest < 0 || (mid_stages <= 0 && rest != 0)) return {};
+  std::vector<int> out;
+  int mid_index = 0;
+  for (int v = 0; v < stages; ++v) {
+    if (v == 0 && fixed_first) {
+      out.push_back(*p.first_stage_layers);
+    } else if (v == stages - 1 && fixed_last) {
+      out.push_back(*p.last_stage_layers);
+    } else {
+      out.push_back(rest / mid_stages + (mid_index < rest % mid_stages ? 1 : 0));
+      ++mid_index;
+    }
+  }
+  return out;
+}
+
 Infeasibility CheckLayout(const ModelSpec& m, const TrainingShape& s,
                           const ParallelConfig& p) {
   if (!IsPositive(p) || s.gpus <= 0 || s.seq_len <= 0 ||

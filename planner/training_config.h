@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -151,6 +152,14 @@ absl::Status Validate(const ModelSpec& model, const TrainingShape& shape,
 // dp as given, or derived from the GPUs; micro-batches per step per DP rank.
 int ResolvedDp(const TrainingShape& shape, const ParallelConfig& parallel);
 int NumMicroBatches(const TrainingShape& shape, const ParallelConfig& parallel);
+
+// Transformer layers per virtual stage (stage v on pipeline rank v % pp)
+// when the layout fixes them: first/last_stage_layers set (the middle stages
+// share the rest, the earliest taking one more, as the step model places
+// them), or no pipeline, or layers dividing evenly over pp x vp. Empty
+// otherwise: the step model balances the stages itself and
+// Prediction::stage_layers says how.
+std::vector<int> FixedStageLayers(const ModelSpec& model, const ParallelConfig& parallel);
 
 std::string ToString(const ParallelConfig& parallel);
 std::string ToString(const Knobs& knobs);

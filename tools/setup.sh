@@ -9,6 +9,8 @@ PACKAGES=(
   libabsl-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsqlite3-dev sqlite3 libgloo-dev libopenblas-dev chromium
   clang libclang-rt-14-dev  # libFuzzer + sanitizers for tools/fuzz.sh
+  # Megatron-LM's own checks on emitted plans (tests/megatron):
+  python3-torch python3-numpy python3-packaging python3-yaml
   ${MOETUNE_EXTRA_PACKAGES:-}
 )
 

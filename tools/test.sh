@@ -33,11 +33,11 @@ if [[ "${SANITIZERS:-1}" != 0 ]]; then
   # --nocache_test_results as below. ASan/UBSan: leaks, overflows, use after
   # free, and undefined behaviour (not recoverable: it fails the test).
   echo "== test.sh: bazel test --config=asan //... (AddressSanitizer + UndefinedBehaviorSanitizer)"
-  bazel test --config=asan --nocache_test_results //...
+  bazel test --config=asan --nocache_test_results --test_tag_filters=-no_sanitizers //...
   # TSan: everything with threads: server, agent, the multi-process service
   # tests (their server and agent binaries are TSan builds too).
   echo "== test.sh: bazel test --config=tsan (ThreadSanitizer): server, agent, service tests"
-  bazel test --config=tsan --nocache_test_results //server/... //agent/... //tests/... \
+  bazel test --config=tsan --nocache_test_results --test_tag_filters=-no_sanitizers //server/... //agent/... //tests/... \
     //tools/cli/... //tools/sanitizers:tsan_self_test
 fi
 

@@ -38,6 +38,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "planner/framework_rules.h"
 #include "planner/cost_model.h"
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
@@ -262,6 +263,32 @@ std::optional<pl::FixedKnobs> GivenKnobs(const Args& args, const pl::ParallelCon
   return f;
 }
 
+// Every knob as given.
+pl::FixedKnobs PinAll(const pl::Knobs& k) {
+  pl::FixedKnobs f;
+  f.recompute = k.recompute;
+  f.offload_modules = k.offload_activations ? k.offload_modules : 0;
+  f.dispatcher = k.dispatcher;
+  f.grouped_gemm = k.grouped_gemm;
+  f.overlap = k.overlap.tp_comm || k.overlap.ep_comm || k.overlap.dp_comm || k.overlap.pp_comm;
+  f.comm_streams = k.overlap.num_comm_streams;
+  f.cuda_graphs = k.cuda_graphs;
+  f.precision = k.precision;
+  return f;
+}
+
+// The prediction of what Megatron-Core runs for these knobs (framework_rules.h);
+// a combination it refuses is bad input, named by the rule.
+absl::StatusOr<pl::Prediction> PredictAsFrameworkRuns(const pl::StepModel& sm,
+                                                      const pl::ModelSpec& model,
+                                                      const pl::ParallelConfig& p,
+                                                      const pl::FixedKnobs& pinned,
+                                                      const pl::Knobs& knobs) {
+  const pl::NormalizedKnobs n = pl::NormalizeForMegatron(model, p, pinned, knobs);
+  if (n.violation) return absl::InvalidArgumentError(pl::RuleText(*n.violation));
+  return sm.Predict(p, n.knobs);
+}
+
 std::string TextReport(const pl::Prediction& p) {
   std::string out = absl::StrFormat(
       "%s on %d x %s, seq %d, global batch %d, %s\n"
@@ -455,11 +482,11 @@ int RunPredict(const std::vector<std::string>& argv) {
     pl::Knobs chosen = searched->best.plan.knobs;
     if (args.Has("overlap")) chosen.overlap = knobs.overlap;  // exactly as given
     chosen.moe_load_imbalance = knobs.moe_load_imbalance;
-    pred = sm->Predict(p, chosen);
+    pred = PredictAsFrameworkRuns(*sm, *model, p, *fixed, chosen);
   } else {
     for (const pl::Recompute& r : ladder) {
       knobs.recompute = r;
-      pred = sm->Predict(p, knobs);
+      pred = PredictAsFrameworkRuns(*sm, *model, p, PinAll(knobs), knobs);
       if (!pred.ok() || pred->peak_memory_bytes <= kDefaultMemoryHeadroom * pred->hbm_bytes) {
         break;
       }

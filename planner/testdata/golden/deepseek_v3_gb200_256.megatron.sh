@@ -5,9 +5,11 @@
 # cost source: datasheet prior
 # layout: tp=1 pp=4 vp=4 ep=64 etp=1 cp=1 dp=64 mbs=1 first_stage_layers=4 last_stage_layers=1 (dp=64)
 # knobs: precision=bf16 recompute=selective(mla_up_proj,layernorm,moe_act) offload=expert_fc1,moe_act dispatcher=fused_dedup grouped_gemm=true overlap(tp,ep,dp,pp)=1111 streams=1 cuda_graphs=true
-# Add data, tokenizer, optimizer and checkpoint flags, then: torchrun ... pretrain_gpt.py "${MEGATRON_ARGS[@]}" ...
+# You add: data (--data-path), tokenizer (--tokenizer-type, --tokenizer-model), training length and learning rate (--train-iters, --lr, ...), checkpoint paths (--save, --load).
+# Then: torchrun ... pretrain_gpt.py "${MEGATRON_ARGS[@]}" <your flags>
+export NVTE_CPU_OFFLOAD_V1=1
 MEGATRON_ARGS=(
-  # model shape
+  # model shape and architecture (as the Hugging Face config builds it)
   --num-layers 61
   --hidden-size 7168
   --num-attention-heads 128
@@ -23,28 +25,42 @@ MEGATRON_ARGS=(
   --vocab-size 129280
   --untie-embeddings-and-output-weights
   --position-embedding-type rope
+  --rotary-base 10000
+  --rope-type yarn
+  --rotary-scaling-factor 40
+  --mscale 1
+  --mscale-all-dim 1
   --normalization RMSNorm
+  --norm-epsilon 1e-06
   --num-experts 256
   --moe-router-topk 8
   --moe-ffn-hidden-size 2048
   --moe-shared-expert-intermediate-size 2048
   --moe-layer-freq '([0]*3+[1]*58)'
+  --moe-router-score-function sigmoid
+  --moe-router-enable-expert-bias
+  --moe-router-topk-scaling-factor 2.5
+  --moe-router-num-groups 8
+  --moe-router-group-topk 4
+  --moe-router-dtype fp32
   --mtp-num-layers 1
+  --attention-dropout 0.0
+  --hidden-dropout 0.0
   # batch and sequence
   --seq-length 4096
-  --max-position-embeddings 4096
+  --max-position-embeddings 163840
   --micro-batch-size 1
   --global-batch-size 1024
   # parallel layout: dp = 256 / (tp 1 x pp 4 x cp 1) = 64
   --tensor-model-parallel-size 1
   --pipeline-model-parallel-size 4
-  --decoder-first-pipeline-num-layers 4
-  --decoder-last-pipeline-num-layers 1
-  --num-virtual-stages-per-pipeline-rank 4
+  # transformer layers per virtual stage (rank = stage % pp): 4 4 4 4 4 4 4 4 4 4 4 4 4 4 4 1
+  --pipeline-model-parallel-layout 'Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4|tmL'
   --context-parallel-size 1
   --expert-model-parallel-size 64
   --expert-tensor-parallel-size 1
   --use-distributed-optimizer
+  --grad-reduce-in-bf16
   # recompute and activation offload
   --recompute-granularity selective
   --recompute-modules mla_up_proj layernorm moe_act
@@ -52,18 +68,18 @@ MEGATRON_ARGS=(
   --offload-modules expert_fc1 moe_act
   # MoE dispatch and experts
   --moe-token-dispatcher-type flex
-  --moe-enable-deepep
+  --moe-flex-dispatcher-backend hybridep
   --moe-grouped-gemm
   --moe-permute-fusion
+  # predicted for balanced routing (the published benchmarks force it); real training routes less evenly (moetune --moe-imbalance)
   # communication overlap
   --overlap-grad-reduce
   --overlap-param-gather
-  --moe-shared-expert-overlap
   --overlap-moe-expert-parallel-comm
   --delay-wgrad-compute
   # CUDA graphs
   --cuda-graph-impl transformer_engine
-  --cuda-graph-scope attn moe_router moe_preprocess
+  --cuda-graph-modules attn moe_router moe_preprocess
   --te-rng-tracker
   # precision: bf16
   --bf16

@@ -5,9 +5,11 @@
 # cost source: datasheet prior
 # layout: tp=2 pp=1 vp=1 ep=1 etp=1 cp=2 dp=4 mbs=1 (dp=4)
 # knobs: precision=fp8 recompute=full offload=none dispatcher=fused_dedup grouped_gemm=true overlap(tp,ep,dp,pp)=0000 streams=1 cuda_graphs=false
-# Add data, tokenizer, optimizer and checkpoint flags, then: torchrun ... pretrain_gpt.py "${MEGATRON_ARGS[@]}" ...
+# You add: data (--data-path), tokenizer (--tokenizer-type, --tokenizer-model), training length and learning rate (--train-iters, --lr, ...), checkpoint paths (--save, --load).
+# Then: torchrun ... pretrain_gpt.py "${MEGATRON_ARGS[@]}" <your flags>
+export CUDA_DEVICE_MAX_CONNECTIONS=1
 MEGATRON_ARGS=(
-  # model shape
+  # model shape and architecture (as the Hugging Face config builds it)
   --num-layers 32
   --hidden-size 4096
   --num-attention-heads 32
@@ -20,7 +22,11 @@ MEGATRON_ARGS=(
   --vocab-size 128256
   --untie-embeddings-and-output-weights
   --position-embedding-type rope
+  --rotary-base 500000
   --normalization RMSNorm
+  --norm-epsilon 1e-05
+  --attention-dropout 0.0
+  --hidden-dropout 0.0
   # batch and sequence
   --seq-length 8192
   --max-position-embeddings 8192
@@ -32,6 +38,7 @@ MEGATRON_ARGS=(
   --pipeline-model-parallel-size 1
   --context-parallel-size 2
   --use-distributed-optimizer
+  --grad-reduce-in-bf16
   # recompute and activation offload
   --recompute-granularity full
   --recompute-method uniform

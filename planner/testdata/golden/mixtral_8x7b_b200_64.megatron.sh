@@ -5,9 +5,10 @@
 # cost source: datasheet prior
 # layout: tp=2 pp=2 vp=2 ep=8 etp=2 cp=1 dp=16 mbs=2 shard_params=true (dp=16)
 # knobs: precision=nvfp4 recompute=none offload=none dispatcher=alltoall grouped_gemm=false overlap(tp,ep,dp,pp)=1111 streams=2 cuda_graphs=true
-# Add data, tokenizer, optimizer and checkpoint flags, then: torchrun ... pretrain_gpt.py "${MEGATRON_ARGS[@]}" ...
+# You add: data (--data-path), tokenizer (--tokenizer-type, --tokenizer-model), training length and learning rate (--train-iters, --lr, ...), checkpoint paths (--save, --load).
+# Then: torchrun ... pretrain_gpt.py "${MEGATRON_ARGS[@]}" <your flags>
 MEGATRON_ARGS=(
-  # model shape
+  # model shape and architecture (as the Hugging Face config builds it)
   --num-layers 32
   --hidden-size 4096
   --num-attention-heads 32
@@ -20,13 +21,18 @@ MEGATRON_ARGS=(
   --vocab-size 32000
   --untie-embeddings-and-output-weights
   --position-embedding-type rope
+  --rotary-base 1000000
   --normalization RMSNorm
+  --norm-epsilon 1e-05
   --num-experts 8
   --moe-router-topk 2
   --moe-ffn-hidden-size 14336
+  --moe-router-dtype fp32
+  --attention-dropout 0.0
+  --hidden-dropout 0.0
   # batch and sequence
   --seq-length 4096
-  --max-position-embeddings 4096
+  --max-position-embeddings 32768
   --micro-batch-size 2
   --global-batch-size 512
   # parallel layout: dp = 64 / (tp 2 x pp 2 x cp 1) = 16
@@ -38,9 +44,11 @@ MEGATRON_ARGS=(
   --expert-model-parallel-size 8
   --expert-tensor-parallel-size 2
   --use-distributed-optimizer
+  --grad-reduce-in-bf16
   # FSDP: parameters, gradients and optimizer states sharded over dp
   --use-megatron-fsdp
   --data-parallel-sharding-strategy optim_grads_params
+  --ckpt-format fsdp_dtensor
   # recompute and activation offload
   # no recompute
   # no activation offload
@@ -48,15 +56,17 @@ MEGATRON_ARGS=(
   --moe-token-dispatcher-type alltoall
   # grouped GEMM off: TE runs one GEMM per local expert
   --moe-permute-fusion
+  # predicted for balanced routing (the published benchmarks force it); real training routes less evenly (moetune --moe-imbalance)
   # communication overlap
   --overlap-grad-reduce
   --overlap-param-gather
   --tp-comm-overlap
   --overlap-moe-expert-parallel-comm
   --delay-wgrad-compute
+  # planned with 2 communication streams (Megatron picks its own)
   # CUDA graphs
   --cuda-graph-impl transformer_engine
-  --cuda-graph-scope attn moe_router moe_preprocess
+  --cuda-graph-modules attn moe_router moe_preprocess
   --te-rng-tracker
   # precision: nvfp4
   --bf16
