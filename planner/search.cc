@@ -214,6 +214,7 @@ class Searcher {
         const NormalizedKnobs n = NormalizeForMegatron(
             problem_.model, rep, options_.constraints.fixed, ks.combos[j]);
         ks.combos[j] = n.knobs;
+        ks.combos[j].moe_load_imbalance = options_.constraints.moe_load_imbalance;
         if (n.violation) violations[j] = static_cast<int8_t>(*n.violation);
       }
     }

@@ -119,6 +119,29 @@ std::string RecomputeValueName(const Recompute& r) {
   return "none";
 }
 
+// "tp+ep+dp" (or "none"): exactly those overlaps on.
+absl::StatusOr<Overlap> ParseOverlapComponents(absl::string_view value) {
+  Overlap o;
+  o.tp_comm = o.ep_comm = o.dp_comm = o.pp_comm = false;
+  o.num_comm_streams = 1;
+  if (absl::AsciiStrToLower(value) == "none") return o;
+  for (absl::string_view part : absl::StrSplit(value, '+')) {
+    const std::string c = absl::AsciiStrToLower(absl::StripAsciiWhitespace(part));
+    bool* bit = c == "tp"   ? &o.tp_comm
+                : c == "ep" ? &o.ep_comm
+                : c == "dp" ? &o.dp_comm
+                : c == "pp" ? &o.pp_comm
+                            : nullptr;
+    if (bit == nullptr) {
+      return FixError("overlap", value,
+                      "expected true/false or communications joined by '+' "
+                      "(tp, ep, dp, pp) or none");
+    }
+    *bit = true;
+  }
+  return o;
+}
+
 // Tokens each CP rank keeps at least: below this the per-rank attention
 // GEMMs are tiny and the ring's 2 * cp steps dominate (Megatron-Core applies
 // CP from 8k-token sequences on).
@@ -173,6 +196,11 @@ absl::StatusOr<FixedKnobs> ParseFixSpec(std::string_view spec) {
           ParseDispatcher(std::string_view(value.data(), value.size()));
       if (!d.ok()) return FixError(key, value, d.status().message());
       f.dispatcher = *d;
+    } else if (key == "overlap" && !ParseBool(key, value).ok()) {
+      absl::StatusOr<Overlap> o = ParseOverlapComponents(value);
+      if (!o.ok()) return o.status();
+      f.overlap_exact = *o;
+      f.overlap = o->tp_comm || o->ep_comm || o->dp_comm || o->pp_comm;
     } else if (key == "grouped_gemm" || key == "overlap" ||
                key == "cuda_graphs" || key == "shard_params") {
       absl::StatusOr<bool> b = ParseBool(key, value);
@@ -228,7 +256,17 @@ std::string ToString(const FixedKnobs& f) {
   if (f.grouped_gemm) {
     parts.push_back(absl::StrCat("grouped_gemm=", BoolName(*f.grouped_gemm)));
   }
-  if (f.overlap) parts.push_back(absl::StrCat("overlap=", BoolName(*f.overlap)));
+  if (f.overlap_exact) {
+    const Overlap& o = *f.overlap_exact;
+    std::vector<std::string> on;
+    if (o.tp_comm) on.push_back("tp");
+    if (o.ep_comm) on.push_back("ep");
+    if (o.dp_comm) on.push_back("dp");
+    if (o.pp_comm) on.push_back("pp");
+    parts.push_back(absl::StrCat("overlap=", on.empty() ? "none" : absl::StrJoin(on, "+")));
+  } else if (f.overlap) {
+    parts.push_back(absl::StrCat("overlap=", BoolName(*f.overlap)));
+  }
   if (f.comm_streams) {
     parts.push_back(absl::StrCat("comm_streams=", *f.comm_streams));
   }
@@ -374,7 +412,11 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
     o.num_comm_streams = streams;
     return o;
   };
-  if (f.overlap.has_value() && !*f.overlap) {
+  if (f.overlap_exact) {
+    Overlap o = *f.overlap_exact;
+    o.num_comm_streams = f.comm_streams.value_or(1);
+    axes.overlap.push_back({"fixed", o});
+  } else if (f.overlap.has_value() && !*f.overlap) {
     axes.overlap.push_back({"none", none});
   } else if (f.comm_streams) {
     axes.overlap.push_back({"all", all_on(*f.comm_streams)});

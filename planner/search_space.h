@@ -60,6 +60,9 @@ struct FixedKnobs {
   std::optional<Dispatcher> dispatcher;
   std::optional<bool> grouped_gemm;
   std::optional<bool> overlap;  // all four communication overlaps on/off
+  // Exactly these overlaps on (the others off): "overlap=tp+ep+dp" in the
+  // --fix syntax. Sets `overlap` to whether any is on.
+  std::optional<Overlap> overlap_exact;
   std::optional<int> comm_streams;
   std::optional<bool> cuda_graphs;
   std::optional<Precision> precision;
@@ -71,7 +74,8 @@ struct FixedKnobs {
 // recompute (none | full | selective | modules joined by '+', e.g.
 // core_attn+moe_act), offload (none | all | modules joined by '+'),
 // dispatcher (alltoall | fused_dedup | deepep | hybridep | flex),
-// grouped_gemm overlap cuda_graphs (true/false/on/off/1/0),
+// grouped_gemm overlap cuda_graphs (true/false/on/off/1/0; overlap also takes
+// the communications to overlap joined by '+': tp, ep, dp, pp, or none),
 // comm_streams (1..8), precision (bf16 | fp8 | mxfp8 | nvfp4).
 // Empty string: nothing fixed. Errors are InvalidArgument naming the bad key
 // or value, e.g. "--fix: unknown key 'tpp' (known: tp, pp, ...)".
@@ -85,6 +89,9 @@ struct SpaceConstraints {
   FixedKnobs fixed;
   std::vector<Precision> precisions;
   std::vector<Dispatcher> dispatchers;
+  // Routing imbalance every candidate is priced with (Knobs::
+  // moe_load_imbalance; not searched).
+  double moe_load_imbalance = 1.0;
 };
 
 // Precisions the GPU has tensor-core modes for, in enum order.

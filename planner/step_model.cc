@@ -523,8 +523,13 @@ Slots LayerCost(const StepModel::LayerKindTables& k, const Context& c,
     if (k.moe && (o & kOffloadExpertFc1)) elems += m.moe_top_k * h * c.etp;
     if (k.moe && (o & kOffloadMoeAct)) elems += m.moe_top_k * double(m.moe_ffn_hidden_size);
     const Cost copy = cm.HostOffload(tr * elems * kActivationBytes);
+    // The copy engines run beside everything the layer's stream waits on:
+    // its compute and its exposed host time (kSLaunch). Hiding the copies
+    // behind compute alone double-counted: more expert work would then hide
+    // both the host time and the copies, and a busier GPU would finish
+    // sooner (found by moe_load_imbalance 1.25 predicting faster than 1.0).
     double compute = 0;
-    for (int i = kSAttnCore; i <= kSMemBound; ++i) compute += l.s[i];
+    for (int i = kSAttnCore; i <= kSLaunch; ++i) compute += l.s[i];
     // Forward holds ~1/3 of the compute, backward ~2/3.
     const double exposed = std::max(0.0, copy.seconds - compute / 3) +
                            std::max(0.0, copy.seconds - 2 * compute / 3);

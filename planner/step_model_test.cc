@@ -728,5 +728,33 @@ TEST(StepModelPropertyTest, FiniteAndConsistentOverManyLayouts) {
   EXPECT_GT(feasible, 300);
 }
 
+// Relative property: a busier expert GPU (more routing imbalance) never
+// finishes the step sooner, whatever hides behind its compute (host time,
+// EP all-to-all, activation copies).
+TEST(StepModelTest, MoreImbalanceIsNeverFaster) {
+  const ModelSpec m = *LoadModelPreset("qwen3-30b-a3b");
+  const ClusterSpec c = *LoadClusterPreset("h100-sxm");
+  const StepModel sm = *StepModel::Create(m, c, {16, 4096, 256},
+                                          std::make_shared<DatasheetCostModel>(c));
+  ParallelConfig p;
+  p.ep = 8;
+  for (uint32_t offload : {0u, uint32_t{kOffloadExpertFc1 | kOffloadMoeAct}}) {
+    for (bool graphs : {true, false}) {
+      Knobs k;
+      k.cuda_graphs = graphs;
+      k.offload_activations = offload != 0;
+      k.offload_modules = offload;
+      double previous = 1e300;
+      for (double imbalance : {1.0, 1.1, 1.25, 1.5, 2.0}) {
+        k.moe_load_imbalance = imbalance;
+        const Estimate e = sm.Quick(p, k);
+        EXPECT_LE(e.tokens_per_sec_per_gpu, previous * (1 + 1e-12))
+            << "imbalance " << imbalance << " offload " << offload << " graphs " << graphs;
+        previous = e.tokens_per_sec_per_gpu;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace moetune::planner

@@ -1,6 +1,7 @@
 #include "server/planner_adapter.h"
 
 #include <limits>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -10,6 +11,7 @@
 #include "planner/prediction.h"
 #include "planner/report/report.h"
 #include "planner/report/what_if.h"
+#include "planner/request.h"
 #include "planner/search.h"
 #include "planner/search_space.h"
 #include "planner/step_model.h"
@@ -96,7 +98,31 @@ absl::StatusOr<p::SearchOptions> ToSearchOptions(const v1::PlanConstraints& c,
     o.max_memory_fraction =
         std::min(1.0, static_cast<double>(c.max_memory_bytes_per_gpu()) / cluster.gpu.hbm_bytes);
   }
+  if (c.moe_load_imbalance() != 0) {
+    if (!(c.moe_load_imbalance() >= 1.0 && c.moe_load_imbalance() <= 100.0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "constraints.moe_load_imbalance must be in [1, 100], got ", c.moe_load_imbalance()));
+    }
+    o.constraints.moe_load_imbalance = c.moe_load_imbalance();
+  }
   return o;
+}
+
+// The request as the planner states it (planner/request.h): one translation
+// for plan jobs and predictions.
+absl::StatusOr<p::PlanRequest> ToPlanRequest(const p::ModelSpec& model,
+                                             const p::ClusterSpec& cluster,
+                                             const p::TrainingShape& shape,
+                                             const p::SearchOptions& o) {
+  p::PlanRequest r;
+  r.model = model;
+  r.cluster = cluster;
+  r.shape = shape;
+  r.constraints = o.constraints;
+  r.max_memory_fraction = o.max_memory_fraction;
+  r.top_k = o.top_k;
+  r.exhaustive = o.exhaustive;
+  return r;
 }
 
 v1::Prediction ToProto(const p::Prediction& pred) {
@@ -190,6 +216,11 @@ absl::StatusOr<p::TrainingShape> PlannerAdapter::ResolveShape(const v1::Training
   shape.gpus = static_cast<int>(s.gpus());
   shape.seq_len = static_cast<int>(s.seq_len());
   shape.global_batch = static_cast<int>(s.global_batch_size());
+  if (!s.objective().empty()) {
+    absl::StatusOr<p::Objective> o = p::ParseObjective(s.objective());
+    if (!o.ok()) return InField("shape.objective", o.status());
+    shape.objective = *o;
+  }
   return shape;
 }
 
@@ -320,28 +351,49 @@ absl::StatusOr<v1::Prediction> PlannerAdapter::Predict(const v1::PredictRequest&
   if (!cluster.ok()) return cluster.status();
   absl::StatusOr<p::TrainingShape> shape = ResolveShape(r.shape());
   if (!shape.ok()) return shape.status();
+  // `parallel` and `precision` are pins like constraints.fixed / precision.
+  v1::PlanConstraints constraints = r.constraints();
+  const v1::ParallelConfig& in = r.parallel();
+  v1::ParallelConfig* pins = constraints.mutable_fixed();
+  for (auto [given, pin, set] :
+       {std::tuple{in.tensor_parallel(), pins->tensor_parallel(),
+                   &v1::ParallelConfig::set_tensor_parallel},
+        std::tuple{in.pipeline_parallel(), pins->pipeline_parallel(),
+                   &v1::ParallelConfig::set_pipeline_parallel},
+        std::tuple{in.virtual_pipeline_stages(), pins->virtual_pipeline_stages(),
+                   &v1::ParallelConfig::set_virtual_pipeline_stages},
+        std::tuple{in.context_parallel(), pins->context_parallel(),
+                   &v1::ParallelConfig::set_context_parallel},
+        std::tuple{in.expert_parallel(), pins->expert_parallel(),
+                   &v1::ParallelConfig::set_expert_parallel},
+        std::tuple{in.expert_tensor_parallel(), pins->expert_tensor_parallel(),
+                   &v1::ParallelConfig::set_expert_tensor_parallel},
+        std::tuple{in.data_parallel(), pins->data_parallel(),
+                   &v1::ParallelConfig::set_data_parallel},
+        std::tuple{in.micro_batch_size(), pins->micro_batch_size(),
+                   &v1::ParallelConfig::set_micro_batch_size}}) {
+    if (given != 0 && pin != 0 && given != pin) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "parallel (", given, ") contradicts constraints.fixed (", pin, ")"));
+    }
+    if (given != 0) (pins->*set)(given);
+  }
+  if (r.precision() != v1::PRECISION_UNSPECIFIED) {
+    if (constraints.precision() != v1::PRECISION_UNSPECIFIED &&
+        constraints.precision() != r.precision()) {
+      return absl::InvalidArgumentError("precision contradicts constraints.precision");
+    }
+    constraints.set_precision(r.precision());
+  }
+  absl::StatusOr<p::SearchOptions> options = ToSearchOptions(constraints, *cluster);
+  if (!options.ok()) return options.status();
+  absl::StatusOr<p::PlanRequest> request = ToPlanRequest(*model, *cluster, *shape, *options);
+  if (!request.ok()) return request.status();
+  request->threads = options_.search_threads;
   std::string note;
   auto cost = CostModelFor(*cluster, r.cluster().calibration_cluster(), &note);
   if (!cost.ok()) return cost.status();
-  absl::StatusOr<p::StepModel> step = p::StepModel::Create(*model, *cluster, *shape, *cost);
-  if (!step.ok()) return step.status();
-  p::ParallelConfig pc;
-  const v1::ParallelConfig& in = r.parallel();
-  if (in.tensor_parallel() > 0) pc.tp = in.tensor_parallel();
-  if (in.pipeline_parallel() > 0) pc.pp = in.pipeline_parallel();
-  if (in.virtual_pipeline_stages() > 0) pc.vp = in.virtual_pipeline_stages();
-  if (in.expert_parallel() > 0) pc.ep = in.expert_parallel();
-  if (in.expert_tensor_parallel() > 0) pc.etp = in.expert_tensor_parallel();
-  if (in.context_parallel() > 0) pc.cp = in.context_parallel();
-  if (in.data_parallel() > 0) pc.dp = in.data_parallel();
-  if (in.micro_batch_size() > 0) pc.mbs = in.micro_batch_size();
-  p::Knobs knobs;
-  if (r.precision() != v1::PRECISION_UNSPECIFIED) {
-    absl::StatusOr<p::Precision> prec = ToPrecision(r.precision(), "precision");
-    if (!prec.ok()) return prec.status();
-    knobs.precision = *prec;
-  }
-  absl::StatusOr<p::Prediction> pred = step->Predict(pc, knobs);
+  absl::StatusOr<p::Prediction> pred = p::PredictPinned(*request, *cost);
   if (!pred.ok()) return pred.status();
   return ToProto(*pred);
 }

@@ -122,7 +122,7 @@ TEST_F(PlannerAdapterTest, CalibrationIsUsedOnlyForTheSameGpuModel) {
     ASSERT_TRUE(store_->PutResult(r, std::nullopt).ok());
   }
   v1::PredictRequest pr;
-  pr.mutable_model()->set_preset("mixtral-8x7b");
+  pr.mutable_model()->set_preset("qwen3-30b-a3b");
   pr.mutable_cluster()->set_preset("h100-sxm");
   pr.mutable_cluster()->set_calibration_cluster("pod-a");
   pr.mutable_shape()->set_gpus(8);

@@ -343,4 +343,52 @@ TEST_F(ServiceIntegrationTest, CalibrateSurviveServerKillPlanAndFetch) {
 }
 
 }  // namespace
+// One front door (planner/request.h): the same question through the CLI and
+// through the server's Predict RPC gets the same answer -- the search with
+// the given knobs pinned, the rest chosen by the autotuner.
+TEST_F(ServiceIntegrationTest, PredictIsTheSameThroughCliAndRpc) {
+  ASSERT_NO_FATAL_FAILURE(StartServer(0));
+  v1::PredictRequest req;
+  req.mutable_model()->set_preset("qwen3-30b-a3b");
+  req.mutable_cluster()->set_preset("h100-sxm");
+  req.mutable_shape()->set_gpus(16);
+  req.mutable_shape()->set_seq_len(4096);
+  req.mutable_shape()->set_global_batch_size(256);
+  req.mutable_shape()->set_objective("finetune");
+  req.mutable_parallel()->set_expert_parallel(8);
+  req.mutable_constraints()->set_fix("pp=2,recompute=none,overlap=dp+ep+pp");
+  req.mutable_constraints()->set_moe_load_imbalance(1.2);
+  v1::PredictResponse resp;
+  grpc::Status st = stub_->Predict(Ctx().get(), req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  const nlohmann::json rpc = nlohmann::json::parse(resp.prediction().planner_json());
+
+  const CliResult cli = Cli({"predict", "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm",
+                             "--gpus", "16", "--seq", "4096", "--gbs", "256", "--objective",
+                             "finetune", "--ep", "8", "--pp", "2", "--recompute", "none",
+                             "--overlap", "dp,ep,pp", "--moe-imbalance", "1.2",
+                             "--format", "json"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  const nlohmann::json local = nlohmann::json::parse(cli.out);
+  EXPECT_EQ(rpc["config"]["parallel"], local["config"]["parallel"]);
+  EXPECT_EQ(rpc["config"]["knobs"], local["config"]["knobs"]);
+  EXPECT_EQ(rpc["tokens_per_sec_per_gpu"], local["tokens_per_sec_per_gpu"]);
+  EXPECT_EQ(rpc["peak_memory_bytes"], local["peak_memory_bytes"]);
+  EXPECT_EQ(rpc["config"]["knobs"]["moe_load_imbalance"], 1.2);
+  EXPECT_EQ(rpc["config"]["objective"], "finetune");
+  EXPECT_EQ(rpc["config"]["parallel"]["pp"], 2);
+
+  // A pin the framework refuses: InvalidArgument naming the rule, and the
+  // CLI's exit 2 with the same words.
+  req.mutable_constraints()->set_fix("pp=2,vp=2,overlap=false");
+  st = stub_->Predict(Ctx().get(), req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("Megatron-Core: the interleaved schedule"));
+  const CliResult refused = Cli({"predict", "--model", "qwen3-30b-a3b", "--cluster",
+                                 "h100-sxm", "--gpus", "16", "--seq", "4096", "--gbs", "256",
+                                 "--ep", "8", "--pp", "2", "--vp", "2", "--overlap", "none"});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_THAT(refused.err, HasSubstr("Megatron-Core: the interleaved schedule"));
+}
+
 }  // namespace moetune

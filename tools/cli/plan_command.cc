@@ -33,6 +33,7 @@
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
 #include "planner/report/report.h"
+#include "planner/request.h"
 #include "planner/report/what_if.h"
 #include "planner/search.h"
 #include "planner/training_config.h"
@@ -94,47 +95,6 @@ std::string OneLine(absl::string_view message) {
     if (c == '\n') c = ' ';
   }
   return s;
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot read '", path, "': ",
-                                            std::strerror(errno)));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool IsFile(const std::string& arg) { return ::access(arg.c_str(), R_OK) == 0; }
-
-absl::StatusOr<pl::ModelSpec> LoadModel(const std::string& arg) {
-  if (IsFile(arg)) {
-    absl::StatusOr<std::string> text = ReadFile(arg);
-    if (!text.ok()) return text.status();
-    absl::StatusOr<pl::ModelSpec> m = pl::ParseModelJson(*text);
-    if (!m.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--model ", arg, ": ", m.status().message()));
-    }
-    return m;
-  }
-  return pl::LoadModelPreset(arg);
-}
-
-absl::StatusOr<pl::ClusterSpec> LoadCluster(const std::string& arg) {
-  if (IsFile(arg)) {
-    absl::StatusOr<std::string> text = ReadFile(arg);
-    if (!text.ok()) return text.status();
-    absl::StatusOr<pl::ClusterSpec> c = pl::ParseClusterJson(*text);
-    if (!c.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--cluster ", arg, ": ", c.status().message()));
-    }
-    return c;
-  }
-  return pl::LoadClusterPreset(arg);
 }
 
 absl::StatusOr<int> RequiredPositiveInt(const Args& args, const std::string& name) {
@@ -234,9 +194,9 @@ int RunPlan(const std::vector<std::string>& argv) {
     const std::optional<std::string> cluster = args.Get("cluster");
     if (!model) return Fail(kExitBadInput, "missing --model");
     if (!cluster) return Fail(kExitBadInput, "missing --cluster");
-    absl::StatusOr<pl::ModelSpec> m = LoadModel(*model);
+    absl::StatusOr<pl::ModelSpec> m = pl::LoadModelArg(*model);
     if (!m.ok()) return Fail(kExitBadInput, OneLine(m.status().message()));
-    absl::StatusOr<pl::ClusterSpec> c = LoadCluster(*cluster);
+    absl::StatusOr<pl::ClusterSpec> c = pl::LoadClusterArg(*cluster);
     if (!c.ok()) return Fail(kExitBadInput, OneLine(c.status().message()));
     problem.model = *std::move(m);
     problem.cluster = *std::move(c);

@@ -11,15 +11,17 @@
 //       [--shard-params] [--first-stage-layers L] [--last-stage-layers L]
 //       [--objective pretrain|finetune|lora] [--format json|text]
 //
-// Knobs not given take the values the autotuner would choose with the given
-// ones fixed: the search (planner/search.h) runs with every given flag pinned
-// (--fix) and the best plan is predicted. With every knob given, the search
-// is skipped and the step is predicted as given. Precision is bf16 unless
-// --precision is given. --overlap with only some communications, and
-// --moe-imbalance, are applied to the plan the search chose.
+// Predict is the search with the given knobs pinned (planner/request.h, the
+// same translation the server's Predict RPC uses): knobs not given take the
+// values the autotuner chooses with the given ones fixed, and the best plan
+// is predicted; with every knob given there is one candidate. Precision is
+// bf16 unless --precision is given; --overlap pins exactly the listed
+// overlaps; --moe-imbalance prices every candidate. What Megatron-Core
+// refuses (planner/framework_rules.h) is bad input naming the rule.
 //
-// Exit codes: 0 ok, 2 bad input or invalid combination, 3 nothing fits in
-// memory (one line on stderr, naming the tightest constraint).
+// Exit codes: 0 ok, 2 bad input or a combination the framework refuses, 3
+// nothing fits in memory (one line on stderr, naming the tightest
+// constraint).
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,7 +40,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "planner/framework_rules.h"
+#include "planner/request.h"
 #include "planner/cost_model.h"
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
@@ -56,10 +58,6 @@ namespace {
 
 namespace pl = ::moetune::planner;
 
-// Fraction of HBM the default recompute choice leaves the step (allocator
-// spikes and fragmentation the memory model does not see).
-constexpr double kDefaultMemoryHeadroom = 0.9;
-
 const std::vector<FlagSpec>& PredictFlags() {
   static const std::vector<FlagSpec> specs = {
       {"model", false, "model preset (e.g. deepseek-v3) or a config.json / native JSON file"},
@@ -68,23 +66,23 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"seq", false, "sequence length (tokens)"},
       {"gbs", false, "global batch (sequences per step)"},
       {"precision", false, "bf16 (default), fp8, mxfp8, nvfp4"},
-      {"tp", false, "tensor parallel (default 1)"},
-      {"pp", false, "pipeline stages (default 1)"},
-      {"vp", false, "virtual stages per pipeline rank (default 1)"},
-      {"ep", false, "expert parallel (default: see above)"},
-      {"etp", false, "expert tensor parallel (default 1)"},
-      {"cp", false, "context parallel (default 1)"},
-      {"mbs", false, "micro-batch size (default 1)"},
-      {"recompute", false, "none, selective or full (default: lightest that fits)"},
+      {"tp", false, "tensor parallel (not given: searched)"},
+      {"pp", false, "pipeline stages (not given: searched)"},
+      {"vp", false, "virtual stages per pipeline rank (not given: searched)"},
+      {"ep", false, "expert parallel (not given: searched)"},
+      {"etp", false, "expert tensor parallel (not given: searched)"},
+      {"cp", false, "context parallel (not given: searched)"},
+      {"mbs", false, "micro-batch size (not given: searched)"},
+      {"recompute", false, "none, selective or full (not given: the fastest that fits)"},
       {"recompute-modules", false,
        "selective modules: core_attn,mla_up_proj,layernorm,moe_act,mlp,moe,shared_experts"},
       {"recompute-layers", false, "full recompute: layers per stage (default all)"},
       {"offload", false, "none or modules: attn_norm,core_attn,attn_proj,mlp_norm,expert_fc1,moe_act"},
-      {"dispatcher", false, "alltoall or fused_dedup (default)"},
-      {"grouped-gemm", false, "true (default) or false (a loop of GEMMs)"},
-      {"cuda-graphs", false, "true (default) or false"},
-      {"overlap", false, "communications overlapped with compute: tp,ep,dp,pp (default all) or none"},
-      {"comm-streams", false, "communication streams (default 2)"},
+      {"dispatcher", false, "alltoall or fused_dedup (not given: searched)"},
+      {"grouped-gemm", false, "true or false, a loop of GEMMs (not given: searched)"},
+      {"cuda-graphs", false, "true or false (not given: searched)"},
+      {"overlap", false, "communications overlapped with compute: tp,ep,dp,pp or none (not given: searched)"},
+      {"comm-streams", false, "communication streams (not given: searched)"},
       {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean (default 1.0)"},
       {"shard-params", true, "shard parameters and gradients over DP (FSDP)"},
       {"first-stage-layers", false, "layers on the first pipeline stage"},
@@ -106,33 +104,6 @@ std::string OneLine(std::string s) {
 int Fail(int code, const std::string& message) {
   std::cerr << "moetune predict: " << OneLine(message) << "\n";
   return code;
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read '", path, "': ", std::strerror(errno)));
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool IsFile(const std::string& arg) { return ::access(arg.c_str(), R_OK) == 0; }
-
-absl::StatusOr<pl::ModelSpec> LoadModel(const std::string& arg) {
-  if (!IsFile(arg)) return pl::LoadModelPreset(arg);
-  absl::StatusOr<std::string> text = ReadFile(arg);
-  if (!text.ok()) return text.status();
-  return pl::ParseModelJson(*text);
-}
-
-absl::StatusOr<pl::ClusterSpec> LoadCluster(const std::string& arg) {
-  if (!IsFile(arg)) return pl::LoadClusterPreset(arg);
-  absl::StatusOr<std::string> text = ReadFile(arg);
-  if (!text.ok()) return text.status();
-  return pl::ParseClusterJson(*text);
 }
 
 absl::StatusOr<std::optional<int>> OptionalPositiveInt(const Args& args,
@@ -179,25 +150,9 @@ int DefaultEp(const pl::ModelSpec& m, const pl::ClusterSpec& c,
   return best;
 }
 
-std::vector<pl::Recompute> DefaultRecomputeLadder() {
-  auto sel = [](uint32_t modules) {
-    pl::Recompute r;
-    r.mode = pl::RecomputeMode::kSelective;
-    r.modules = modules;
-    return r;
-  };
-  const uint32_t a = pl::kRecomputeLayerNorm | pl::kRecomputeMoeAct;
-  const uint32_t b = a | pl::kRecomputeCoreAttn | pl::kRecomputeMlaUpProj;
-  const uint32_t c = b | pl::kRecomputeMlp | pl::kRecomputeSharedExperts;
-  const uint32_t d = c | pl::kRecomputeMoe;
-  pl::Recompute full;
-  full.mode = pl::RecomputeMode::kFull;
-  return {pl::Recompute{}, sel(a), sel(b), sel(c), sel(d), full};
-}
-
-// The knobs the user pinned, as the search's FixedKnobs; nullopt when every
-// searchable knob was given (then there is nothing to choose).
-std::optional<pl::FixedKnobs> GivenKnobs(const Args& args, const pl::ParallelConfig& p,
+// The knobs the user pinned, as the search's FixedKnobs: predict is the
+// search with these pinned (planner/request.h).
+pl::FixedKnobs GivenKnobs(const Args& args, const pl::ParallelConfig& p,
                                          const pl::Knobs& knobs,
                                          const std::vector<pl::Recompute>& ladder) {
   pl::FixedKnobs f;
@@ -259,34 +214,8 @@ std::optional<pl::FixedKnobs> GivenKnobs(const Args& args, const pl::ParallelCon
     all = false;
   }
   f.precision = knobs.precision;
-  if (all) return std::nullopt;
+  (void)all;
   return f;
-}
-
-// Every knob as given.
-pl::FixedKnobs PinAll(const pl::Knobs& k) {
-  pl::FixedKnobs f;
-  f.recompute = k.recompute;
-  f.offload_modules = k.offload_activations ? k.offload_modules : 0;
-  f.dispatcher = k.dispatcher;
-  f.grouped_gemm = k.grouped_gemm;
-  f.overlap = k.overlap.tp_comm || k.overlap.ep_comm || k.overlap.dp_comm || k.overlap.pp_comm;
-  f.comm_streams = k.overlap.num_comm_streams;
-  f.cuda_graphs = k.cuda_graphs;
-  f.precision = k.precision;
-  return f;
-}
-
-// The prediction of what Megatron-Core runs for these knobs (framework_rules.h);
-// a combination it refuses is bad input, named by the rule.
-absl::StatusOr<pl::Prediction> PredictAsFrameworkRuns(const pl::StepModel& sm,
-                                                      const pl::ModelSpec& model,
-                                                      const pl::ParallelConfig& p,
-                                                      const pl::FixedKnobs& pinned,
-                                                      const pl::Knobs& knobs) {
-  const pl::NormalizedKnobs n = pl::NormalizeForMegatron(model, p, pinned, knobs);
-  if (n.violation) return absl::InvalidArgumentError(pl::RuleText(*n.violation));
-  return sm.Predict(p, n.knobs);
 }
 
 std::string TextReport(const pl::Prediction& p) {
@@ -324,11 +253,11 @@ int RunPredict(const std::vector<std::string>& argv) {
       return Fail(kExitBadInput, absl::StrCat("missing --", required));
     }
   }
-  absl::StatusOr<pl::ModelSpec> model = LoadModel(*args.Get("model"));
+  absl::StatusOr<pl::ModelSpec> model = pl::LoadModelArg(*args.Get("model"));
   if (!model.ok()) {
     return Fail(kExitBadInput, absl::StrCat("--model: ", model.status().message()));
   }
-  absl::StatusOr<pl::ClusterSpec> cluster = LoadCluster(*args.Get("cluster"));
+  absl::StatusOr<pl::ClusterSpec> cluster = pl::LoadClusterArg(*args.Get("cluster"));
   if (!cluster.ok()) {
     return Fail(kExitBadInput, absl::StrCat("--cluster: ", cluster.status().message()));
   }
@@ -451,48 +380,26 @@ int RunPredict(const std::vector<std::string>& argv) {
     if (!layers.ok()) return Fail(kExitBadInput, std::string(layers.status().message()));
     if (layers->has_value()) r.num_layers = **layers;
     ladder.push_back(r);
-  } else {
-    ladder = DefaultRecomputeLadder();
   }
 
   if (absl::Status s = pl::Validate(*model, shape, p); !s.ok()) {
     return Fail(kExitBadInput, std::string(s.message()));
   }
-  absl::StatusOr<pl::StepModel> sm = pl::StepModel::Create(
-      *model, *cluster, shape, std::make_shared<pl::DatasheetCostModel>(*cluster));
-  if (!sm.ok()) return Fail(kExitBadInput, std::string(sm.status().message()));
-  absl::StatusOr<pl::Prediction> pred = absl::UnknownError("no prediction");
-  const std::optional<pl::FixedKnobs> fixed = GivenKnobs(args, p, knobs, ladder);
-  if (fixed.has_value()) {
-    // Some knob was not given: the autotuner chooses it.
-    pl::SearchOptions options;
-    options.top_k = 1;
-    options.constraints.fixed = *fixed;
-    options.constraints.precisions = {knobs.precision};
-    absl::StatusOr<pl::SearchResult> searched =
-        pl::Search(pl::SearchProblem{*model, *cluster, shape},
-                   std::make_shared<pl::DatasheetCostModel>(*cluster), options);
-    if (!searched.ok()) {
-      const int code = searched.status().code() == absl::StatusCode::kFailedPrecondition
-                           ? kExitInfeasible
-                           : kExitBadInput;
-      return Fail(code, std::string(searched.status().message()));
-    }
-    p = searched->best.plan.parallel;
-    pl::Knobs chosen = searched->best.plan.knobs;
-    if (args.Has("overlap")) chosen.overlap = knobs.overlap;  // exactly as given
-    chosen.moe_load_imbalance = knobs.moe_load_imbalance;
-    pred = PredictAsFrameworkRuns(*sm, *model, p, *fixed, chosen);
-  } else {
-    for (const pl::Recompute& r : ladder) {
-      knobs.recompute = r;
-      pred = PredictAsFrameworkRuns(*sm, *model, p, PinAll(knobs), knobs);
-      if (!pred.ok() || pred->peak_memory_bytes <= kDefaultMemoryHeadroom * pred->hbm_bytes) {
-        break;
-      }
-    }
+  pl::PlanRequest request;
+  request.model = *model;
+  request.cluster = *cluster;
+  request.shape = shape;
+  request.constraints.fixed = GivenKnobs(args, p, knobs, ladder);
+  if (args.Has("overlap")) request.constraints.fixed.overlap_exact = knobs.overlap;
+  request.constraints.precisions = {knobs.precision};
+  request.constraints.moe_load_imbalance = knobs.moe_load_imbalance;
+  absl::StatusOr<pl::Prediction> pred =
+      pl::PredictPinned(request, std::make_shared<pl::DatasheetCostModel>(*cluster));
+  if (!pred.ok()) {
+    return Fail(pred.status().code() == absl::StatusCode::kFailedPrecondition ? kExitInfeasible
+                                                                              : kExitBadInput,
+                std::string(pred.status().message()));
   }
-  if (!pred.ok()) return Fail(kExitBadInput, std::string(pred.status().message()));
   const std::string format = args.GetOr("format", "json");
   if (format == "json") {
     std::cout << pl::ToJson(*pred).dump(2) << "\n";

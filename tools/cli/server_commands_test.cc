@@ -47,7 +47,7 @@ TEST(ServerCommandsTest, BadInputExitsTwoWithOneLineNamingTheProblem) {
 
   r = Call("submit", {"--model", "a", "--model_file", "b"});
   EXPECT_EQ(r.code, kExitBadInput);
-  EXPECT_THAT(r.err, HasSubstr("exactly one of --model"));
+  EXPECT_THAT(r.err, HasSubstr("give --model PRESET_OR_FILE"));
 
   r = Call("submit", {"--model", "a", "--cluster", "b", "--gpus", "-8", "--seq", "1", "--gbs", "1"});
   EXPECT_EQ(r.code, kExitBadInput);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "planner/request.h"
 #include "tools/cli/command_registry.h"
 #include "tools/cli/rpc_client.h"
 
@@ -15,7 +16,7 @@ namespace {
 namespace v1 = ::moetune::v1;
 
 constexpr char kUsage[] =
-    "submit (--model PRESET | --model_file config.json) (--cluster PRESET | --cluster_file "
+    "submit --model PRESET|config.json (--cluster PRESET | --cluster_file "
     "cluster.json)\n       --gpus N --seq N --gbs N [--calibration_cluster NAME] [--top_k K] "
     "[--precision bf16|fp8|mxfp8|nvfp4]\n       [--tp N --pp N --ep N --cp N --etp N --vp N "
     "--mbs N] [--wait] [--format text|json]";
@@ -34,8 +35,9 @@ int RunSubmit(const std::vector<std::string>& argv) {
   ServerCall call;
   int code = 0;
   std::vector<FlagSpec> specs = {
-      {"model", false, "model preset (deepseek-v3, kimi-k2, qwen3-235b-a22b, ...)"},
-      {"model_file", false, "Hugging Face config.json or moetune native model JSON"},
+      {"model", false, "model preset (deepseek-v3, ...) or a config.json / native model JSON file"},
+      {"model_file", false, "deprecated: --model takes a file"},
+      {"objective", false, "pretrain (default), finetune or lora"},
       {"cluster", false, "hardware preset (h100-sxm, h200, b200, gb200-nvl72, ...)"},
       {"cluster_file", false, "cluster JSON"},
       {"calibration_cluster", false, "use the fitted calibration of this agent cluster"},
@@ -57,22 +59,28 @@ int RunSubmit(const std::vector<std::string>& argv) {
     return BadInput("submit", "--format must be text or json, got '" + format + "'");
   }
   v1::SubmitPlanRequest req;
+  // --model takes a preset or a file, as in `plan` and `predict`
+  // (planner/request.h); --model_file is the old spelling.
   if (args.Has("model") == args.Has("model_file")) {
-    return BadInput("submit", "give exactly one of --model PRESET or --model_file PATH");
+    return BadInput("submit", "give --model PRESET_OR_FILE");
   }
-  if (args.Has("model")) {
-    req.mutable_model()->set_preset(*args.Get("model"));
+  if (args.Has("model_file")) {
+    std::cerr << "moetune submit: --model_file is deprecated; --model takes a file too\n";
+  }
+  const std::string model_arg = args.Has("model") ? *args.Get("model") : *args.Get("model_file");
+  absl::StatusOr<std::optional<std::string>> model_text = planner::ReadIfFile(model_arg);
+  if (!model_text.ok()) return BadInput("submit", std::string(model_text.status().message()));
+  if (!model_text->has_value()) {
+    if (args.Has("model_file")) {
+      return BadInput("submit", "cannot read --model_file '" + model_arg + "'");
+    }
+    req.mutable_model()->set_preset(model_arg);
+  } else if (absl::StrContains(**model_text, "moetune.model.v1")) {
+    req.mutable_model()->set_native_json(**model_text);
   } else {
-    std::string text;
-    if (!ReadFile(*args.Get("model_file"), &text)) {
-      return BadInput("submit", "cannot read --model_file '" + *args.Get("model_file") + "'");
-    }
-    if (absl::StrContains(text, "moetune.model.v1")) {
-      req.mutable_model()->set_native_json(text);
-    } else {
-      req.mutable_model()->set_hf_config_json(text);
-    }
+    req.mutable_model()->set_hf_config_json(**model_text);
   }
+  if (args.Has("objective")) req.mutable_shape()->set_objective(*args.Get("objective"));
   if (args.Has("cluster") == args.Has("cluster_file")) {
     return BadInput("submit", "give exactly one of --cluster PRESET or --cluster_file PATH");
   }

@@ -1,0 +1,133 @@
+#include "planner/request.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "planner/framework_rules.h"
+#include "planner/internal/strings.h"
+#include "planner/step_model.h"
+
+namespace moetune::planner {
+
+using internal::Sv;
+
+SearchProblem ProblemOf(const PlanRequest& r) {
+  return SearchProblem{r.model, r.cluster, r.shape};
+}
+
+SearchOptions OptionsOf(const PlanRequest& r) {
+  SearchOptions o;
+  o.top_k = r.top_k;
+  o.exhaustive = r.exhaustive;
+  o.constraints = r.constraints;
+  o.max_memory_fraction = r.max_memory_fraction;
+  o.threads = r.threads;
+  return o;
+}
+
+absl::StatusOr<SearchResult> PlanSearch(const PlanRequest& r,
+                                        std::shared_ptr<const CostModel> cost_model) {
+  return Search(ProblemOf(r), std::move(cost_model), OptionsOf(r));
+}
+
+namespace {
+
+// The one (layout, knobs) candidate of a request that pins everything, or
+// nullopt when something is left to search.
+std::optional<std::pair<ParallelConfig, Knobs>> SingleCandidate(const PlanRequest& r) {
+  const FixedKnobs& f = r.constraints.fixed;
+  if (!(f.tp && f.pp && f.vp && f.ep && f.etp && f.cp && f.mbs && f.recompute &&
+        f.offload_modules && f.dispatcher && f.grouped_gemm && (f.overlap_exact || f.overlap) &&
+        f.comm_streams && f.cuda_graphs && f.precision)) {
+    return std::nullopt;
+  }
+  ParallelConfig p;
+  p.tp = *f.tp, p.pp = *f.pp, p.vp = *f.vp, p.ep = *f.ep, p.etp = *f.etp, p.cp = *f.cp;
+  p.mbs = *f.mbs;
+  p.dp = f.dp.value_or(0);
+  p.shard_params = f.shard_params.value_or(false);
+  p.first_stage_layers = f.first_stage_layers;
+  p.last_stage_layers = f.last_stage_layers;
+  Knobs k;
+  k.recompute = *f.recompute;
+  k.offload_modules = *f.offload_modules;
+  k.offload_activations = *f.offload_modules != 0;
+  k.dispatcher = *f.dispatcher;
+  k.grouped_gemm = *f.grouped_gemm;
+  if (f.overlap_exact) {
+    k.overlap = *f.overlap_exact;
+  } else {
+    k.overlap.tp_comm = k.overlap.ep_comm = k.overlap.dp_comm = k.overlap.pp_comm = *f.overlap;
+  }
+  k.overlap.num_comm_streams = *f.comm_streams;
+  k.cuda_graphs = *f.cuda_graphs;
+  k.precision = *f.precision;
+  k.moe_load_imbalance = r.constraints.moe_load_imbalance;
+  return std::make_pair(p, k);
+}
+
+}  // namespace
+
+absl::StatusOr<Prediction> PredictPinned(const PlanRequest& r,
+                                         std::shared_ptr<const CostModel> cost_model) {
+  PlanRequest one = r;
+  one.top_k = 1;
+  absl::StatusOr<SearchResult> result = PlanSearch(one, cost_model);
+  if (result.ok()) return result->best.prediction;
+  // Everything pinned and it does not fit: the prediction says so (fits =
+  // false) rather than refusing -- the question was what this plan does.
+  const auto single = SingleCandidate(r);
+  if (result.status().code() != absl::StatusCode::kFailedPrecondition || !single) {
+    return result.status();
+  }
+  const NormalizedKnobs n = NormalizeForMegatron(r.model, single->first,
+                                                 r.constraints.fixed, single->second);
+  if (n.violation) return absl::InvalidArgumentError(RuleText(*n.violation));
+  absl::StatusOr<StepModel> sm =
+      StepModel::Create(r.model, r.cluster, r.shape, std::move(cost_model));
+  if (!sm.ok()) return sm.status();
+  return sm->Predict(single->first, n.knobs);
+}
+
+absl::StatusOr<std::optional<std::string>> ReadIfFile(std::string_view arg) {
+  const std::string path(arg);
+  if (path.empty() || ::access(path.c_str(), R_OK) != 0) return std::optional<std::string>();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot read '", path, "': ", std::strerror(errno)));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return std::optional<std::string>(ss.str());
+}
+
+absl::StatusOr<ModelSpec> LoadModelArg(std::string_view arg) {
+  absl::StatusOr<std::optional<std::string>> text = ReadIfFile(arg);
+  if (!text.ok()) return text.status();
+  if (!text->has_value()) return LoadModelPreset(arg);
+  absl::StatusOr<ModelSpec> m = ParseModelJson(**text);
+  if (!m.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(Sv(arg), ": ", m.status().message()));
+  }
+  return m;
+}
+
+absl::StatusOr<ClusterSpec> LoadClusterArg(std::string_view arg) {
+  absl::StatusOr<std::optional<std::string>> text = ReadIfFile(arg);
+  if (!text.ok()) return text.status();
+  if (!text->has_value()) return LoadClusterPreset(arg);
+  absl::StatusOr<ClusterSpec> c = ParseClusterJson(**text);
+  if (!c.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(Sv(arg), ": ", c.status().message()));
+  }
+  return c;
+}
+
+}  // namespace moetune::planner

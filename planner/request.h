@@ -1,0 +1,64 @@
+// One planning request, as every front door states it -- the CLI (`moetune
+// plan`, `moetune predict`), the server API (SubmitPlan, Predict) and the
+// validator -- and its one translation to the search.
+//
+// Predict is the search with the given knobs pinned: whatever the request
+// does not pin, the autotuner chooses, through every door alike; what it pins
+// goes through the framework's rules (framework_rules.h), so a combination
+// the framework refuses is InvalidArgument naming the rule.
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/cost_model.h"
+#include "planner/hardware.h"
+#include "planner/model_spec.h"
+#include "planner/prediction.h"
+#include "planner/search.h"
+#include "planner/search_space.h"
+#include "planner/training_config.h"
+
+namespace moetune::planner {
+
+struct PlanRequest {
+  ModelSpec model;
+  ClusterSpec cluster;
+  TrainingShape shape;  // with the objective
+  SpaceConstraints constraints;  // pins, allowed precisions and dispatchers,
+                                 // routing imbalance
+  double max_memory_fraction = 1.0;  // (0, 1]
+  int top_k = 5;
+  bool exhaustive = false;
+  int threads = 0;  // 0: one per core
+};
+
+// The search the request asks for.
+SearchProblem ProblemOf(const PlanRequest& request);
+SearchOptions OptionsOf(const PlanRequest& request);
+
+// The plan search over `cost_model`.
+absl::StatusOr<SearchResult> PlanSearch(const PlanRequest& request,
+                                        std::shared_ptr<const CostModel> cost_model);
+
+// The prediction of the best plan with the request's pins (top 1). Errors as
+// Search(): InvalidArgument for bad or framework-refused pins (the message
+// names the rule), FailedPrecondition when nothing fits -- except when the
+// request pins every knob: that one plan is predicted with fits = false.
+absl::StatusOr<Prediction> PredictPinned(const PlanRequest& request,
+                                         std::shared_ptr<const CostModel> cost_model);
+
+// A model given as a preset name or a path to a Hugging Face config.json or
+// native model JSON; a cluster as a preset name or a cluster JSON path. A
+// path is anything that names a readable file. NotFound (unknown preset,
+// listing the known ones) or InvalidArgument (a file that does not parse,
+// naming it).
+absl::StatusOr<ModelSpec> LoadModelArg(std::string_view preset_or_path);
+absl::StatusOr<ClusterSpec> LoadClusterArg(std::string_view preset_or_path);
+// The text of a model/cluster file, or nullopt when the argument is no
+// readable file (then it is a preset name).
+absl::StatusOr<std::optional<std::string>> ReadIfFile(std::string_view arg);
+
+}  // namespace moetune::planner
