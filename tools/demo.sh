@@ -89,7 +89,14 @@ else
   cat "$WORK/plan.json"
 fi
 echo "== demo: Megatron-LM arguments"
-"$CLI" fetch --server "$ADDR" "$JOB" --format megatron
+"$CLI" fetch --server "$ADDR" "$JOB" --format megatron | tee "$WORK/megatron_args.sh"
+CHECK="$(dirname "$PWD")/shared/tools/megatron_check.py"
+if [[ -f "$CHECK" ]] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  echo "== demo: Megatron-LM's own argument parser and start-up checks on that file"
+  /usr/bin/python3 "$CHECK" --megatron "$(dirname "$PWD")/shared/third_party/megatron-lm" \
+    --world-size 1024 --startup "$WORK/megatron_args.sh" 2>/dev/null ||
+    echo "demo: Megatron-LM rejected the plan (see above)"
+fi
 echo "== demo: MaxText YAML"
 "$CLI" fetch --server "$ADDR" "$JOB" --format maxtext
 echo "== demo: done; stopping the server and the agent"
