@@ -71,6 +71,11 @@ const std::array<FrameworkRuleInfo, kNumFrameworkRules>& Table() {
        "(--no-overlap-p2p-communication) needs pp > 2",
        "validate_args: with virtual pipeline stages and "
        "overlap_p2p_comm off, pipeline_model_parallel_size must be > 2"},
+      {"moe_bias_needs_etp_1",
+       "a MoE model with linear biases (GPT-OSS) needs --expert-tensor-parallel-size 1",
+       "TransformerConfig.__post_init__: with num_moe_experts and add_bias_linear, "
+       "expert_tensor_parallel_size must be 1 ('Bias in Moe is only supported when "
+       "ETP==1')"},
   }};
   return *table;
 }
@@ -84,6 +89,8 @@ constexpr uint32_t kMoeOffloadBits = kOffloadExpertFc1 | kOffloadMoeAct;
 }  // namespace
 
 const FrameworkRuleInfo& RuleInfo(FrameworkRule rule) {
+  // (A rule added to the enum without a row here would read an empty row;
+  // RuleTextTest checks every row is filled.)
   return Table()[static_cast<size_t>(rule)];
 }
 
@@ -133,6 +140,9 @@ std::optional<FrameworkRule> MegatronViolation(const ModelSpec& model,
   if (p.pp == 2 && p.vp > 1 && !k.overlap.pp_comm) {
     return FrameworkRule::kInterleavedPp2NeedsP2pOverlap;
   }
+  if (model.IsMoe() && model.attention_bias && p.etp > 1) {
+    return FrameworkRule::kMoeBiasNeedsEtp1;
+  }
   return std::nullopt;
 }
 
@@ -179,6 +189,7 @@ RuleLayoutClass ClassOf(const ParallelConfig& p) {
   c.expert_parallel = p.ep > 1;
   c.non_interleaved_pp = p.pp > 1 && p.vp == 1;
   c.interleaved_pp2 = p.pp == 2 && p.vp > 1;
+  c.expert_tensor_parallel = p.etp > 1;
   return c;
 }
 
@@ -192,6 +203,7 @@ ParallelConfig RepresentativeLayout(const RuleLayoutClass& c) {
     p.pp = 2;
     p.vp = 2;
   }
+  if (c.expert_tensor_parallel) p.etp = 2;
   return p;
 }
 

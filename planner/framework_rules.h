@@ -44,9 +44,10 @@ enum class FrameworkRule {
   kAttnProjOffloadNeedsCoreAttn,
   kOffloadInsideRecomputedMoe,   // expert_fc1/moe_act offload + 'moe' recompute
   kInterleavedPp2NeedsP2pOverlap,
+  kMoeBiasNeedsEtp1,             // MoE with linear biases (GPT-OSS), etp > 1
 };
 inline constexpr int kNumFrameworkRules =
-    static_cast<int>(FrameworkRule::kInterleavedPp2NeedsP2pOverlap) + 1;
+    static_cast<int>(FrameworkRule::kMoeBiasNeedsEtp1) + 1;
 
 struct FrameworkRuleInfo {
   std::string_view name;     // "ep_overlap_needs_interleaving"
@@ -90,12 +91,13 @@ struct RuleLayoutClass {
   bool expert_parallel = false;  // ep > 1
   bool non_interleaved_pp = false;  // pp > 1 and vp == 1
   bool interleaved_pp2 = false;     // pp == 2 and vp > 1
+  bool expert_tensor_parallel = false;  // etp > 1
   int Index() const {
     return (expert_parallel ? 1 : 0) | (non_interleaved_pp ? 2 : 0) |
-           (interleaved_pp2 ? 4 : 0);
+           (interleaved_pp2 ? 4 : 0) | (expert_tensor_parallel ? 8 : 0);
   }
 };
-inline constexpr int kNumRuleLayoutClasses = 8;
+inline constexpr int kNumRuleLayoutClasses = 16;
 RuleLayoutClass ClassOf(const ParallelConfig& parallel);
 // A representative layout of the class (for normalizing a knob set).
 ParallelConfig RepresentativeLayout(const RuleLayoutClass& c);

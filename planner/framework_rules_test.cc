@@ -107,6 +107,15 @@ TEST(MegatronViolationTest, InterleavedPp2NeedsP2pOverlap) {
   EXPECT_EQ(MegatronViolation(Moe(), Layout(4, 2, 1), k), std::nullopt);
 }
 
+TEST(MegatronViolationTest, MoeBiasNeedsEtp1) {
+  const ModelSpec oss = *LoadModelPreset("gpt-oss-120b");
+  ParallelConfig p = Layout(1, 1, 8);
+  EXPECT_EQ(MegatronViolation(oss, p, Knobs{}), std::nullopt);
+  p.etp = 2;
+  EXPECT_THAT(MegatronViolation(oss, p, Knobs{}), Optional(FrameworkRule::kMoeBiasNeedsEtp1));
+  EXPECT_EQ(MegatronViolation(Moe(), p, Knobs{}), std::nullopt);  // no biases
+}
+
 TEST(NormalizeForMegatronTest, TurnsOffWhatTheFrameworkCannotCombine) {
   const NormalizedKnobs n =
       NormalizeForMegatron(Moe(), Layout(4, 2, 8), FixedKnobs{}, FullRecompute());
@@ -174,6 +183,10 @@ TEST(RuleTextTest, NamesTheFlagAndTheCheck) {
 TEST(RuleLayoutClassTest, RepresentativeHasTheSameClass) {
   for (const ParallelConfig& p :
        {Layout(1, 1, 1), Layout(8, 1, 8), Layout(2, 4, 1), Layout(4, 2, 64)}) {
+    EXPECT_EQ(ClassOf(RepresentativeLayout(ClassOf(p))).Index(), ClassOf(p).Index());
+  }
+  for (ParallelConfig p : {Layout(1, 1, 8), Layout(8, 1, 8)}) {
+    p.etp = 4;
     EXPECT_EQ(ClassOf(RepresentativeLayout(ClassOf(p))).Index(), ClassOf(p).Index());
   }
 }
