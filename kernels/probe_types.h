@@ -27,9 +27,10 @@ const char* ProbeKindName(ProbeKind kind);  // "grouped_gemm", "dispatch_combine
 enum class DType { kFp32, kBf16, kFp16, kFp8E4M3, kMxfp8 };
 const char* DTypeName(DType dtype);          // "fp32", "bf16", "fp16", "fp8_e4m3", "mxfp8"
 int64_t DTypeBytes(DType dtype);             // storage bytes per element (mxfp8: 1, scales extra)
-// Relative error tolerated against an fp32/fp64 reference for a K-long dot
-// product in this dtype (inputs rounded to the dtype, fp32 accumulation).
-double DTypeRelTolerance(DType dtype);
+// Unit roundoff of a value stored in this dtype, 2^-p for p significand bits
+// (fp32 2^-24, fp16 2^-11, bf16 2^-8, fp8_e4m3 and mxfp8 elements 2^-4): the
+// output-rounding term of the GEMM checks (kernels/reference.h GemmTolerance).
+double DTypeUnitRoundoff(DType dtype);
 
 // How tokens spread over experts.
 struct TokenDistribution {

@@ -46,9 +46,12 @@ void Poison(const GemmOp& op) {
   }
 }
 
-double Check(const GemmOp& op, std::string* worst) {
+// fp32 GEMMs with fp32 outputs (kernels/reference.h GemmTolerance).
+constexpr GemmTolerance kCpuTolerance{kFp32UnitRoundoff, kFp32UnitRoundoff, 8};
+
+GemmCheckResult Check(const GemmOp& op) {
   return CheckGemmRows(op.trans_a, op.trans_b, op.m, op.n, op.k, op.a, op.lda, op.b, op.ldb, op.c,
-                       op.ldc, SampleRows(op.m, 4), worst);
+                       op.ldc, SampleRows(op.m, 4), kCpuTolerance);
 }
 
 // Largest-first assignment of ops to workers by FLOPs (LPT schedule).
@@ -126,9 +129,10 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
   for (int64_t e = 0; e < e_count; ++e) offsets[e + 1] = offsets[e] + counts[e];
 
   const uint64_t seed = p.timing.seed;
-  const std::vector<float> x = UniformValues(StreamSeed(seed, 0, 10), tokens * k_dim);
-  const std::vector<float> w = UniformValues(StreamSeed(seed, 0, 11), e_count * k_dim * n_dim);
-  const std::vector<float> dy = UniformValues(StreamSeed(seed, 0, 12), tokens * n_dim);
+  // Mixed-magnitude inputs (kernels/random.h), the same on both backends.
+  const std::vector<float> x = MixedMagnitudeValues(StreamSeed(seed, 0, 10), tokens, k_dim);
+  const std::vector<float> w = MixedMagnitudeValues(StreamSeed(seed, 0, 11), e_count * k_dim, n_dim);
+  const std::vector<float> dy = MixedMagnitudeValues(StreamSeed(seed, 0, 12), tokens, n_dim);
   std::vector<float> y(tokens * n_dim), dx(tokens * k_dim), dw(e_count * k_dim * n_dim);
   std::vector<float> dense_out(std::max(tokens * std::max(n_dim, k_dim), k_dim * n_dim));
 
@@ -223,15 +227,20 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
       if (p.timing.verify) {
         for (const GemmOp& op : outputs) Poison(op);
         run();
+        GemmCheckResult all;
         for (size_t i = 0; i < outputs.size(); ++i) {
-          std::string worst;
-          const double err = Check(outputs[i], &worst);
-          m.max_rel_error = std::max(m.max_rel_error, err);
-          if (err > DTypeRelTolerance(DType::kFp32)) {
+          const GemmCheckResult r = Check(outputs[i]);
+          if (!r.ok()) {
             return DataLoss("grouped_gemm " + m.name + " (cpu, fp32): GEMM " + std::to_string(i) +
-                            " " + worst + ", relative error " + std::to_string(err));
+                            " (m " + std::to_string(outputs[i].m) + ", n " + std::to_string(outputs[i].n) +
+                            ", k " + std::to_string(outputs[i].k) + "): " + std::to_string(r.bad) + " of " +
+                            std::to_string(r.checked) + " checked elements outside tolerance, worst " +
+                            r.worst + ", relative error norm " + std::to_string(r.RelativeErrorNorm()));
           }
+          all.Merge(r);
         }
+        m.max_rel_error = all.RelativeErrorNorm();
+        m.values["checked_elements"] = static_cast<double>(all.checked);
         m.verified = true;
       }
       MOETUNE_PROBE_RETURN_IF_ERROR(TimeSamples(p.timing, nullptr, [&] {

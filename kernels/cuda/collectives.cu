@@ -6,30 +6,30 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/collective_inputs.h"
 #include "kernels/cuda/cuda_probes_internal.h"
 #include "kernels/cuda/nccl_group.h"
 
 namespace moetune::kernels::cuda {
 namespace {
 
-// Input element j of rank r: a small integer, exact in bf16 after sums of up
-// to 64 ranks (<= 4 * 64 = 256).
-float InputValue(int r, int64_t j) { return static_cast<float>((j + 7 * r) % 5); }
-
-// Writes InputValue(rank, j) for j < n in the probe's dtype, on the device.
+// Writes inputs.Value(rank, j) for j < n in the probe's dtype, on the device
+// (kernels/collective_inputs.h: exact sums at any rank count).
 template <typename T>
-__global__ void FillInput(T* out, int64_t n, int rank) {
+__global__ void FillInput(T* out, int64_t n, int rank, CollectiveInputs inputs) {
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < n; j += int64_t(gridDim.x) * blockDim.x) {
-    out[j] = static_cast<T>(static_cast<float>((j + 7 * rank) % 5));
+    out[j] = static_cast<T>(inputs.Value(rank, j));
   }
 }
 
-ProbeStatus Fill(void* dst, int64_t n, int rank, DType dtype, cudaStream_t stream) {
+ProbeStatus Fill(void* dst, int64_t n, int rank, DType dtype, const CollectiveInputs& inputs, cudaStream_t stream) {
   const int blocks = static_cast<int>(std::min<int64_t>(4096, (n + 255) / 256 + 1));
   switch (dtype) {
-    case DType::kFp32: FillInput<<<blocks, 256, 0, stream>>>(static_cast<float*>(dst), n, rank); break;
-    case DType::kBf16: FillInput<<<blocks, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), n, rank); break;
-    case DType::kFp16: FillInput<<<blocks, 256, 0, stream>>>(static_cast<__half*>(dst), n, rank); break;
+    case DType::kFp32: FillInput<<<blocks, 256, 0, stream>>>(static_cast<float*>(dst), n, rank, inputs); break;
+    case DType::kBf16:
+      FillInput<<<blocks, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), n, rank, inputs);
+      break;
+    case DType::kFp16: FillInput<<<blocks, 256, 0, stream>>>(static_cast<__half*>(dst), n, rank, inputs); break;
     default: return Unimplemented(std::string("collective fill: dtype ") + DTypeName(dtype));
   }
   MOETUNE_CUDA(cudaGetLastError());
@@ -89,23 +89,6 @@ ProbeStatus Issue(NcclGroup* g, std::vector<CollBuffers>& b, CollectiveOp op, si
   return call.End();
 }
 
-double Expected(CollectiveOp op, int rank, int n, int64_t i, int64_t chunk) {
-  double sum = 0;
-  switch (op) {
-    case CollectiveOp::kAllReduce:
-      for (int r = 0; r < n; ++r) sum += InputValue(r, i);
-      return sum;
-    case CollectiveOp::kAllGather:
-      return InputValue(static_cast<int>(i / chunk), i % chunk);
-    case CollectiveOp::kReduceScatter:
-      for (int r = 0; r < n; ++r) sum += InputValue(r, rank * chunk + i);
-      return sum;
-    case CollectiveOp::kAllToAll:
-      return InputValue(static_cast<int>(i / chunk), rank * chunk + i % chunk);
-  }
-  return 0;
-}
-
 }  // namespace
 
 ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, ProbeResult* result) {
@@ -122,6 +105,7 @@ ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, Pr
     if (p.op == CollectiveOp::kAllGather) in_elems = buffer / n;
     if (p.op == CollectiveOp::kReduceScatter) out_elems = buffer / n;
     const int64_t chunk = buffer / n;
+    const CollectiveInputs inputs = CollectiveInputsFor(p.op, p.dtype, n);
     std::vector<CollBuffers> b(g->ranks().size());
     for (size_t i = 0; i < b.size(); ++i) {
       LocalRank* lr = g->ranks()[i].get();
@@ -130,7 +114,7 @@ ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, Pr
       MOETUNE_PROBE_RETURN_IF_ERROR(b[i].out.Create(out_elems * elem));
       MOETUNE_PROBE_RETURN_IF_ERROR(b[i].start.Create());
       MOETUNE_PROBE_RETURN_IF_ERROR(b[i].stop.Create());
-      MOETUNE_PROBE_RETURN_IF_ERROR(Fill(b[i].in.get(), in_elems, lr->rank, p.dtype, lr->stream.get()));
+      MOETUNE_PROBE_RETURN_IF_ERROR(Fill(b[i].in.get(), in_elems, lr->rank, p.dtype, inputs, lr->stream.get()));
     }
     Measurement m;
     m.name = std::string(CollectiveOpName(p.op)) + "/" + std::to_string(size);
@@ -158,7 +142,7 @@ ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, Pr
         for (size_t j = 0; j < out_elems; j += stride) checked.push_back(j);
         checked.push_back(out_elems - 1);
         for (size_t j : checked) {
-          const double want = Expected(p.op, lr->rank, n, j, chunk);
+          const double want = ExpectedCollectiveValue(inputs, p.op, lr->rank, n, j, chunk);
           if (!(out[j] == want)) {
             return DataLoss(std::string("collective ") + CollectiveOpName(p.op) + " (cuda, " + std::to_string(size) +
                             " bytes, rank " + std::to_string(lr->rank) + "): element " + std::to_string(j) +
@@ -219,6 +203,7 @@ ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResu
   };
   std::vector<std::unique_ptr<PerRank>> pr;
   std::vector<CollBuffers> cb(local);
+  const CollectiveInputs ar_inputs = CollectiveInputsFor(CollectiveOp::kAllReduce, DType::kBf16, g->world_size());
   for (size_t i = 0; i < local; ++i) {
     LocalRank* lr = g->ranks()[i].get();
     MOETUNE_CUDA(cudaSetDevice(lr->device));
@@ -234,8 +219,8 @@ ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResu
     for (Event* e : {&x->start, &x->gemm_end, &x->coll_end}) MOETUNE_PROBE_RETURN_IF_ERROR(e->Create());
     MOETUNE_PROBE_RETURN_IF_ERROR(cb[i].in.Create(elems * 2));
     MOETUNE_PROBE_RETURN_IF_ERROR(cb[i].out.Create(elems * 2));
-    // Every rank contributes InputValue(rank, j); checked below.
-    MOETUNE_PROBE_RETURN_IF_ERROR(Fill(cb[i].in.get(), elems, lr->rank, DType::kBf16, lr->stream.get()));
+    // Every rank contributes ar_inputs.Value(rank, j); checked below.
+    MOETUNE_PROBE_RETURN_IF_ERROR(Fill(cb[i].in.get(), elems, lr->rank, DType::kBf16, ar_inputs, lr->stream.get()));
     pr.push_back(std::move(x));
   }
   auto gemm = [&](size_t i) -> ProbeStatus {
@@ -254,7 +239,8 @@ ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResu
       std::vector<float> out;
       MOETUNE_PROBE_RETURN_IF_ERROR(FromDevice(cb[i].out.get(), elems, DType::kBf16, &out));
       for (size_t j = 0; j < elems; j += std::max<size_t>(1, elems / 4096)) {
-        const double want = Expected(CollectiveOp::kAllReduce, g->ranks()[i]->rank, g->world_size(), j, 0);
+        const double want =
+            ExpectedCollectiveValue(ar_inputs, CollectiveOp::kAllReduce, g->ranks()[i]->rank, g->world_size(), j, 0);
         if (out[j] != want) {
           return DataLoss("overlap all_reduce (cuda): element " + std::to_string(j) + ": got " +
                           std::to_string(out[j]) + ", want " + std::to_string(want));
