@@ -65,6 +65,7 @@ struct CollBuffers {
 // Issues `op` for every local rank inside one NCCL group.
 ProbeStatus Issue(NcclGroup* g, std::vector<CollBuffers>& b, CollectiveOp op, size_t in_elems,
                   ncclDataType_t type, bool use_compute_stream = false) {
+  const size_t elem_bytes = NcclTypeBytes(type);
   NcclGroupCall call;
   MOETUNE_PROBE_RETURN_IF_ERROR(call.Start());
   const int n = g->world_size();
@@ -82,7 +83,17 @@ ProbeStatus Issue(NcclGroup* g, std::vector<CollBuffers>& b, CollectiveOp op, si
         MOETUNE_NCCL(ncclReduceScatter(b[i].in.get(), b[i].out.get(), in_elems / n, type, ncclSum, lr->comm, s));
         break;
       case CollectiveOp::kAllToAll:
+#if MOETUNE_NCCL_HAS_ALLTOALL
         MOETUNE_NCCL(ncclAlltoAll(b[i].in.get(), b[i].out.get(), in_elems / n, type, lr->comm, s));
+#else
+        // NCCL < 2.28 has no ncclAlltoAll: one send and one receive per
+        // peer inside the group, what nccl-tests' alltoall does there.
+        for (int peer = 0; peer < n; ++peer) {
+          const size_t count = in_elems / n, bytes = count * elem_bytes;
+          MOETUNE_NCCL(ncclSend(b[i].in.get<char>() + peer * bytes, count, type, peer, lr->comm, s));
+          MOETUNE_NCCL(ncclRecv(b[i].out.get<char>() + peer * bytes, count, type, peer, lr->comm, s));
+        }
+#endif
         break;
     }
   }
@@ -119,6 +130,7 @@ ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, Pr
     Measurement m;
     m.name = std::string(CollectiveOpName(p.op)) + "/" + std::to_string(size);
     m.labels = {{"op", CollectiveOpName(p.op)},
+                {"impl", p.op == CollectiveOp::kAllToAll ? kNcclAllToAllImpl : "nccl"},
                 {"size_bytes", std::to_string(size)},
                 {"group_size", std::to_string(n)},
                 {"span", SpanName(p.span)},

@@ -30,9 +30,21 @@ inline ProbeStatus CudaError(cudaError_t e, const char* call) {
                                cudaGetErrorName(e) + ")");
 }
 
+// NOT_SUPPORTED (also what cublasLtMatmulAlgoGetHeuristic answers when it
+// has no algorithm for the problem) and ARCH_MISMATCH mean this library or
+// device cannot run the call: Unimplemented. ALLOC_FAILED is out of memory.
+inline ProbeCode CublasStatusCode(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+    case CUBLAS_STATUS_ARCH_MISMATCH: return ProbeCode::kUnimplemented;
+    case CUBLAS_STATUS_ALLOC_FAILED: return ProbeCode::kResourceExhausted;
+    default: return ProbeCode::kInternal;
+  }
+}
+
 inline ProbeStatus CublasError(cublasStatus_t s, const char* call) {
-  return Internal(std::string(call) + ": " + cublasGetStatusString(s) + " (" +
-                  cublasGetStatusName(s) + ")");
+  return ProbeStatus(CublasStatusCode(s), std::string(call) + ": " + cublasGetStatusString(s) + " (" +
+                                              cublasGetStatusName(s) + ")");
 }
 
 inline ProbeStatus NcclError(ncclResult_t r, const char* call, ncclComm_t comm = nullptr) {

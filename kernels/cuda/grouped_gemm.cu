@@ -169,8 +169,16 @@ class LtMatmul {
     MOETUNE_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
                                                         &align_c, sizeof(align_c)));
     int found = 0;
-    MOETUNE_CUBLAS(cublasLtMatmulAlgoGetHeuristic(lt, desc_, a_, b_, c_, c_, pref.get(), 1, &heuristic_, &found));
-    if (found == 0) {
+    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, desc_, a_, b_, c_, c_, pref.get(), 1, &heuristic_,
+                                                             &found);
+    // "No algorithm" comes back as CUBLAS_STATUS_NOT_SUPPORTED (or, in
+    // principle, success with zero results): Unimplemented naming the
+    // problem. tools/gpu_check counts it as a failure, not a skip, where the
+    // device has the precision's tensor cores (kernels/check_outcome.h).
+    if (hs != CUBLAS_STATUS_SUCCESS && hs != CUBLAS_STATUS_NOT_SUPPORTED) {
+      return CublasError(hs, "cublasLtMatmulAlgoGetHeuristic");
+    }
+    if (hs == CUBLAS_STATUS_NOT_SUPPORTED || found == 0) {
       return Unimplemented("cublasLtMatmulAlgoGetHeuristic: no algorithm for m=" + std::to_string(g.m) +
                            " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k) +
                            (g.a_scale_offset >= 0 ? " (mxfp8 block scaling)" : ""));

@@ -12,7 +12,23 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/probe_types.h"
 
+// ncclAlltoAll exists from NCCL 2.28 on. Older NCCLs (e.g. a pip
+// nvidia-nccl-cu12 2.27 on a PyTorch machine) get the grouped
+// ncclSend/ncclRecv form instead; -DMOETUNE_NCCL_HAS_ALLTOALL=0 forces that
+// form (to compile-check it against a newer NCCL).
+#ifndef MOETUNE_NCCL_HAS_ALLTOALL
+#if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+#define MOETUNE_NCCL_HAS_ALLTOALL 1
+#else
+#define MOETUNE_NCCL_HAS_ALLTOALL 0
+#endif
+#endif
+
 namespace moetune::kernels::cuda {
+
+// What the all-to-all measurements say ran (their "impl" label).
+inline constexpr const char* kNcclAllToAllImpl =
+    MOETUNE_NCCL_HAS_ALLTOALL ? "ncclAlltoAll" : "grouped ncclSend/ncclRecv (NCCL < 2.28)";
 
 struct LocalRank {
   int rank = 0;
@@ -67,5 +83,9 @@ class NcclGroupCall {
 
 // NCCL data type of a probe dtype (bf16, fp16, fp32).
 ProbeStatus NcclType(DType dtype, ncclDataType_t* type, size_t* bytes);
+// Bytes of one element of `type` (the types NcclType returns).
+inline size_t NcclTypeBytes(ncclDataType_t type) {
+  return type == ncclFloat32 ? 4 : type == ncclFloat64 ? 8 : type == ncclInt8 || type == ncclUint8 ? 1 : 2;
+}
 
 }  // namespace moetune::kernels::cuda
