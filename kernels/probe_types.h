@@ -189,6 +189,10 @@ struct GroupSpec {
   // CPU (Gloo over TCP): the address this rank listens on; peers on other
   // hosts must be able to reach it. Loopback suits single-host groups.
   std::string bind_address = "127.0.0.1";
+  // Testing only: this rank fails with Internal at the start of the named
+  // phase (kernels/group_agreement.h), so tests can exercise the failure
+  // agreement and abort path of real multi-process probes. Empty: never.
+  std::string inject_failure_at_phase;
 };
 
 // Validation. Each returns InvalidArgument naming the offending field and

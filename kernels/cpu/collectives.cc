@@ -18,8 +18,13 @@ constexpr uint32_t kTagBarrier = 11;
 
 ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, ProbeResult* result) {
   MOETUNE_PROBE_RETURN_IF_ERROR(ValidateGroup(group, p.group_size));
+  // Phases end with the group's agreement (kernels/group_agreement.h).
+  GroupAgreement agree(group);
   std::shared_ptr<gloo::Context> ctx;
-  MOETUNE_PROBE_RETURN_IF_ERROR(ConnectGloo(group, &ctx));
+  MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "connect", [&] {
+    MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("connect"));
+    return ConnectGloo(group, &ctx);
+  }, &ctx));
   const int n = group.world_size;
   for (int64_t size_bytes : p.sizes_bytes) {
     // fp32 payload of the same byte size whatever the requested dtype.
@@ -50,23 +55,29 @@ ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, Pr
                 {"span", SpanName(p.span)},
                 {"dtype", DTypeName(p.dtype)},
                 {"payload", "fp32"}};
+    const std::string size_name = std::to_string(size_bytes);
     if (p.timing.verify) {
-      std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
-      MOETUNE_PROBE_RETURN_IF_ERROR(run());
-      for (size_t i = 0; i < out_elems; ++i) {
-        const double want = ExpectedCollectiveValue(inputs, p.op, group.rank, n, static_cast<int64_t>(i),
-                                                    static_cast<int64_t>(chunk));
-        if (!(out[i] == want)) {
-          return DataLoss(std::string("collective ") + CollectiveOpName(p.op) + " (cpu, " +
-                          std::to_string(size_bytes) + " bytes, rank " + std::to_string(group.rank) +
-                          "): element " + std::to_string(i) + ": got " + std::to_string(out[i]) +
-                          ", want " + std::to_string(want));
+      MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "verify/" + size_name, [&]() -> ProbeStatus {
+        MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("verify"));
+        std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+        MOETUNE_PROBE_RETURN_IF_ERROR(run());
+        for (size_t i = 0; i < out_elems; ++i) {
+          const double want = ExpectedCollectiveValue(inputs, p.op, group.rank, n, static_cast<int64_t>(i),
+                                                      static_cast<int64_t>(chunk));
+          if (!(out[i] == want)) {
+            return DataLoss(std::string("collective ") + CollectiveOpName(p.op) + " (cpu, " + size_name +
+                            " bytes, rank " + std::to_string(group.rank) + "): element " + std::to_string(i) +
+                            ": got " + std::to_string(out[i]) + ", want " + std::to_string(want));
+          }
         }
-      }
+        return ProbeStatus::Ok();
+      }, &ctx));
       m.verified = true;
     }
-    MOETUNE_PROBE_RETURN_IF_ERROR(TimeSamples(
-        p.timing, [&] { return GlooBarrier(ctx, kTagBarrier); }, run, &m.samples_seconds));
+    MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "time/" + size_name, [&] {
+      MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("time"));
+      return TimeSamples(p.timing, [&] { return GlooBarrier(ctx, kTagBarrier); }, run, &m.samples_seconds);
+    }, &ctx));
     m.bytes = static_cast<double>(size_bytes);
     m.bus_factor = BusBandwidthFactor(p.op, n);
     m.Finalize();

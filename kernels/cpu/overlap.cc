@@ -20,8 +20,12 @@ ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResu
   if (p.op != CollectiveOp::kAllReduce) {
     return Unimplemented(std::string("overlap (cpu): only all_reduce, got ") + CollectiveOpName(p.op));
   }
+  GroupAgreement agree(group);  // kernels/group_agreement.h
   std::shared_ptr<gloo::Context> ctx;
-  MOETUNE_PROBE_RETURN_IF_ERROR(ConnectGloo(group, &ctx));
+  MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "connect", [&] {
+    MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("connect"));
+    return ConnectGloo(group, &ctx);
+  }, &ctx));
   const std::vector<float> a = UniformValues(StreamSeed(p.timing.seed, group.rank, 30), p.gemm_m * p.gemm_k);
   const std::vector<float> b = UniformValues(StreamSeed(p.timing.seed, group.rank, 31), p.gemm_k * p.gemm_n);
   std::vector<float> c(p.gemm_m * p.gemm_n);
@@ -35,39 +39,50 @@ ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResu
   auto barrier = [&] { return GlooBarrier(ctx, 41); };
 
   Measurement gemm_alone, coll_alone, gemm_over, coll_over, both;
-  MOETUNE_PROBE_RETURN_IF_ERROR(TimeSamples(p.timing, barrier, [&] {
-    gemm();
-    return ProbeStatus::Ok();
-  }, &gemm_alone.samples_seconds));
-  MOETUNE_PROBE_RETURN_IF_ERROR(TimeSamples(p.timing, barrier, coll, &coll_alone.samples_seconds));
-  if (p.timing.verify) {  // all ranks contribute 1.0 per element
-    MOETUNE_PROBE_RETURN_IF_ERROR(coll());
-    for (size_t i = 0; i < elems; ++i) {
-      if (out[i] != static_cast<float>(group.world_size)) {
-        return DataLoss("overlap all_reduce (cpu): element " + std::to_string(i) + ": got " +
-                        std::to_string(out[i]) + ", want " + std::to_string(group.world_size));
-      }
-    }
-  }
-  for (int i = 0; i < p.timing.warmup_iters + p.timing.timed_iters; ++i) {
-    MOETUNE_PROBE_RETURN_IF_ERROR(barrier());
-    const auto t0 = std::chrono::steady_clock::now();
-    double gemm_s = 0;
-    std::thread worker([&] {
-      const auto g0 = std::chrono::steady_clock::now();
+  MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "time/alone", [&]() -> ProbeStatus {
+    MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("time/alone"));
+    MOETUNE_PROBE_RETURN_IF_ERROR(TimeSamples(p.timing, barrier, [&] {
       gemm();
-      gemm_s = SecondsSince(g0);
-    });
-    ProbeStatus s = coll();
-    const double coll_s = SecondsSince(t0);
-    worker.join();
-    const double both_s = SecondsSince(t0);
-    MOETUNE_PROBE_RETURN_IF_ERROR(s);
-    if (i < p.timing.warmup_iters) continue;
-    gemm_over.samples_seconds.push_back(gemm_s);
-    coll_over.samples_seconds.push_back(coll_s);
-    both.samples_seconds.push_back(both_s);
+      return ProbeStatus::Ok();
+    }, &gemm_alone.samples_seconds));
+    return TimeSamples(p.timing, barrier, coll, &coll_alone.samples_seconds);
+  }, &ctx));
+  if (p.timing.verify) {  // all ranks contribute 1.0 per element
+    MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "verify", [&]() -> ProbeStatus {
+      MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("verify"));
+      MOETUNE_PROBE_RETURN_IF_ERROR(coll());
+      for (size_t i = 0; i < elems; ++i) {
+        if (out[i] != static_cast<float>(group.world_size)) {
+          return DataLoss("overlap all_reduce (cpu): element " + std::to_string(i) + ": got " +
+                          std::to_string(out[i]) + ", want " + std::to_string(group.world_size));
+        }
+      }
+      return ProbeStatus::Ok();
+    }, &ctx));
   }
+  MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "time/overlapped", [&]() -> ProbeStatus {
+    MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("time/overlapped"));
+    for (int i = 0; i < p.timing.warmup_iters + p.timing.timed_iters; ++i) {
+      MOETUNE_PROBE_RETURN_IF_ERROR(barrier());
+      const auto t0 = std::chrono::steady_clock::now();
+      double gemm_s = 0;
+      std::thread worker([&] {
+        const auto g0 = std::chrono::steady_clock::now();
+        gemm();
+        gemm_s = SecondsSince(g0);
+      });
+      ProbeStatus s = coll();
+      const double coll_s = SecondsSince(t0);
+      worker.join();
+      const double both_s = SecondsSince(t0);
+      MOETUNE_PROBE_RETURN_IF_ERROR(s);
+      if (i < p.timing.warmup_iters) continue;
+      gemm_over.samples_seconds.push_back(gemm_s);
+      coll_over.samples_seconds.push_back(coll_s);
+      both.samples_seconds.push_back(both_s);
+    }
+    return ProbeStatus::Ok();
+  }, &ctx));
   const double flops = GemmFlops(p.gemm_m, p.gemm_n, p.gemm_k);
   const double bus = BusBandwidthFactor(p.op, group.world_size);
   struct Named { Measurement* m; const char* name; bool gemm; bool coll; };
