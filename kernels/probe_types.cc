@@ -55,6 +55,9 @@ ProbeStatus ValidateTiming(const TimingOptions& t) {
     return InvalidArgument("memory_budget_bytes must be >= 0, got " +
                            Str(t.memory_budget_bytes));
   }
+  if (t.iters_per_sample < 1 || t.iters_per_sample > 10000) {
+    return InvalidArgument("iters_per_sample must be in [1, 10000], got " + Str(t.iters_per_sample));
+  }
   return ProbeStatus::Ok();
 }
 
@@ -176,7 +179,8 @@ std::string JsonDouble(double d) {
 std::string JsonTiming(const TimingOptions& t) {
   return "{\"warmup_iters\":" + Str(t.warmup_iters) + ",\"timed_iters\":" + Str(t.timed_iters) +
          ",\"verify\":" + (t.verify ? "true" : "false") + ",\"seed\":" + std::to_string(t.seed) +
-         ",\"memory_budget_bytes\":" + Str(t.memory_budget_bytes) + "}";
+         ",\"memory_budget_bytes\":" + Str(t.memory_budget_bytes) +
+         ",\"iters_per_sample\":" + Str(t.iters_per_sample) + "}";
 }
 std::string JsonDist(const TokenDistribution& d) {
   switch (d.kind) {

@@ -66,6 +66,13 @@ struct TimingOptions {
   // of physical RAM; CUDA: 90% of free device memory). Problems that need more
   // are refused with InvalidArgument.
   int64_t memory_budget_bytes = 0;
+  // CUDA backend: iterations enqueued back to back between one pair of
+  // events per sample; the sample is their elapsed time / iterations
+  // (nccl-tests' protocol), so host launch gaps between iterations are not
+  // timed. The host's enqueue time and a lone call's time are reported
+  // beside it (kernels/cuda/timing.h). The CPU twins time each synchronous
+  // call on a monotonic clock and ignore this.
+  int iters_per_sample = 10;
 };
 
 // 1. Grouped GEMM over E local experts with ragged token counts.

@@ -114,6 +114,7 @@ srcs=(
   kernels/cuda/collectives.cu kernels/cuda/nccl_group.cu kernels/cuda/offload.cu
   kernels/probe_status.cc kernels/probe_types.cc kernels/probe_result.cc kernels/dispatch_plan.cc
   kernels/reference.cc kernels/rendezvous.cc kernels/block_scale_layout.cc kernels/check_outcome.cc
+  kernels/group_agreement.cc
 )
 if [[ "$NCCL_LIBNAME" == libnccl.so ]]; then nccl_link=(-lnccl); else nccl_link=(-l:"$NCCL_LIBNAME"); fi
 compile=("$NVCC" -std=c++17 -O3 "${arch[@]}" -Xcompiler -Wall,-Wextra -I. -I"$NCCL_INC" -x cu -c)

@@ -7,8 +7,11 @@
 #include <cstdint>
 
 #include "kernels/collective_inputs.h"
+#include "kernels/random.h"
 #include "kernels/cuda/cuda_probes_internal.h"
+#include "kernels/cuda/fill.h"
 #include "kernels/cuda/nccl_group.h"
+#include "kernels/cuda/timing.h"
 
 namespace moetune::kernels::cuda {
 namespace {
@@ -66,7 +69,7 @@ struct CollBuffers {
 ProbeStatus Issue(NcclGroup* g, std::vector<CollBuffers>& b, CollectiveOp op, size_t in_elems,
                   ncclDataType_t type, bool use_compute_stream = false) {
   const size_t elem_bytes = NcclTypeBytes(type);
-  NcclGroupCall call;
+  NcclGroupCall call(g);
   MOETUNE_PROBE_RETURN_IF_ERROR(call.Start());
   const int n = g->world_size();
   for (size_t i = 0; i < g->ranks().size(); ++i) {
@@ -135,60 +138,60 @@ ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, Pr
                 {"group_size", std::to_string(n)},
                 {"span", SpanName(p.span)},
                 {"dtype", DTypeName(p.dtype)}};
+    const std::string size_name = std::to_string(size);
+    // Every phase ends with the ranks' agreement (NcclGroup::EndPhase):
+    // a failed check on one rank stops them all, communicators aborted.
     if (p.timing.verify) {
-      for (size_t i = 0; i < b.size(); ++i) {
-        // On the rank's own (non-blocking) stream, so it is ordered before the collective.
-        MOETUNE_CUDA(cudaSetDevice(g->ranks()[i]->device));
-        MOETUNE_CUDA(cudaMemsetAsync(b[i].out.get(), 0xff, out_elems * elem, g->ranks()[i]->stream.get()));
-      }
-      MOETUNE_PROBE_RETURN_IF_ERROR(Issue(g.get(), b, p.op, in_elems, type));
-      for (size_t i = 0; i < b.size(); ++i) {
-        LocalRank* lr = g->ranks()[i].get();
-        MOETUNE_CUDA(cudaSetDevice(lr->device));
-        MOETUNE_CUDA(cudaStreamSynchronize(lr->stream.get()));
-        std::vector<float> out;
-        MOETUNE_PROBE_RETURN_IF_ERROR(FromDevice(b[i].out.get(), out_elems, p.dtype, &out));
-        // Every element up to 4M, else a strided subset plus the last one.
-        const size_t stride = std::max<size_t>(1, out_elems / (size_t{4} << 20));
-        std::vector<size_t> checked;
-        for (size_t j = 0; j < out_elems; j += stride) checked.push_back(j);
-        checked.push_back(out_elems - 1);
-        for (size_t j : checked) {
-          const double want = ExpectedCollectiveValue(inputs, p.op, lr->rank, n, j, chunk);
-          if (!(out[j] == want)) {
-            return DataLoss(std::string("collective ") + CollectiveOpName(p.op) + " (cuda, " + std::to_string(size) +
-                            " bytes, rank " + std::to_string(lr->rank) + "): element " + std::to_string(j) +
-                            ": got " + std::to_string(out[j]) + ", want " + std::to_string(want));
+      MOETUNE_PROBE_RETURN_IF_ERROR(g->EndPhase("verify/" + size_name, [&]() -> ProbeStatus {
+        MOETUNE_PROBE_RETURN_IF_ERROR(g->agreement().InjectedFailure("verify"));
+        for (size_t i = 0; i < b.size(); ++i) {
+          // On the rank's own (non-blocking) stream, so it is ordered before the collective.
+          MOETUNE_CUDA(cudaSetDevice(g->ranks()[i]->device));
+          MOETUNE_CUDA(cudaMemsetAsync(b[i].out.get(), 0xff, out_elems * elem, g->ranks()[i]->stream.get()));
+        }
+        MOETUNE_PROBE_RETURN_IF_ERROR(Issue(g.get(), b, p.op, in_elems, type));
+        for (size_t i = 0; i < b.size(); ++i) {
+          LocalRank* lr = g->ranks()[i].get();
+          MOETUNE_CUDA(cudaSetDevice(lr->device));
+          MOETUNE_PROBE_RETURN_IF_ERROR(g->WaitStream(lr->stream.get()));
+          std::vector<float> out;
+          MOETUNE_PROBE_RETURN_IF_ERROR(FromDevice(b[i].out.get(), out_elems, p.dtype, &out));
+          // Every element up to 4M, else a strided subset plus the last one.
+          const size_t stride = std::max<size_t>(1, out_elems / (size_t{4} << 20));
+          std::vector<size_t> checked;
+          for (size_t j = 0; j < out_elems; j += stride) checked.push_back(j);
+          checked.push_back(out_elems - 1);
+          for (size_t j : checked) {
+            const double want = ExpectedCollectiveValue(inputs, p.op, lr->rank, n, j, chunk);
+            if (!(out[j] == want)) {
+              return DataLoss(std::string("collective ") + CollectiveOpName(p.op) + " (cuda, " + size_name +
+                              " bytes, rank " + std::to_string(lr->rank) + "): element " + std::to_string(j) +
+                              ": got " + std::to_string(out[j]) + ", want " + std::to_string(want));
+            }
           }
         }
-      }
+        return ProbeStatus::Ok();
+      }()));
       m.verified = true;
     }
-    for (int it = 0; it < p.timing.warmup_iters + p.timing.timed_iters; ++it) {
-      MOETUNE_PROBE_RETURN_IF_ERROR(g->Barrier());
-      for (size_t i = 0; i < b.size(); ++i) {
-        MOETUNE_CUDA(cudaSetDevice(g->ranks()[i]->device));
-        MOETUNE_CUDA(cudaEventRecord(b[i].start.get(), g->ranks()[i]->stream.get()));
-      }
-      MOETUNE_PROBE_RETURN_IF_ERROR(Issue(g.get(), b, p.op, in_elems, type));
-      for (size_t i = 0; i < b.size(); ++i) {
-        MOETUNE_CUDA(cudaSetDevice(g->ranks()[i]->device));
-        MOETUNE_CUDA(cudaEventRecord(b[i].stop.get(), g->ranks()[i]->stream.get()));
-      }
-      double worst = 0;
-      for (auto& x : b) {
-        double s = 0;
-        MOETUNE_PROBE_RETURN_IF_ERROR(ElapsedSeconds(x.start, x.stop, &s));
-        worst = std::max(worst, s);
-      }
-      if (it >= p.timing.warmup_iters) m.samples_seconds.push_back(worst);
+    // nccl-tests' protocol: iters_per_sample collectives back to back
+    // between one pair of events per rank (kernels/cuda/timing.h).
+    std::vector<TimedStream> streams;
+    for (size_t i = 0; i < b.size(); ++i) {
+      streams.push_back({g->ranks()[i]->stream.get(), g->ranks()[i]->device, &b[i].start, &b[i].stop});
     }
+    MOETUNE_PROBE_RETURN_IF_ERROR(g->EndPhase("time/" + size_name, [&]() -> ProbeStatus {
+      MOETUNE_PROBE_RETURN_IF_ERROR(g->agreement().InjectedFailure("time"));
+      return TimeBackToBack(
+          p.timing, streams, [&] { return g->Barrier(); }, [&] { return Issue(g.get(), b, p.op, in_elems, type); },
+          [&](const Event& e) { return g->Wait(e); }, &m);
+    }()));
     m.bytes = static_cast<double>(size);
     m.bus_factor = BusBandwidthFactor(p.op, n);
     m.Finalize();
     result->measurements.push_back(std::move(m));
   }
-  return ProbeStatus::Ok();
+  return g->Finish();
 }
 
 ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResult* result) {
@@ -225,9 +228,12 @@ ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResu
     MOETUNE_PROBE_RETURN_IF_ERROR(x->a.Create(p.gemm_m * p.gemm_k * 2));
     MOETUNE_PROBE_RETURN_IF_ERROR(x->b.Create(p.gemm_k * p.gemm_n * 2));
     MOETUNE_PROBE_RETURN_IF_ERROR(x->c.Create(p.gemm_m * p.gemm_n * 2));
-    MOETUNE_CUDA(cudaMemset(x->a.get(), 0, x->a.bytes()));  // GEMM time does not depend on values
-    MOETUNE_CUDA(cudaMemset(x->b.get(), 0, x->b.bytes()));
-    MOETUNE_CUDA(cudaDeviceSynchronize());  // the memsets ran on the legacy stream
+    // Random, not zero, inputs: tensor-core power and clocks depend on data.
+    MOETUNE_PROBE_RETURN_IF_ERROR(
+        FillUniformBf16(x->a.get(), p.gemm_m * p.gemm_k, StreamSeed(p.timing.seed, lr->rank, 30), lr->compute.get()));
+    MOETUNE_PROBE_RETURN_IF_ERROR(
+        FillUniformBf16(x->b.get(), p.gemm_k * p.gemm_n, StreamSeed(p.timing.seed, lr->rank, 31), lr->compute.get()));
+    MOETUNE_CUDA(cudaStreamSynchronize(lr->compute.get()));
     for (Event* e : {&x->start, &x->gemm_end, &x->coll_end}) MOETUNE_PROBE_RETURN_IF_ERROR(e->Create());
     MOETUNE_PROBE_RETURN_IF_ERROR(cb[i].in.Create(elems * 2));
     MOETUNE_PROBE_RETURN_IF_ERROR(cb[i].out.Create(elems * 2));
@@ -244,61 +250,81 @@ ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResu
     return ProbeStatus::Ok();
   };
   if (p.timing.verify) {
-    MOETUNE_PROBE_RETURN_IF_ERROR(Issue(g.get(), cb, CollectiveOp::kAllReduce, elems, ncclBfloat16));
-    for (size_t i = 0; i < local; ++i) {
-      MOETUNE_CUDA(cudaSetDevice(g->ranks()[i]->device));
-      MOETUNE_CUDA(cudaStreamSynchronize(g->ranks()[i]->stream.get()));
-      std::vector<float> out;
-      MOETUNE_PROBE_RETURN_IF_ERROR(FromDevice(cb[i].out.get(), elems, DType::kBf16, &out));
-      for (size_t j = 0; j < elems; j += std::max<size_t>(1, elems / 4096)) {
-        const double want =
-            ExpectedCollectiveValue(ar_inputs, CollectiveOp::kAllReduce, g->ranks()[i]->rank, g->world_size(), j, 0);
-        if (out[j] != want) {
-          return DataLoss("overlap all_reduce (cuda): element " + std::to_string(j) + ": got " +
-                          std::to_string(out[j]) + ", want " + std::to_string(want));
+    MOETUNE_PROBE_RETURN_IF_ERROR(g->EndPhase("verify", [&]() -> ProbeStatus {
+      MOETUNE_PROBE_RETURN_IF_ERROR(g->agreement().InjectedFailure("verify"));
+      MOETUNE_PROBE_RETURN_IF_ERROR(Issue(g.get(), cb, CollectiveOp::kAllReduce, elems, ncclBfloat16));
+      for (size_t i = 0; i < local; ++i) {
+        MOETUNE_CUDA(cudaSetDevice(g->ranks()[i]->device));
+        MOETUNE_PROBE_RETURN_IF_ERROR(g->WaitStream(g->ranks()[i]->stream.get()));
+        std::vector<float> out;
+        MOETUNE_PROBE_RETURN_IF_ERROR(FromDevice(cb[i].out.get(), elems, DType::kBf16, &out));
+        for (size_t j = 0; j < elems; j += std::max<size_t>(1, elems / 4096)) {
+          const double want = ExpectedCollectiveValue(ar_inputs, CollectiveOp::kAllReduce, g->ranks()[i]->rank,
+                                                      g->world_size(), j, 0);
+          if (out[j] != want) {
+            return DataLoss("overlap all_reduce (cuda): element " + std::to_string(j) + ": got " +
+                            std::to_string(out[j]) + ", want " + std::to_string(want));
+          }
+        }
+      }
+      return ProbeStatus::Ok();
+    }()));
+  }
+  // mode 0: GEMM alone, 1: collective alone, 2: both on separate streams.
+  // One GEMM and one 256 MB-class all-reduce per sample: milliseconds each,
+  // so the few launches are a negligible share (unlike the small
+  // collectives, timed back to back in RunCollectives).
+  Measurement gemm_alone, coll_alone, gemm_over, coll_over, both;
+  auto elapsed = [&](const Event& from, const Event& to, double* s) -> ProbeStatus {
+    MOETUNE_PROBE_RETURN_IF_ERROR(g->Wait(to));
+    float ms = 0;
+    MOETUNE_CUDA(cudaEventElapsedTime(&ms, from.get(), to.get()));
+    *s = ms * 1e-3;
+    return ProbeStatus::Ok();
+  };
+  MOETUNE_PROBE_RETURN_IF_ERROR(g->EndPhase("time", [&]() -> ProbeStatus {
+    MOETUNE_PROBE_RETURN_IF_ERROR(g->agreement().InjectedFailure("time"));
+    for (int mode = 0; mode < 3; ++mode) {
+      for (int it = 0; it < p.timing.warmup_iters + p.timing.timed_iters; ++it) {
+        MOETUNE_PROBE_RETURN_IF_ERROR(g->Barrier());
+        for (size_t i = 0; i < local; ++i) {
+          LocalRank* lr = g->ranks()[i].get();
+          MOETUNE_CUDA(cudaSetDevice(lr->device));
+          MOETUNE_CUDA(cudaEventRecord(pr[i]->start.get(), lr->stream.get()));
+          MOETUNE_CUDA(cudaStreamWaitEvent(lr->compute.get(), pr[i]->start.get(), 0));
+        }
+        if (mode != 1) {
+          for (size_t i = 0; i < local; ++i) MOETUNE_PROBE_RETURN_IF_ERROR(gemm(i));
+        }
+        if (mode != 0) {
+          MOETUNE_PROBE_RETURN_IF_ERROR(Issue(g.get(), cb, CollectiveOp::kAllReduce, elems, ncclBfloat16));
+        }
+        double t_gemm = 0, t_coll = 0;
+        for (size_t i = 0; i < local; ++i) {
+          LocalRank* lr = g->ranks()[i].get();
+          MOETUNE_CUDA(cudaSetDevice(lr->device));
+          MOETUNE_CUDA(cudaEventRecord(pr[i]->gemm_end.get(), lr->compute.get()));
+          MOETUNE_CUDA(cudaEventRecord(pr[i]->coll_end.get(), lr->stream.get()));
+        }
+        for (size_t i = 0; i < local; ++i) {
+          double tg = 0, tc = 0;
+          MOETUNE_PROBE_RETURN_IF_ERROR(elapsed(pr[i]->start, pr[i]->gemm_end, &tg));
+          MOETUNE_PROBE_RETURN_IF_ERROR(elapsed(pr[i]->start, pr[i]->coll_end, &tc));
+          t_gemm = std::max(t_gemm, tg);
+          t_coll = std::max(t_coll, tc);
+        }
+        if (it < p.timing.warmup_iters) continue;
+        if (mode == 0) gemm_alone.samples_seconds.push_back(t_gemm);
+        if (mode == 1) coll_alone.samples_seconds.push_back(t_coll);
+        if (mode == 2) {
+          gemm_over.samples_seconds.push_back(t_gemm);
+          coll_over.samples_seconds.push_back(t_coll);
+          both.samples_seconds.push_back(std::max(t_gemm, t_coll));
         }
       }
     }
-  }
-  // mode 0: GEMM alone, 1: collective alone, 2: both on separate streams.
-  Measurement gemm_alone, coll_alone, gemm_over, coll_over, both;
-  for (int mode = 0; mode < 3; ++mode) {
-    for (int it = 0; it < p.timing.warmup_iters + p.timing.timed_iters; ++it) {
-      MOETUNE_PROBE_RETURN_IF_ERROR(g->Barrier());
-      for (size_t i = 0; i < local; ++i) {
-        LocalRank* lr = g->ranks()[i].get();
-        MOETUNE_CUDA(cudaSetDevice(lr->device));
-        MOETUNE_CUDA(cudaEventRecord(pr[i]->start.get(), lr->stream.get()));
-        MOETUNE_CUDA(cudaStreamWaitEvent(lr->compute.get(), pr[i]->start.get(), 0));
-      }
-      if (mode != 1) {
-        for (size_t i = 0; i < local; ++i) MOETUNE_PROBE_RETURN_IF_ERROR(gemm(i));
-      }
-      if (mode != 0) MOETUNE_PROBE_RETURN_IF_ERROR(Issue(g.get(), cb, CollectiveOp::kAllReduce, elems, ncclBfloat16));
-      double t_gemm = 0, t_coll = 0;
-      for (size_t i = 0; i < local; ++i) {
-        LocalRank* lr = g->ranks()[i].get();
-        MOETUNE_CUDA(cudaSetDevice(lr->device));
-        MOETUNE_CUDA(cudaEventRecord(pr[i]->gemm_end.get(), lr->compute.get()));
-        MOETUNE_CUDA(cudaEventRecord(pr[i]->coll_end.get(), lr->stream.get()));
-      }
-      for (size_t i = 0; i < local; ++i) {
-        double tg = 0, tc = 0;
-        MOETUNE_PROBE_RETURN_IF_ERROR(ElapsedSeconds(pr[i]->start, pr[i]->gemm_end, &tg));
-        MOETUNE_PROBE_RETURN_IF_ERROR(ElapsedSeconds(pr[i]->start, pr[i]->coll_end, &tc));
-        t_gemm = std::max(t_gemm, tg);
-        t_coll = std::max(t_coll, tc);
-      }
-      if (it < p.timing.warmup_iters) continue;
-      if (mode == 0) gemm_alone.samples_seconds.push_back(t_gemm);
-      if (mode == 1) coll_alone.samples_seconds.push_back(t_coll);
-      if (mode == 2) {
-        gemm_over.samples_seconds.push_back(t_gemm);
-        coll_over.samples_seconds.push_back(t_coll);
-        both.samples_seconds.push_back(std::max(t_gemm, t_coll));
-      }
-    }
-  }
+    return ProbeStatus::Ok();
+  }()));
   const double flops = GemmFlops(p.gemm_m, p.gemm_n, p.gemm_k);
   const double bus = BusBandwidthFactor(p.op, g->world_size());
   struct Named { Measurement* m; const char* name; bool is_gemm; bool is_coll; };
@@ -323,7 +349,7 @@ ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResu
   both.values["gemm_slowdown"] = tg > 0 ? gemm_over.PlannerSeconds() / tg : 0.0;
   both.values["collective_slowdown"] = tc > 0 ? coll_over.PlannerSeconds() / tc : 0.0;
   for (Measurement* m : {&gemm_alone, &coll_alone, &gemm_over, &coll_over, &both}) result->measurements.push_back(std::move(*m));
-  return ProbeStatus::Ok();
+  return g->Finish();
 }
 
 }  // namespace moetune::kernels::cuda

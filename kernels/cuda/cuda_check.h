@@ -69,10 +69,13 @@ inline ProbeStatus NcclError(ncclResult_t r, const char* call, ncclComm_t comm =
     if (_s != CUBLAS_STATUS_SUCCESS) return ::moetune::kernels::cuda::CublasError(_s, #call); \
   } while (false)
 
-#define MOETUNE_NCCL(call)                                                         \
-  do {                                                                             \
-    ncclResult_t _r = (call);                                                      \
-    if (_r != ncclSuccess) return ::moetune::kernels::cuda::NcclError(_r, #call);  \
+// ncclInProgress is a success of a non-blocking communicator's call: the
+// operation completes asynchronously and NcclGroup::Settle waits for it.
+#define MOETUNE_NCCL(call)                                                        \
+  do {                                                                            \
+    ncclResult_t _r = (call);                                                     \
+    if (_r != ncclSuccess && _r != ncclInProgress)                                \
+      return ::moetune::kernels::cuda::NcclError(_r, #call);                      \
   } while (false)
 
 namespace moetune::kernels::cuda {

@@ -49,6 +49,7 @@
 #include "kernels/block_scale_layout.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_probes_internal.h"
+#include "kernels/cuda/timing.h"
 #include "kernels/random.h"
 #include "kernels/reference.h"
 
@@ -781,14 +782,11 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
         }
         m.verified = true;
       }
-      for (int i = 0; i < p.timing.warmup_iters + p.timing.timed_iters; ++i) {
-        MOETUNE_CUDA(cudaEventRecord(start.get(), stream.get()));
-        MOETUNE_PROBE_RETURN_IF_ERROR(run(impl));
-        MOETUNE_CUDA(cudaEventRecord(stop.get(), stream.get()));
-        double s = 0;
-        MOETUNE_PROBE_RETURN_IF_ERROR(ElapsedSeconds(start, stop, &s));
-        if (i >= p.timing.warmup_iters) m.samples_seconds.push_back(s);
-      }
+      // Back-to-back iterations between one pair of events (kernels/cuda/
+      // timing.h): the loop's 64 cuBLASLt launches are not in the samples
+      // unless the host cannot keep up (then host_bound says so).
+      MOETUNE_PROBE_RETURN_IF_ERROR(TimeBackToBack(p.timing, {TimedStream{stream.get(), device, &start, &stop}},
+                                                   nullptr, [&] { return run(impl); }, SynchronizeEvent, &m));
       // Useful FLOPs (the row-major problem): the real token counts, not the
       // zero padding of fp8's and mxfp8's weight gradient.
       if (dense) {
