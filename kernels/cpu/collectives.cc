@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "kernels/collective_inputs.h"
+#include "kernels/measurement_roles.h"
 #include "kernels/cpu/cpu_probes_internal.h"
 #include "kernels/cpu/cpu_util.h"
 #include "kernels/cpu/gloo_group.h"
@@ -48,11 +49,11 @@ ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, Pr
       return Internal("unknown collective");
     };
     Measurement m;
-    m.name = std::string(CollectiveOpName(p.op)) + "/" + std::to_string(size_bytes);
-    m.labels = {{"op", CollectiveOpName(p.op)},
-                {"size_bytes", std::to_string(size_bytes)},
-                {"group_size", std::to_string(n)},
-                {"span", SpanName(p.span)},
+    m.name = roles::CollectiveName(p.op, size_bytes);
+    m.labels = {{roles::kLabelOp, CollectiveOpName(p.op)},
+                {roles::kLabelSizeBytes, std::to_string(size_bytes)},
+                {roles::kLabelGroupSize, std::to_string(n)},
+                {roles::kLabelSpan, SpanName(p.span)},
                 {"dtype", DTypeName(p.dtype)},
                 {"payload", "fp32"}};
     const std::string size_name = std::to_string(size_bytes);

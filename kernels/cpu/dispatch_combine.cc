@@ -12,6 +12,7 @@
 #include "kernels/cpu/gloo_group.h"
 #include "kernels/cpu/gloo_ops.h"
 #include "kernels/dispatch_plan.h"
+#include "kernels/measurement_roles.h"
 #include "kernels/group_agreement.h"
 
 namespace moetune::kernels::cpu {
@@ -213,7 +214,7 @@ ProbeStatus RunDispatchCombineRoundTrip(const DispatchCombineParams& p, const Gr
   auto barrier = [&] { return runner.Barrier(); };
 
   Measurement dispatch;
-  dispatch.name = "dispatch";
+  dispatch.name = roles::kDispatch;
   dispatch.labels = labels("dispatch");
   MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "time/dispatch", [&] {
     MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("time/dispatch"));
@@ -221,7 +222,7 @@ ProbeStatus RunDispatchCombineRoundTrip(const DispatchCombineParams& p, const Gr
   }, &ctx));
   runner.Experts();
   Measurement combine;
-  combine.name = "combine";
+  combine.name = roles::kCombine;
   combine.labels = labels("combine");
   MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "time/combine", [&] {
     MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("time/combine"));

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/cpu_probes_internal.h"
 #include "kernels/cpu/cpu_util.h"
+#include "kernels/measurement_roles.h"
 #include "kernels/random.h"
 #include "kernels/reference.h"
 
@@ -80,10 +81,8 @@ class BlasThreads {
   int saved_;
 };
 
-enum class Impl { kLoop, kGrouped, kDense };
-const char* ImplName(Impl i) {
-  return i == Impl::kLoop ? "loop" : i == Impl::kGrouped ? "grouped" : "dense_ref";
-}
+using roles::GemmImpl;
+using roles::GemmPass;
 
 }  // namespace
 
@@ -123,8 +122,8 @@ MxEmulatedInputs EmulateMxInputs(const std::vector<float>& x, const std::vector<
 ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
   const std::vector<int64_t> counts = ExpertTokenCounts(p);
   const int64_t e_count = p.num_experts, k_dim = p.hidden, n_dim = p.ffn_hidden;
-  int64_t tokens = 0;
-  for (int64_t c : counts) tokens += c;
+  int64_t tokens = 0, max_tokens = 0;
+  for (int64_t c : counts) tokens += c, max_tokens = std::max(max_tokens, c);
   std::vector<int64_t> offsets(e_count + 1, 0);
   for (int64_t e = 0; e < e_count; ++e) offsets[e + 1] = offsets[e] + counts[e];
 
@@ -137,7 +136,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
   std::vector<float> dense_out(std::max(tokens * std::max(n_dim, k_dim), k_dim * n_dim));
 
   struct Pass {
-    const char* name;
+    GemmPass pass;
     std::vector<GemmOp> grouped;
     GemmOp dense;
   };
@@ -156,7 +155,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
 
   std::vector<Pass> passes;
   if (p.forward) {  // Y_e[t,N] = X_e[t,K] W_e[K,N]
-    Pass pass{"fwd", {}, {false, false, tokens, n_dim, k_dim, x_fwd, k_dim, w_fwd, n_dim,
+    Pass pass{GemmPass::kFwd, {}, {false, false, tokens, n_dim, k_dim, x_fwd, k_dim, w_fwd, n_dim,
                           dense_out.data(), n_dim}};
     for (int64_t e = 0; e < e_count; ++e) {
       pass.grouped.push_back({false, false, counts[e], n_dim, k_dim, x_fwd + offsets[e] * k_dim,
@@ -166,7 +165,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
     passes.push_back(std::move(pass));
   }
   if (p.backward_data) {  // dX_e[t,K] = dY_e[t,N] W_e^T[N,K]
-    Pass pass{"bwd_data", {}, {false, true, tokens, k_dim, n_dim, dy_bd, n_dim, w_bd, n_dim,
+    Pass pass{GemmPass::kBwdData, {}, {false, true, tokens, k_dim, n_dim, dy_bd, n_dim, w_bd, n_dim,
                                dense_out.data(), k_dim}};
     for (int64_t e = 0; e < e_count; ++e) {
       pass.grouped.push_back({false, true, counts[e], k_dim, n_dim, dy_bd + offsets[e] * n_dim,
@@ -176,7 +175,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
     passes.push_back(std::move(pass));
   }
   if (p.backward_weight) {  // dW_e[K,N] = X_e^T[K,t] dY_e[t,N]
-    Pass pass{"bwd_weight", {}, {true, false, k_dim, n_dim, tokens, x_bw, k_dim, dy_bw, n_dim,
+    Pass pass{GemmPass::kBwdWeight, {}, {true, false, k_dim, n_dim, tokens, x_bw, k_dim, dy_bw, n_dim,
                                  dense_out.data(), n_dim}};
     for (int64_t e = 0; e < e_count; ++e) {
       pass.grouped.push_back({true, false, k_dim, n_dim, counts[e], x_bw + offsets[e] * k_dim,
@@ -193,12 +192,12 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
     const std::vector<GemmOp> dense_only(1, pass.dense);
     double dense_seconds = 0;
     std::vector<Measurement> ms;
-    for (Impl impl : {Impl::kDense, Impl::kLoop, Impl::kGrouped}) {
+    for (GemmImpl impl : {GemmImpl::kDenseRef, GemmImpl::kLoop, GemmImpl::kGrouped}) {
       std::function<void()> run;
-      const std::vector<GemmOp>& outputs = impl == Impl::kDense ? dense_only : pass.grouped;
-      if (impl == Impl::kDense) {
+      const std::vector<GemmOp>& outputs = impl == GemmImpl::kDenseRef ? dense_only : pass.grouped;
+      if (impl == GemmImpl::kDenseRef) {
         run = [&] { RunOp(pass.dense); };
-      } else if (impl == Impl::kLoop) {
+      } else if (impl == GemmImpl::kLoop) {
         run = [&] {
           for (const GemmOp& op : pass.grouped) RunOp(op);
         };
@@ -211,13 +210,14 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
         };
       }
       Measurement m;
-      m.name = std::string(pass.name) + "/" + ImplName(impl);
-      m.labels = {{"pass", pass.name},
-                  {"impl", ImplName(impl)},
-                  {"dtype", DTypeName(p.dtype)},
+      m.name = roles::GroupedGemmName(pass.pass, impl);
+      m.labels = {{roles::kLabelPass, roles::Name(pass.pass)},
+                  {roles::kLabelImpl, roles::Name(impl)},
+                  {roles::kLabelDType, DTypeName(p.dtype)},
                   {"compute_dtype", "fp32"},
-                  {"experts", std::to_string(e_count)},
                   {"tokens", std::to_string(tokens)}};
+      roles::SetGemmShapeLabels(roles::GroupedGemmShape(pass.pass, impl, e_count, tokens, max_tokens, k_dim, n_dim),
+                                &m.labels);
       if (mx) {
         m.labels["emulated"] =
             "mxfp8 numerics: inputs quantized to E4M3 with a UE8M0 scale per 32 along each GEMM's "
@@ -249,7 +249,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
       }, &m.samples_seconds));
       for (const GemmOp& op : outputs) m.flops += op.Flops();
       m.Finalize();
-      if (impl == Impl::kDense) dense_seconds = m.PlannerSeconds();
+      if (impl == GemmImpl::kDenseRef) dense_seconds = m.PlannerSeconds();
       if (m.PlannerSeconds() > 0) m.efficiency_vs_reference = dense_seconds / m.PlannerSeconds();
       ms.push_back(std::move(m));
     }

@@ -11,6 +11,7 @@
 #include "kernels/cpu/cpu_util.h"
 #include "kernels/cpu/gloo_group.h"
 #include "kernels/cpu/gloo_ops.h"
+#include "kernels/measurement_roles.h"
 #include "kernels/random.h"
 
 namespace moetune::kernels::cpu {
@@ -86,11 +87,11 @@ ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResu
   const double flops = GemmFlops(p.gemm_m, p.gemm_n, p.gemm_k);
   const double bus = BusBandwidthFactor(p.op, group.world_size);
   struct Named { Measurement* m; const char* name; bool gemm; bool coll; };
-  for (const Named& n : {Named{&gemm_alone, "gemm_alone", true, false},
-                         Named{&coll_alone, "collective_alone", false, true},
-                         Named{&gemm_over, "gemm_overlapped", true, false},
-                         Named{&coll_over, "collective_overlapped", false, true},
-                         Named{&both, "both", false, false}}) {
+  for (const Named& n : {Named{&gemm_alone, roles::kGemmAlone, true, false},
+                         Named{&coll_alone, roles::kCollectiveAlone, false, true},
+                         Named{&gemm_over, roles::kGemmOverlapped, true, false},
+                         Named{&coll_over, roles::kCollectiveOverlapped, false, true},
+                         Named{&both, roles::kBoth, false, false}}) {
     n.m->name = n.name;
     n.m->labels = {{"op", CollectiveOpName(p.op)},
                    {"collective_bytes", std::to_string(p.collective_bytes)},
@@ -107,9 +108,9 @@ ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResu
   }
   const double tg = gemm_alone.PlannerSeconds(), tc = coll_alone.PlannerSeconds();
   const double tb = both.PlannerSeconds();
-  both.values["hidden_fraction"] = tc > 0 ? std::clamp((tg + tc - tb) / tc, 0.0, 1.0) : 0.0;
-  both.values["gemm_slowdown"] = tg > 0 ? gemm_over.PlannerSeconds() / tg : 0.0;
-  both.values["collective_slowdown"] = tc > 0 ? coll_over.PlannerSeconds() / tc : 0.0;
+  both.values[roles::kValueHiddenFraction] = tc > 0 ? std::clamp((tg + tc - tb) / tc, 0.0, 1.0) : 0.0;
+  both.values[roles::kValueGemmSlowdown] = tg > 0 ? gemm_over.PlannerSeconds() / tg : 0.0;
+  both.values[roles::kValueCollectiveSlowdown] = tc > 0 ? coll_over.PlannerSeconds() / tc : 0.0;
   for (Measurement* m : {&gemm_alone, &coll_alone, &gemm_over, &coll_over, &both}) {
     result->measurements.push_back(std::move(*m));
   }

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/collective_inputs.h"
+#include "kernels/measurement_roles.h"
 #include "kernels/random.h"
 #include "kernels/cuda/cuda_probes_internal.h"
 #include "kernels/cuda/fill.h"
@@ -131,12 +132,12 @@ ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, Pr
       MOETUNE_PROBE_RETURN_IF_ERROR(Fill(b[i].in.get(), in_elems, lr->rank, p.dtype, inputs, lr->stream.get()));
     }
     Measurement m;
-    m.name = std::string(CollectiveOpName(p.op)) + "/" + std::to_string(size);
-    m.labels = {{"op", CollectiveOpName(p.op)},
+    m.name = roles::CollectiveName(p.op, size);
+    m.labels = {{roles::kLabelOp, CollectiveOpName(p.op)},
                 {"impl", p.op == CollectiveOp::kAllToAll ? kNcclAllToAllImpl : "nccl"},
-                {"size_bytes", std::to_string(size)},
-                {"group_size", std::to_string(n)},
-                {"span", SpanName(p.span)},
+                {roles::kLabelSizeBytes, std::to_string(size)},
+                {roles::kLabelGroupSize, std::to_string(n)},
+                {roles::kLabelSpan, SpanName(p.span)},
                 {"dtype", DTypeName(p.dtype)}};
     const std::string size_name = std::to_string(size);
     // Every phase ends with the ranks' agreement (NcclGroup::EndPhase):
@@ -328,9 +329,9 @@ ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResu
   const double flops = GemmFlops(p.gemm_m, p.gemm_n, p.gemm_k);
   const double bus = BusBandwidthFactor(p.op, g->world_size());
   struct Named { Measurement* m; const char* name; bool is_gemm; bool is_coll; };
-  for (const Named& nm : {Named{&gemm_alone, "gemm_alone", true, false}, Named{&coll_alone, "collective_alone", false, true},
-                          Named{&gemm_over, "gemm_overlapped", true, false},
-                          Named{&coll_over, "collective_overlapped", false, true}, Named{&both, "both", false, false}}) {
+  for (const Named& nm : {Named{&gemm_alone, roles::kGemmAlone, true, false}, Named{&coll_alone, roles::kCollectiveAlone, false, true},
+                          Named{&gemm_over, roles::kGemmOverlapped, true, false},
+                          Named{&coll_over, roles::kCollectiveOverlapped, false, true}, Named{&both, roles::kBoth, false, false}}) {
     nm.m->name = nm.name;
     nm.m->labels = {{"op", CollectiveOpName(p.op)},
                     {"collective_bytes", std::to_string(p.collective_bytes)},
@@ -345,9 +346,9 @@ ProbeStatus RunOverlap(const OverlapParams& p, const GroupSpec& group, ProbeResu
     nm.m->Finalize();
   }
   const double tg = gemm_alone.PlannerSeconds(), tc = coll_alone.PlannerSeconds(), tb = both.PlannerSeconds();
-  both.values["hidden_fraction"] = tc > 0 ? std::clamp((tg + tc - tb) / tc, 0.0, 1.0) : 0.0;
-  both.values["gemm_slowdown"] = tg > 0 ? gemm_over.PlannerSeconds() / tg : 0.0;
-  both.values["collective_slowdown"] = tc > 0 ? coll_over.PlannerSeconds() / tc : 0.0;
+  both.values[roles::kValueHiddenFraction] = tc > 0 ? std::clamp((tg + tc - tb) / tc, 0.0, 1.0) : 0.0;
+  both.values[roles::kValueGemmSlowdown] = tg > 0 ? gemm_over.PlannerSeconds() / tg : 0.0;
+  both.values[roles::kValueCollectiveSlowdown] = tc > 0 ? coll_over.PlannerSeconds() / tc : 0.0;
   for (Measurement* m : {&gemm_alone, &coll_alone, &gemm_over, &coll_over, &both}) result->measurements.push_back(std::move(*m));
   return g->Finish();
 }

@@ -13,6 +13,7 @@
 #include "kernels/cuda/nccl_group.h"
 #include "kernels/cuda/timing.h"
 #include "kernels/dispatch_plan.h"
+#include "kernels/measurement_roles.h"
 
 namespace moetune::kernels::cuda {
 namespace {
@@ -368,7 +369,7 @@ ProbeStatus RunDispatchCombine(const DispatchCombineParams& p, const GroupSpec& 
     rows_remote += st.RowsSentRemote(plan.rank);
   }
   const double row_bytes = static_cast<double>(p.hidden) * 2;
-  for (auto [m, name] : {std::pair<Measurement*, const char*>{&dispatch, "dispatch"}, {&combine, "combine"}}) {
+  for (auto [m, name] : {std::pair<Measurement*, const char*>{&dispatch, roles::kDispatch}, {&combine, roles::kCombine}}) {
     m->name = name;
     m->labels = {{"phase", name},
                  {"mode", DispatchModeName(p.mode)},

@@ -50,6 +50,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_probes_internal.h"
 #include "kernels/cuda/timing.h"
+#include "kernels/measurement_roles.h"
 #include "kernels/random.h"
 #include "kernels/reference.h"
 
@@ -264,14 +265,20 @@ ProbeStatus Download(const DeviceBuffer& dev, size_t n, cudaDataType_t type, std
 // The three implementations; measurement names use the role ("<pass>/loop",
 // "<pass>/grouped", "<pass>/dense_ref": the CPU twin's names, which the
 // server's fitting reads), the "impl" label the library call.
+// (kernels/measurement_roles.h).
 enum class Impl { kDense, kLtLoop, kGroupedEx };
-const char* RoleName(Impl i) { return i == Impl::kDense ? "dense_ref" : i == Impl::kLtLoop ? "loop" : "grouped"; }
+roles::GemmImpl RoleOf(Impl i) {
+  return i == Impl::kDense ? roles::GemmImpl::kDenseRef : i == Impl::kLtLoop ? roles::GemmImpl::kLoop
+                                                                              : roles::GemmImpl::kGrouped;
+}
+const char* RoleName(Impl i) { return roles::Name(RoleOf(i)); }
 const char* ImplName(Impl i) {
   return i == Impl::kDense ? "cublaslt_dense" : i == Impl::kLtLoop ? "cublaslt_loop" : "cublas_grouped_batched_ex";
 }
 
 struct Pass {
-  const char* name;
+  const char* name;  // roles::Name(pass)
+  roles::GemmPass pass;
   std::vector<ColGemm> experts;  // non-empty GEMMs only
   std::vector<std::pair<void*, size_t>> zero_fill;  // outputs of empty experts (bytes)
   ColGemm dense;
@@ -364,7 +371,7 @@ ProbeStatus BuildMxPasses(const GroupedGemmParams& p, const std::vector<float>& 
     }
     MOETUNE_PROBE_RETURN_IF_ERROR(UploadBytes(qx.elements, &mx->x_k));
     MOETUNE_PROBE_RETURN_IF_ERROR(UploadBytes(wt_bytes, &mx->wt_k));
-    Pass pass{"fwd", {}, {}, {}, y, size_t(tokens) * nd};
+    Pass pass{"fwd", roles::GemmPass::kFwd, {}, {}, {}, y, size_t(tokens) * nd};
     pass.dense = TnGemm(n_i, t_all, k_i, mx->wt_k.get(), k_i, mx->x_k.get(), k_i, dense_out->get(), n_i);
     SetCheck(&pass.dense, false, false, tokens, nd, kd, mx->x_fwd.data(), kd, mx->w_fwd.data(), nd, 0, nd);
     pass.dense.a_scale_offset = mx->AddScales(qwt[0], 0, nd, 0, kb);
@@ -391,7 +398,7 @@ ProbeStatus BuildMxPasses(const GroupedGemmParams& p, const std::vector<float>& 
     DequantizeMx(qw, mx->w_bd.data(), nd, 1);
     MOETUNE_PROBE_RETURN_IF_ERROR(UploadBytes(qdy.elements, &mx->dy_n));
     MOETUNE_PROBE_RETURN_IF_ERROR(UploadBytes(qw.elements, &mx->w_n));
-    Pass pass{"bwd_data", {}, {}, {}, dx, size_t(tokens) * kd};
+    Pass pass{"bwd_data", roles::GemmPass::kBwdData, {}, {}, {}, dx, size_t(tokens) * kd};
     pass.dense = TnGemm(k_i, t_all, n_i, mx->w_n.get(), n_i, mx->dy_n.get(), n_i, dense_out->get(), k_i);
     SetCheck(&pass.dense, false, true, tokens, kd, nd, mx->dy_bd.data(), nd, mx->w_bd.data(), nd, 0, kd);
     pass.dense.a_scale_offset = mx->AddScales(qw, 0, kd, 0, nb);
@@ -435,7 +442,7 @@ ProbeStatus BuildMxPasses(const GroupedGemmParams& p, const std::vector<float>& 
     MOETUNE_PROBE_RETURN_IF_ERROR(UploadBytes(qxt.elements, &mx->xt_t));
     MOETUNE_PROBE_RETURN_IF_ERROR(UploadBytes(qdyt.elements, &mx->dyt_t));
     const int pd = static_cast<int>(padded);
-    Pass pass{"bwd_weight", {}, {}, {}, dw, size_t(e_count) * kd * nd};
+    Pass pass{"bwd_weight", roles::GemmPass::kBwdWeight, {}, {}, {}, dw, size_t(e_count) * kd * nd};
     pass.dense = TnGemm(n_i, k_i, pd, mx->dyt_t.get(), pd, mx->xt_t.get(), pd, dense_out->get(), n_i);
     SetCheck(&pass.dense, true, false, kd, nd, tokens, mx->x_bw.data(), kd, mx->dy_bw.data(), nd, 0, nd);
     pass.dense.a_scale_offset = mx->AddScales(qdyt, 0, nd, 0, pb);
@@ -504,6 +511,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
   std::vector<int64_t> off(e_count + 1, 0);
   for (int64_t e = 0; e < e_count; ++e) off[e + 1] = off[e] + counts[e];
   const int64_t tokens = off[e_count];
+  const int64_t max_tokens = counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end());
   // fp8 / mxfp8 weight gradient: each expert's token range padded to 16 / 32.
   const int64_t pad_to = mx ? kMxBlockElems : 16;
   std::vector<int64_t> poff(e_count + 1, 0);
@@ -568,7 +576,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
     }
     const int pd = static_cast<int>(padded);
     if (p.forward) {  // Y[t,N] = X[t,K] W[K,N]  ->  col: Y^T = W^T X^T
-      Pass pass{"fwd", {}, {}, {}, &y, size_t(tokens) * nd};
+      Pass pass{"fwd", roles::GemmPass::kFwd, {}, {}, {}, &y, size_t(tokens) * nd};
       // fp8: A = Wt stored [K x N] col-major, op T.
       const cublasOperation_t ta = fp8 ? CUBLAS_OP_T : CUBLAS_OP_N;
       const DeviceBuffer& wa = fp8 ? wt : w;
@@ -585,7 +593,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
       passes.push_back(std::move(pass));
     }
     if (p.backward_data) {  // dX[t,K] = dY[t,N] W^T  ->  col: dX^T = W dY^T (already TN)
-      Pass pass{"bwd_data", {}, {}, {}, &dx, size_t(tokens) * kd};
+      Pass pass{"bwd_data", roles::GemmPass::kBwdData, {}, {}, {}, &dx, size_t(tokens) * kd};
       pass.dense = {CUBLAS_OP_T, CUBLAS_OP_N, kd, t_all, nd, w.get(), nd, dy.get(), nd, dense_out.get(), kd,
                     false, true, tokens, kd, nd, hdy.data(), nd, hw.data(), nd, 0, kd};
       for (int64_t e = 0; e < e_count; ++e) {
@@ -598,7 +606,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
       passes.push_back(std::move(pass));
     }
     if (p.backward_weight) {  // dW[K,N] = X^T dY  ->  col: dW^T = dY^T X
-      Pass pass{"bwd_weight", {}, {}, {}, &dw, size_t(e_count) * kd * nd};
+      Pass pass{"bwd_weight", roles::GemmPass::kBwdWeight, {}, {}, {}, &dw, size_t(e_count) * kd * nd};
       if (fp8) {  // A = dY^T stored [P x N] col-major (ld P), op T; B = X^T stored [P x K] (ld P)
         pass.dense = {CUBLAS_OP_T, CUBLAS_OP_N, nd, kd, pd, dyt.get(), pd, xt.get(), pd, dense_out.get(), nd,
                       true, false, kd, nd, tokens, hx.data(), kd, hdy.data(), nd, 0, nd};
@@ -725,8 +733,10 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
                   {"dtype", DTypeName(p.dtype)},
                   {"compute_dtype", "fp32_accumulate"},
                   {"output_dtype", fp8 || mx ? "bf16" : DTypeName(p.dtype)},
-                  {"experts", std::to_string(e_count)},
                   {"tokens", std::to_string(tokens)}};
+      roles::SetGemmShapeLabels(roles::GroupedGemmShape(pass.pass, RoleOf(impl), e_count, tokens, max_tokens,
+                                                        k_dim, n_dim),
+                                &m.labels);
       if (mx) m.labels["scales"] = "ue8m0 per 32 along the reduction axis";
       if (impl == Impl::kGroupedEx && grouped_ex_unsupported != nullptr) {
         // Reported, not timed: no samples, so nothing downstream fits it.

@@ -9,6 +9,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_probes_internal.h"
 #include "kernels/cuda/fill.h"
+#include "kernels/measurement_roles.h"
 #include "kernels/random.h"
 
 namespace moetune::kernels::cuda {
@@ -79,8 +80,7 @@ ProbeStatus RunOffload(const OffloadParams& p, int device, ProbeResult* result) 
         for (bool concurrent : {false, true}) {
           if (concurrent && !p.under_gemm) continue;
           Measurement m;
-          m.name = std::string(h2d ? "h2d" : "d2h") + "/" + (pinned ? "pinned" : "pageable") + "/" +
-                   std::to_string(size) + (concurrent ? "/under_gemm" : "");
+          m.name = roles::OffloadName({h2d, pinned, size, concurrent});
           m.labels = {{"direction", h2d ? "h2d" : "d2h"},
                       {"host_memory", pinned ? "pinned" : "pageable"},
                       {"size_bytes", std::to_string(size)},
