@@ -32,6 +32,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/probe_result.h"
 #include "kernels/probe_types.h"
+#include "kernels/timing_summary.h"
 
 namespace moetune::kernels::cuda {
 
@@ -53,13 +54,6 @@ inline ProbeStatus SynchronizeEvent(const Event& e) {
 }
 
 namespace timing_internal {
-
-inline double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // One sample: events around `calls` calls of enqueue_one on every stream;
 // returns the slowest stream's elapsed seconds and the host's enqueue time.
@@ -115,14 +109,7 @@ inline ProbeStatus TimeBackToBack(const TimingOptions& timing, const std::vector
     MOETUNE_PROBE_RETURN_IF_ERROR(timing_internal::Sample(streams, 1, enqueue_one, wait, &gpu, &host));
     lone.push_back(gpu);
   }
-  const double per_iter = timing_internal::Median(m->samples_seconds);
-  const double lone_s = timing_internal::Median(lone);
-  const double host_s = timing_internal::Median(host_per_iter);
-  m->values["iterations_per_sample"] = iters;
-  m->values["host_enqueue_seconds_per_iteration"] = host_s;
-  m->values["lone_call_seconds"] = lone_s;
-  m->values["launch_share"] = lone_s > 0 ? std::clamp(1.0 - per_iter / lone_s, 0.0, 1.0) : 0.0;
-  m->values["host_bound"] = per_iter > 0 && host_s >= 0.9 * per_iter ? 1.0 : 0.0;
+  SummarizeBackToBack(iters, host_per_iter, lone, m);  // kernels/timing_summary.h
   return ProbeStatus::Ok();
 }
 
