@@ -9,6 +9,7 @@
 #   tools/gpu_check.sh --print-nccl  print which NCCL (version, library) it would use, and stop
 #   tools/gpu_check.sh --quick       fewer sizes and iterations
 #   tools/gpu_check.sh --json=/tmp/r.jsonl   also write every result as JSON
+#   tools/gpu_check.sh --markdown=docs/measurements/2026-12-01-h200-8x.md   the headline table
 #
 # Environment: NVCC (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc),
 # NCCL_HOME (where include/nccl.h and lib*/libnccl.so* are; default: the
@@ -113,7 +114,7 @@ srcs=(
   kernels/cuda/cuda_probes.cu kernels/cuda/grouped_gemm.cu kernels/cuda/dispatch_combine.cu
   kernels/cuda/collectives.cu kernels/cuda/nccl_group.cu kernels/cuda/offload.cu
   kernels/probe_status.cc kernels/probe_types.cc kernels/probe_result.cc kernels/dispatch_plan.cc
-  kernels/reference.cc kernels/rendezvous.cc kernels/block_scale_layout.cc kernels/check_outcome.cc
+  kernels/reference.cc kernels/rendezvous.cc kernels/block_scale_layout.cc kernels/check_outcome.cc kernels/check_summary.cc
   kernels/group_agreement.cc
 )
 if [[ "$NCCL_LIBNAME" == libnccl.so ]]; then nccl_link=(-lnccl); else nccl_link=(-l:"$NCCL_LIBNAME"); fi

@@ -5,7 +5,12 @@
 // exits 0 when every result was right, 1 on any wrong result or failed call,
 // 2 when there is no usable GPU.
 //
-//   gpu_check [--quick] [--seed=N] [--json=results.jsonl]
+//   gpu_check [--quick] [--seed=N] [--json=results.jsonl] [--markdown=FILE]
+// After the table it prints the run's headline figures (kernels/
+// check_summary.h: grouped GEMM vs dense at equal FLOPs, dispatch/combine vs
+// the all-to-all's bus bandwidth, de-dup saving, offload bandwidth, overlap
+// slowdown); --markdown writes them, with the machine's identity, to FILE
+// (docs/measurements/YYYY-MM-DD-<gpu>-<count>x.md).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +23,7 @@
 #include <nccl.h>
 
 #include "kernels/check_outcome.h"
+#include "kernels/check_summary.h"
 #include "kernels/cuda/cuda_probes.h"
 #include "kernels/probe_result.h"
 #include "kernels/probe_types.h"
@@ -51,7 +57,7 @@ std::string Rate(const mk::Measurement& m) {
 int main(int argc, char** argv) {
   bool quick = false;
   uint64_t seed = std::random_device{}();
-  std::string json_path;
+  std::string json_path, markdown_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") {
@@ -60,8 +66,10 @@ int main(int argc, char** argv) {
       seed = std::strtoull(a.c_str() + 7, nullptr, 10);
     } else if (a.rfind("--json=", 0) == 0) {
       json_path = a.substr(7);
+    } else if (a.rfind("--markdown=", 0) == 0) {
+      markdown_path = a.substr(11);
     } else {
-      std::fprintf(stderr, "usage: gpu_check [--quick] [--seed=N] [--json=FILE]\n");
+      std::fprintf(stderr, "usage: gpu_check [--quick] [--seed=N] [--json=FILE] [--markdown=FILE]\n");
       return 2;
     }
   }
@@ -179,6 +187,7 @@ int main(int argc, char** argv) {
   std::ofstream json;
   if (!json_path.empty()) json.open(json_path);
   int wrong = 0, failed = 0, skipped = 0;
+  std::vector<mk::CheckedCase> checked;
   std::printf("\n%-16s %-34s %-52s %12s  %-28s %-6s %s\n", "probe", "measurement", "parameters", "median", "rate",
               "eff", "check");
   const auto t0 = std::chrono::steady_clock::now();
@@ -222,9 +231,24 @@ int main(int argc, char** argv) {
       }
     }
     if (json) json << mk::ToJson(r) << "\n";
+    checked.push_back({c.title, r});
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("\ngpu_check: %zu cases in %.0f s: %d wrong, %d failed, %d skipped (case or implementation unimplemented here)\n", cases.size(),
               seconds, wrong, failed, skipped);
+  const std::string summary = mk::CheckSummary(checked);
+  std::printf("\n%s", summary.c_str());
+  if (!markdown_path.empty()) {
+    std::ofstream md(markdown_path);
+    mk::ProbeResult first = checked.empty() ? mk::ProbeResult() : checked.front().result;
+    md << "# gpu_check on " << devices << " x " << first.provenance.device_name << "\n\n"
+       << "- compute capability " << cc_major << "." << cc_minor << ", driver " << first.provenance.driver_version
+       << ", CUDA runtime " << first.provenance.cuda_runtime_version << ", cuBLAS " << first.provenance.cublas_version
+       << ", NCCL " << first.provenance.nccl_version << "\n"
+       << "- seed " << seed << (quick ? ", --quick" : "") << "; " << wrong << " wrong, " << failed << " failed, "
+       << skipped << " skipped\n\n"
+       << summary;
+    if (!md) std::fprintf(stderr, "gpu_check: cannot write %s\n", markdown_path.c_str());
+  }
   return mk::CheckExitCode(wrong, failed);
 }
