@@ -50,6 +50,7 @@ k::TimingOptions ToTiming(const v1::TimingOptions& t) {
   out.verify = t.verify();
   if (t.seed() != 0) out.seed = t.seed();
   out.memory_budget_bytes = t.memory_budget_bytes();
+  if (t.iters_per_sample() > 0) out.iters_per_sample = t.iters_per_sample();
   return out;
 }
 

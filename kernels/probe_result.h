@@ -66,6 +66,9 @@ struct Measurement {
 
   // Correctness check done before timing.
   bool verified = false;
+  // The check's relative error: GEMMs ||got - exact||_2 / ||exact||_2 over the
+  // checked elements (kernels/reference.h); other probes the largest
+  // element-wise relative error.
   double max_rel_error = 0;
 
   double PlannerSeconds() const;

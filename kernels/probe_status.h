@@ -80,6 +80,9 @@ inline ProbeStatus ResourceExhausted(std::string m) {
 inline ProbeStatus DataLoss(std::string m) {
   return ProbeStatus(ProbeCode::kDataLoss, std::move(m));
 }
+inline ProbeStatus Aborted(std::string m) {
+  return ProbeStatus(ProbeCode::kAborted, std::move(m));
+}
 
 }  // namespace moetune::kernels
 

@@ -55,6 +55,9 @@ ProbeStatus ValidateTiming(const TimingOptions& t) {
     return InvalidArgument("memory_budget_bytes must be >= 0, got " +
                            Str(t.memory_budget_bytes));
   }
+  if (t.iters_per_sample < 1 || t.iters_per_sample > 10000) {
+    return InvalidArgument("iters_per_sample must be in [1, 10000], got " + Str(t.iters_per_sample));
+  }
   return ProbeStatus::Ok();
 }
 
@@ -176,7 +179,8 @@ std::string JsonDouble(double d) {
 std::string JsonTiming(const TimingOptions& t) {
   return "{\"warmup_iters\":" + Str(t.warmup_iters) + ",\"timed_iters\":" + Str(t.timed_iters) +
          ",\"verify\":" + (t.verify ? "true" : "false") + ",\"seed\":" + std::to_string(t.seed) +
-         ",\"memory_budget_bytes\":" + Str(t.memory_budget_bytes) + "}";
+         ",\"memory_budget_bytes\":" + Str(t.memory_budget_bytes) +
+         ",\"iters_per_sample\":" + Str(t.iters_per_sample) + "}";
 }
 std::string JsonDist(const TokenDistribution& d) {
   switch (d.kind) {
@@ -226,23 +230,15 @@ int64_t DTypeBytes(DType dtype) {
   return 4;
 }
 
-double DTypeRelTolerance(DType dtype) {
-  // Error relative to sum_k |a_k b_k|: output rounding (half an ulp of the
-  // output type) plus fp32 accumulation; fp8 inputs are rounded, and mxfp8
-  // inputs MX-quantized and dequantized (kernels/reference.h), before the
-  // reference is computed, so input quantization is not part of the error
-  // and only output rounding matters there too.
+double DTypeUnitRoundoff(DType dtype) {
   switch (dtype) {
-    case DType::kFp32: return 1e-4;   // fp32 accumulation order (TF32 off)
-    case DType::kBf16: return 1e-2;   // 2^-8 = 3.9e-3 output rounding, x2.5 margin
-    case DType::kFp16: return 2e-3;   // 2^-11 = 4.9e-4, x4 margin
+    case DType::kFp32: return 0x1p-24;
+    case DType::kBf16: return 0x1p-8;
+    case DType::kFp16: return 0x1p-11;
     case DType::kFp8E4M3:
-    // bf16 output: 2^-8 = 3.9e-3, plus fp32 accumulation <= K * 2^-24 (4.3e-4
-    // at K = 7168); E4M3 x E4M3 products and power-of-two block scales are
-    // exact in fp32. 4.4e-3 worst case, x2.3 margin.
-    case DType::kMxfp8: return 1e-2;
+    case DType::kMxfp8: return 0x1p-4;  // E4M3: 3 mantissa bits
   }
-  return 1e-2;
+  return 0x1p-4;
 }
 
 std::string ToString(const TokenDistribution& d) {

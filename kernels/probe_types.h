@@ -27,9 +27,10 @@ const char* ProbeKindName(ProbeKind kind);  // "grouped_gemm", "dispatch_combine
 enum class DType { kFp32, kBf16, kFp16, kFp8E4M3, kMxfp8 };
 const char* DTypeName(DType dtype);          // "fp32", "bf16", "fp16", "fp8_e4m3", "mxfp8"
 int64_t DTypeBytes(DType dtype);             // storage bytes per element (mxfp8: 1, scales extra)
-// Relative error tolerated against an fp32/fp64 reference for a K-long dot
-// product in this dtype (inputs rounded to the dtype, fp32 accumulation).
-double DTypeRelTolerance(DType dtype);
+// Unit roundoff of a value stored in this dtype, 2^-p for p significand bits
+// (fp32 2^-24, fp16 2^-11, bf16 2^-8, fp8_e4m3 and mxfp8 elements 2^-4): the
+// output-rounding term of the GEMM checks (kernels/reference.h GemmTolerance).
+double DTypeUnitRoundoff(DType dtype);
 
 // How tokens spread over experts.
 struct TokenDistribution {
@@ -65,6 +66,13 @@ struct TimingOptions {
   // of physical RAM; CUDA: 90% of free device memory). Problems that need more
   // are refused with InvalidArgument.
   int64_t memory_budget_bytes = 0;
+  // CUDA backend: iterations enqueued back to back between one pair of
+  // events per sample; the sample is their elapsed time / iterations
+  // (nccl-tests' protocol), so host launch gaps between iterations are not
+  // timed. The host's enqueue time and a lone call's time are reported
+  // beside it (kernels/cuda/timing.h). The CPU twins time each synchronous
+  // call on a monotonic clock and ignore this.
+  int iters_per_sample = 10;
 };
 
 // 1. Grouped GEMM over E local experts with ragged token counts.
@@ -188,6 +196,10 @@ struct GroupSpec {
   // CPU (Gloo over TCP): the address this rank listens on; peers on other
   // hosts must be able to reach it. Loopback suits single-host groups.
   std::string bind_address = "127.0.0.1";
+  // Testing only: this rank fails with Internal at the start of the named
+  // phase (kernels/group_agreement.h), so tests can exercise the failure
+  // agreement and abort path of real multi-process probes. Empty: never.
+  std::string inject_failure_at_phase;
 };
 
 // Validation. Each returns InvalidArgument naming the offending field and

@@ -38,4 +38,32 @@ inline std::vector<float> UniformValues(uint64_t seed, int64_t n) {
   return v;
 }
 
+// Values for GEMM inputs, a rows x cols row-major matrix: u * 2^e with u
+// uniform in [-1, 1) and e drawn uniformly from {-2, ..., 2} once per 32 x 32
+// tile (row / 32, col / 32). MX blocks are 32 consecutive elements along
+// either axis, so neighbouring blocks, experts and tiles get different block
+// scales: a GEMM that applies the wrong scale, or another expert's, gives a
+// visibly wrong product (with uniform inputs nearly every block has the same
+// amax and hence the same scale, and such faults hide). Products stay within
+// 2^4 = 16, far inside fp16's range at any K the probes use.
+inline constexpr int64_t kMixedMagnitudeTile = 32;
+inline std::vector<float> MixedMagnitudeValues(uint64_t seed, int64_t rows, int64_t cols) {
+  SplitMix64 rng(seed);
+  const int64_t tiles_c = (cols + kMixedMagnitudeTile - 1) / kMixedMagnitudeTile;
+  const int64_t tiles_r = (rows + kMixedMagnitudeTile - 1) / kMixedMagnitudeTile;
+  std::vector<float> scale(static_cast<size_t>(tiles_r * tiles_c));
+  for (float& s : scale) {
+    static constexpr float kPow2[] = {0.25f, 0.5f, 1.0f, 2.0f, 4.0f};
+    s = kPow2[rng.Next() % 5];
+  }
+  std::vector<float> v(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* srow = scale.data() + (r / kMixedMagnitudeTile) * tiles_c;
+    for (int64_t c = 0; c < cols; ++c) {
+      v[r * cols + c] = static_cast<float>(2.0 * rng.Uniform() - 1.0) * srow[c / kMixedMagnitudeTile];
+    }
+  }
+  return v;
+}
+
 }  // namespace moetune::kernels

@@ -3,39 +3,81 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 namespace moetune::kernels {
 
-double CheckGemmRows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
-                     int64_t lda, const float* b, int64_t ldb, const float* c, int64_t ldc,
-                     const std::vector<int64_t>& rows, std::string* worst) {
-  double max_err = 0;
+double GemmCheckResult::RelativeErrorNorm() const {
+  if (worst_ratio >= 1e300) return 1e300;
+  if (exact_sq == 0) return error_sq == 0 ? 0.0 : 1e300;
+  return std::sqrt(error_sq / exact_sq);
+}
+
+void GemmCheckResult::Merge(const GemmCheckResult& o) {
+  checked += o.checked;
+  bad += o.bad;
+  error_sq += o.error_sq;
+  exact_sq += o.exact_sq;
+  if (o.worst_ratio > worst_ratio || worst.empty()) {
+    worst_ratio = std::max(worst_ratio, o.worst_ratio);
+    if (!o.worst.empty()) worst = o.worst;
+  }
+}
+
+GemmCheckResult CheckGemmRows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                              const float* a, int64_t lda, const float* b, int64_t ldb,
+                              const float* c, int64_t ldc, const std::vector<int64_t>& rows,
+                              const GemmTolerance& tolerance) {
+  GemmCheckResult r;
+  const double acc_term =
+      tolerance.safety * std::sqrt(static_cast<double>(std::max<int64_t>(k, 1))) *
+      tolerance.accumulate_unit_roundoff;
   for (int64_t i : rows) {
     if (i < 0 || i >= m) continue;
     for (int64_t j = 0; j < n; ++j) {
-      double sum = 0, scale = 0;
+      double sum = 0, abs_sum = 0;
       for (int64_t p = 0; p < k; ++p) {
         const double av = trans_a ? a[p * lda + i] : a[i * lda + p];
         const double bv = trans_b ? b[j * ldb + p] : b[p * ldb + j];
         sum += av * bv;
-        scale += std::fabs(av * bv);
+        abs_sum += std::fabs(av * bv);
       }
       const double got = c[i * ldc + j];
-      double err = std::fabs(got - sum) / std::max(scale, 1e-30);
-      if (!(err == err) || std::isinf(got)) err = 1e300;
-      if (err > max_err) {
-        max_err = err;
-        if (worst != nullptr) {
-          char buf[160];
-          std::snprintf(buf, sizeof(buf), "row %lld col %lld: got %g, want %g",
-                        static_cast<long long>(i), static_cast<long long>(j), got, sum);
-          *worst = buf;
-        }
+      // The smallest normal float as a floor: an exact zero with zero inputs
+      // must still be allowed to come out as zero (or a denormal).
+      const double tol = std::max(tolerance.output_unit_roundoff * std::fabs(sum) + acc_term * abs_sum,
+                                  1.17549435e-38);
+      const double err = std::fabs(got - sum);
+      ++r.checked;
+      double ratio = err / tol;
+      if (!std::isfinite(got) || !(ratio == ratio)) {
+        ratio = 1e300;
+      } else {
+        r.error_sq += err * err;
+      }
+      r.exact_sq += sum * sum;
+      if (ratio > 1) ++r.bad;
+      if (ratio > r.worst_ratio || r.worst.empty()) {
+        r.worst_ratio = std::max(r.worst_ratio, ratio);
+        char buf[200];
+        std::snprintf(buf, sizeof(buf), "row %lld col %lld: got %g, want %g (tolerance %.3g)",
+                      static_cast<long long>(i), static_cast<long long>(j), got, sum, tol);
+        r.worst = buf;
       }
     }
   }
-  return max_err;
+  return r;
+}
+
+float RoundToBf16(float f) {
+  if (std::isnan(f)) return f;
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  u += 0x7fffu + ((u >> 16) & 1u);
+  u &= 0xffff0000u;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
 }
 
 std::vector<int64_t> SampleRows(int64_t m, int count) {

@@ -10,14 +10,56 @@
 
 namespace moetune::kernels {
 
+// How far a correct GEMM may be from the exact product, element by element.
+// For C = sum_k a_k b_k over K terms, accumulated in a type of unit roundoff
+// u_acc and stored in one of unit roundoff u_out:
+//   |got - exact| <= u_out |exact| + safety * sqrt(K) * u_acc * sum_k |a_k b_k|
+// The first term is the rounding of the stored output; the second is the
+// accumulation error with the probabilistic sqrt(K) growth of rounding errors
+// (Higham & Mary, "A new approach to probabilistic rounding error analysis",
+// 2019) instead of the worst case K, with a safety factor for tensor cores'
+// truncating adders and blocked accumulation orders. The inputs are exactly
+// the values the GEMM multiplied (already rounded to the input type), so input
+// quantization is not part of the error.
+struct GemmTolerance {
+  double output_unit_roundoff = 0x1p-24;      // fp32 2^-24, fp16 2^-11, bf16 2^-8
+  double accumulate_unit_roundoff = 0x1p-24;  // fp32 accumulation
+  double safety = 8;
+};
+// Unit roundoff of a stored element type: 2^-p for p significand bits (fp32
+// 24, fp16 11, bf16 8).
+inline constexpr double kFp32UnitRoundoff = 0x1p-24;
+inline constexpr double kFp16UnitRoundoff = 0x1p-11;
+inline constexpr double kBf16UnitRoundoff = 0x1p-8;
+
+// What a check found. Fails when any checked element is outside its
+// tolerance; NaN and infinities always are.
+struct GemmCheckResult {
+  int64_t checked = 0;
+  int64_t bad = 0;            // elements outside their tolerance
+  double error_sq = 0;        // sum (got - exact)^2 over the checked elements
+  double exact_sq = 0;        // sum exact^2
+  double worst_ratio = 0;     // max |got - exact| / tolerance (> 1: outside; NaN: 1e300)
+  std::string worst;          // "row 3 col 7: got nan, want 0.25 (tolerance 0.001)"
+  bool ok() const { return bad == 0; }
+  // ||got - exact||_2 / ||exact||_2 over the checked elements (1e300 when an
+  // element was NaN or infinite).
+  double RelativeErrorNorm() const;
+  // Adds another check's counts (several GEMMs of one measurement).
+  void Merge(const GemmCheckResult& other);
+};
+
 // Row-major C[m,n] = op(A) * op(B), op(A) [m,k], op(B) [k,n]; A is [m,k]
 // (lda) or, transposed, [k,m]; B is [k,n] (ldb) or, transposed, [n,k].
-// Checks the listed rows of C in double precision and returns the largest
-// error relative to sum_k |a_ik b_kj| (NaN counts as 1e300); *worst describes
-// the worst element ("row 3 col 7: got nan, want 0.25").
-double CheckGemmRows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
-                     int64_t lda, const float* b, int64_t ldb, const float* c, int64_t ldc,
-                     const std::vector<int64_t>& rows, std::string* worst);
+// Checks every column of the listed rows of C against the product computed
+// in double precision.
+GemmCheckResult CheckGemmRows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                              const float* a, int64_t lda, const float* b, int64_t ldb,
+                              const float* c, int64_t ldc, const std::vector<int64_t>& rows,
+                              const GemmTolerance& tolerance);
+
+// f rounded to the nearest bf16 (ties to even), as a float; NaN stays NaN.
+float RoundToBf16(float f);
 
 // Up to `count` distinct rows of [0, m) to check: first, last, middle and
 // evenly spaced ones.

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "gtest/gtest.h"
+#include "kernels/block_scale_layout.h"
 #include "kernels/random.h"
 
 namespace moetune::kernels {
@@ -14,31 +16,229 @@ namespace {
 const float kA[] = {1, 2, 3, 4};
 const float kB[] = {5, 6, 7, 8};
 
+constexpr GemmTolerance kFp32Tol{kFp32UnitRoundoff, kFp32UnitRoundoff, 8};
+constexpr GemmTolerance kBf16OutTol{kBf16UnitRoundoff, kFp32UnitRoundoff, 8};
+
 TEST(CheckGemmRows, ExactProductHasZeroError) {
   const float c[] = {19, 22, 43, 50};
-  EXPECT_EQ(CheckGemmRows(false, false, 2, 2, 2, kA, 2, kB, 2, c, 2, {0, 1}, nullptr), 0.0);
+  const GemmCheckResult r = CheckGemmRows(false, false, 2, 2, 2, kA, 2, kB, 2, c, 2, {0, 1}, kFp32Tol);
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.checked, 4);
+  EXPECT_EQ(r.RelativeErrorNorm(), 0.0);
 }
 
 TEST(CheckGemmRows, TransposesFollowBlasConvention) {
   // A^T * B = [[1*5+3*7, 1*6+3*8], [2*5+4*7, 2*6+4*8]] = [[26, 30], [38, 44]].
   const float c[] = {26, 30, 38, 44};
-  EXPECT_EQ(CheckGemmRows(true, false, 2, 2, 2, kA, 2, kB, 2, c, 2, {0, 1}, nullptr), 0.0);
+  EXPECT_TRUE(CheckGemmRows(true, false, 2, 2, 2, kA, 2, kB, 2, c, 2, {0, 1}, kFp32Tol).ok());
   // A * B^T = [[1*5+2*6, 1*7+2*8], [3*5+4*6, 3*7+4*8]] = [[17, 23], [39, 53]].
   const float d[] = {17, 23, 39, 53};
-  EXPECT_EQ(CheckGemmRows(false, true, 2, 2, 2, kA, 2, kB, 2, d, 2, {0, 1}, nullptr), 0.0);
+  EXPECT_TRUE(CheckGemmRows(false, true, 2, 2, 2, kA, 2, kB, 2, d, 2, {0, 1}, kFp32Tol).ok());
 }
 
-TEST(CheckGemmRows, ErrorIsRelativeToAbsoluteProductSum) {
-  // Element (1,1): 51 instead of 50; scale 3*6 + 4*8 = 50, error 1/50.
-  const float c[] = {19, 22, 43, 51};
-  std::string worst;
-  EXPECT_DOUBLE_EQ(CheckGemmRows(false, false, 2, 2, 2, kA, 2, kB, 2, c, 2, {0, 1}, &worst), 0.02);
-  EXPECT_EQ(worst, "row 1 col 1: got 51, want 50");
+TEST(CheckGemmRows, ToleranceIsOutputRoundingPlusSqrtKAccumulation) {
+  // Element (1,1): exact 50, sum |a b| = 3*6 + 4*8 = 50, K = 2. With a bf16
+  // output: tolerance = 2^-8 * 50 + 8 * sqrt(2) * 2^-24 * 50
+  //                   = 0.1953125 + 0.0000337 = 0.1953462.
+  const float close[] = {19, 22, 43, 50.1875f};  // error 0.1875: inside
+  GemmCheckResult r = CheckGemmRows(false, false, 2, 2, 2, kA, 2, kB, 2, close, 2, {0, 1}, kBf16OutTol);
+  EXPECT_TRUE(r.ok()) << r.worst;
+  EXPECT_NEAR(r.worst_ratio, 0.1875 / 0.1953462, 1e-6);
+  // RelativeErrorNorm = 0.1875 / sqrt(19^2 + 22^2 + 43^2 + 50^2) = 0.1875 / 71.75.
+  EXPECT_NEAR(r.RelativeErrorNorm(), 0.1875 / std::sqrt(19.0 * 19 + 22 * 22 + 43 * 43 + 50 * 50), 1e-12);
+  const float off[] = {19, 22, 43, 50.25f};  // error 0.25: outside
+  r = CheckGemmRows(false, false, 2, 2, 2, kA, 2, kB, 2, off, 2, {0, 1}, kBf16OutTol);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.bad, 1);
+  EXPECT_EQ(r.worst.rfind("row 1 col 1: got 50.25, want 50 (tolerance 0.195", 0), 0u) << r.worst;
 }
 
 TEST(CheckGemmRows, NanIsWrong) {
   const float c[] = {19, std::numeric_limits<float>::quiet_NaN(), 43, 50};
-  EXPECT_GT(CheckGemmRows(false, false, 2, 2, 2, kA, 2, kB, 2, c, 2, {0}, nullptr), 1e100);
+  const GemmCheckResult r = CheckGemmRows(false, false, 2, 2, 2, kA, 2, kB, 2, c, 2, {0}, kFp32Tol);
+  EXPECT_FALSE(r.ok());
+  EXPECT_GT(r.worst_ratio, 1e100);
+  EXPECT_GT(r.RelativeErrorNorm(), 1e100);
+}
+
+TEST(CheckGemmRows, MergeAddsCountsAndKeepsTheWorst) {
+  const float good[] = {19, 22, 43, 50};
+  const float bad[] = {19, 22, 43, 51};
+  GemmCheckResult total = CheckGemmRows(false, false, 2, 2, 2, kA, 2, kB, 2, good, 2, {0, 1}, kFp32Tol);
+  total.Merge(CheckGemmRows(false, false, 2, 2, 2, kA, 2, kB, 2, bad, 2, {0, 1}, kFp32Tol));
+  EXPECT_EQ(total.checked, 8);
+  EXPECT_EQ(total.bad, 1);
+  EXPECT_EQ(total.worst.rfind("row 1 col 1: got 51", 0), 0u) << total.worst;
+}
+
+// ---------------------------------------------------------------------------
+// Sensitivity: the faults a review found the old check (error relative to
+// sum |a b|, tolerance 1e-2) let through must fail; the correct results of the
+// same GEMMs must pass. Shapes as in the probes: K = 7168 (DeepSeek-V3's
+// hidden size), inputs from MixedMagnitudeValues like the grouped GEMM probe.
+
+float RoundBf16(float f) { return RoundToBf16(f); }
+
+// C[i, j] = bf16(sum_{p < k_used} a[i, p] * bt[j, p]) with fp32 accumulation:
+// a GPU GEMM with a bf16 output, restricted to the first k_used terms.
+std::vector<float> GemmBf16Out(const std::vector<float>& a, const std::vector<float>& bt, int64_t m,
+                               int64_t n, int64_t k, int64_t k_used) {
+  std::vector<float> c(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0;
+      for (int64_t p = 0; p < k_used; ++p) acc += a[i * k + p] * bt[j * k + p];
+      c[i * n + j] = RoundBf16(acc);
+    }
+  }
+  return c;
+}
+
+std::vector<int64_t> AllRows(int64_t m) {
+  std::vector<int64_t> rows(static_cast<size_t>(m));
+  for (int64_t i = 0; i < m; ++i) rows[i] = i;
+  return rows;
+}
+
+// The old check's figure: max |got - exact| / sum |a b|.
+double OldMetric(const std::vector<float>& a, const std::vector<float>& bt, const std::vector<float>& c,
+                 int64_t m, int64_t n, int64_t k) {
+  double worst = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0, scale = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        sum += double(a[i * k + p]) * bt[j * k + p];
+        scale += std::fabs(double(a[i * k + p]) * bt[j * k + p]);
+      }
+      worst = std::max(worst, std::fabs(c[i * n + j] - sum) / scale);
+    }
+  }
+  return worst;
+}
+
+constexpr int64_t kM = 8, kN = 64, kK = 7168;
+
+TEST(CheckerSensitivity, GemmDroppingTheLast128OfKFails) {
+  // Both the probes' mixed-magnitude inputs and the uniform [-1, 1) inputs
+  // the probes used before.
+  for (bool mixed : {true, false}) {
+    SCOPED_TRACE(mixed ? "mixed-magnitude inputs" : "uniform inputs");
+    std::vector<float> a = mixed ? MixedMagnitudeValues(1, kM, kK) : UniformValues(1, kM * kK);
+    std::vector<float> bt = mixed ? MixedMagnitudeValues(2, kN, kK) : UniformValues(2, kN * kK);
+    for (float& v : a) v = RoundBf16(v);  // bf16 inputs
+    for (float& v : bt) v = RoundBf16(v);
+    const std::vector<float> right = GemmBf16Out(a, bt, kM, kN, kK, kK);
+    const std::vector<float> wrong = GemmBf16Out(a, bt, kM, kN, kK, kK - 128);
+    const GemmCheckResult ok = CheckGemmRows(false, true, kM, kN, kK, a.data(), kK, bt.data(), kK,
+                                             right.data(), kN, AllRows(kM), kBf16OutTol);
+    EXPECT_TRUE(ok.ok()) << ok.worst;
+    const GemmCheckResult bad = CheckGemmRows(false, true, kM, kN, kK, a.data(), kK, bt.data(), kK,
+                                              wrong.data(), kN, AllRows(kM), kBf16OutTol);
+    EXPECT_FALSE(bad.ok());
+    EXPECT_GT(bad.bad, kM * kN / 2) << "most elements miss 128 of their 7168 terms";
+    EXPECT_GT(bad.RelativeErrorNorm(), 0.05);
+    // The old check passed this on uniform inputs: its figure stayed under
+    // its 1e-2 threshold (the review measured 0.0063-0.0069).
+    if (!mixed) EXPECT_LT(OldMetric(a, bt, wrong, kM, kN, kK), 1e-2);
+  }
+}
+
+// An MXFP8 GEMM of X [M, K] and an expert's W^T [N, K], both quantized along
+// K: the GPU multiplies element codes by the scales it reads.
+struct MxCase {
+  MxMatrix x, w;
+  std::vector<float> x_deq, w_deq;  // what a correct GEMM multiplies
+};
+MxCase MakeMxCase(uint64_t x_seed, uint64_t w_seed) {
+  MxCase c;
+  const std::vector<float> x = MixedMagnitudeValues(x_seed, kM, kK);
+  const std::vector<float> w = MixedMagnitudeValues(w_seed, kN, kK);
+  c.x = QuantizeMx(x.data(), kM, kK, kK, 1);
+  c.w = QuantizeMx(w.data(), kN, kK, kK, 1);
+  c.x_deq.resize(x.size());
+  c.w_deq.resize(w.size());
+  DequantizeMx(c.x, c.x_deq.data(), kK, 1);
+  DequantizeMx(c.w, c.w_deq.data(), kK, 1);
+  return c;
+}
+std::vector<float> Dequantized(const MxMatrix& q) {
+  std::vector<float> v(static_cast<size_t>(q.rows * q.cols));
+  DequantizeMx(q, v.data(), q.cols, 1);
+  return v;
+}
+
+TEST(CheckerSensitivity, MxExpertReadingAnotherExpertsScalesFails) {
+  const MxCase e1 = MakeMxCase(3, 4);
+  const MxCase e0 = MakeMxCase(3, 5);  // same tokens, expert 0's weights
+  const std::vector<float> right = GemmBf16Out(e1.x_deq, e1.w_deq, kM, kN, kK, kK);
+  MxMatrix w_mixed = e1.w;
+  w_mixed.scales = e0.w.scales;  // expert 1's codes, expert 0's scales
+  const std::vector<float> wrong = GemmBf16Out(e1.x_deq, Dequantized(w_mixed), kM, kN, kK, kK);
+  const GemmCheckResult ok = CheckGemmRows(false, true, kM, kN, kK, e1.x_deq.data(), kK, e1.w_deq.data(),
+                                           kK, right.data(), kN, AllRows(kM), kBf16OutTol);
+  EXPECT_TRUE(ok.ok()) << ok.worst;
+  const GemmCheckResult bad = CheckGemmRows(false, true, kM, kN, kK, e1.x_deq.data(), kK, e1.w_deq.data(),
+                                            kK, wrong.data(), kN, AllRows(kM), kBf16OutTol);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_GT(bad.RelativeErrorNorm(), 0.1);
+  // The inputs really have mixed block scales (the fault is visible because
+  // of them): the two experts disagree on most scales.
+  int64_t differ = 0;
+  for (size_t i = 0; i < e0.w.scales.size(); ++i) differ += e0.w.scales[i] != e1.w.scales[i];
+  EXPECT_GT(differ, static_cast<int64_t>(e0.w.scales.size()) / 2);
+}
+
+TEST(CheckerSensitivity, WrongScaleSwizzleFails) {
+  const MxCase c = MakeMxCase(6, 7);
+  const int64_t blocks = c.w.BlocksPerRow();
+  // What the GPU reads for (row, block) from a scale tensor: the byte at
+  // cuBLASLt's tiled offset.
+  auto gpu_view = [&](const std::vector<uint8_t>& tensor) {
+    MxMatrix seen = c.w;
+    for (int64_t r = 0; r < kN; ++r) {
+      for (int64_t b = 0; b < blocks; ++b) seen.scales[r * blocks + b] = tensor[BlockScaleOffset(r, b, blocks)];
+    }
+    return seen;
+  };
+  // Correct: tiled as cuBLASLt expects.
+  const MxMatrix seen_right = gpu_view(TileBlockScales(c.w.scales.data(), blocks, kN, 0, blocks, kUe8m0One));
+  ASSERT_EQ(seen_right.scales, c.w.scales);
+  // Wrong: the plain row-major matrix (rows padded to 128, blocks to 4), not swizzled.
+  const int64_t padded_blocks = (blocks + 3) / 4 * 4;
+  std::vector<uint8_t> plain(static_cast<size_t>(BlockScaleTensorBytes(kN, blocks)), kUe8m0One);
+  for (int64_t r = 0; r < kN; ++r) {
+    for (int64_t b = 0; b < blocks; ++b) plain[r * padded_blocks + b] = c.w.scales[r * blocks + b];
+  }
+  const std::vector<float> right = GemmBf16Out(c.x_deq, Dequantized(seen_right), kM, kN, kK, kK);
+  const std::vector<float> wrong = GemmBf16Out(c.x_deq, Dequantized(gpu_view(plain)), kM, kN, kK, kK);
+  EXPECT_TRUE(CheckGemmRows(false, true, kM, kN, kK, c.x_deq.data(), kK, c.w_deq.data(), kK, right.data(), kN,
+                            AllRows(kM), kBf16OutTol)
+                  .ok());
+  const GemmCheckResult bad = CheckGemmRows(false, true, kM, kN, kK, c.x_deq.data(), kK, c.w_deq.data(), kK,
+                                            wrong.data(), kN, AllRows(kM), kBf16OutTol);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_GT(bad.RelativeErrorNorm(), 0.1);
+}
+
+TEST(MixedMagnitudeValues, TilesOf32HaveDifferentMagnitudes) {
+  // 64 x 64 = four 32 x 32 tiles, each u * 2^e with e in {-2..2}: the largest
+  // magnitude per tile is close to its 2^e; over many tiles all five occur.
+  const std::vector<float> v = MixedMagnitudeValues(11, 320, 320);  // 100 tiles
+  std::vector<int> seen(5, 0);
+  for (int64_t tr = 0; tr < 10; ++tr) {
+    for (int64_t tc = 0; tc < 10; ++tc) {
+      float amax = 0;
+      for (int64_t r = 0; r < 32; ++r) {
+        for (int64_t c = 0; c < 32; ++c) amax = std::max(amax, std::fabs(v[(tr * 32 + r) * 320 + tc * 32 + c]));
+      }
+      const int e = static_cast<int>(std::ceil(std::log2(amax)));  // amax in (2^(e-1), 2^e)
+      ASSERT_GE(e, -2);
+      ASSERT_LE(e, 2);
+      ++seen[e + 2];
+    }
+  }
+  for (int i = 0; i < 5; ++i) EXPECT_GT(seen[i], 5) << "exponent " << i - 2;
 }
 
 TEST(SampleRows, FirstLastMiddleDistinctAndBounded) {

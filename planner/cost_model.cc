@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <limits>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -403,13 +406,19 @@ absl::Status ValidateCalibrationTables(const CalibrationTables& t) {
       return s;
   }
   for (const GroupedGemmTable& g : t.grouped_gemm) {
-    if (absl::Status s = CheckCurve(
-            g.flops_curve,
-            absl::StrCat("grouped_gemm ",
-                         internal::Sv(PrecisionName(g.precision))),
-            false);
-        !s.ok())
-      return s;
+    const std::string what =
+        absl::StrCat(g.grouped ? "grouped_gemm " : "loop_gemm ", internal::Sv(PrecisionName(g.precision)));
+    if (g.points.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": no points"));
+    for (size_t i = 0; i < g.points.size(); ++i) {
+      const GroupedGemmPoint& pt = g.points[i];
+      if (!(pt.tokens_per_expert > 0) || pt.n <= 0 || pt.k <= 0 || pt.num_experts <= 0 || !(pt.seconds > 0) ||
+          !std::isfinite(pt.seconds)) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": point ", i, " (tokens_per_expert ",
+                                                       pt.tokens_per_expert, ", n ", pt.n, ", k ", pt.k,
+                                                       ", experts ", pt.num_experts, ", seconds ", pt.seconds,
+                                                       ") is not positive"));
+      }
+    }
   }
   for (const CollectiveTable& c : t.collectives) {
     if (c.group_size < 2) {
@@ -417,13 +426,16 @@ absl::Status ValidateCalibrationTables(const CalibrationTables& t) {
           "collective ", internal::Sv(CollectiveKindName(c.kind)),
           ": group_size=", c.group_size, " (need >= 2)"));
     }
-    if (absl::Status s = CheckCurve(
-            c.bytes_curve,
-            absl::StrCat("collective ", internal::Sv(CollectiveKindName(c.kind)),
-                         " n=", c.group_size),
-            false);
-        !s.ok())
-      return s;
+    const std::string what =
+        absl::StrCat("collective ", internal::Sv(CollectiveKindName(c.kind)), " n=", c.group_size);
+    if (absl::Status s = CheckCurve(c.bytes_curve, what, false); !s.ok()) return s;
+    for (const AlphaBetaSegment& seg : c.fit) {
+      if (!(seg.alpha_seconds >= 0) || !(seg.seconds_per_byte > 0) || !(seg.max_bytes > 0)) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": alpha-beta segment (alpha ", seg.alpha_seconds,
+                                                       " s, ", seg.seconds_per_byte, " s/B, up to ",
+                                                       seg.max_bytes, " B) is not positive"));
+      }
+    }
   }
   for (const DispatchTable& d : t.dispatch) {
     if (absl::Status s = CheckCurve(
@@ -469,12 +481,67 @@ Cost CalibratedCostModel::DenseGemm(double m, double n, double k,
   return prior_->DenseGemm(m, n, k, precision);
 }
 
+namespace {
+
+// Achieved rate (useful FLOP/s) of a set of points of one (n, k) at
+// `tokens`: piecewise linear in log(tokens per expert), edge rates held.
+// Points of equal tokens are merged by their median rate.
+double RateAtTokens(std::vector<std::pair<double, double>> tokens_rate, double tokens) {
+  std::sort(tokens_rate.begin(), tokens_rate.end());
+  std::vector<std::pair<double, double>> merged;
+  for (size_t i = 0; i < tokens_rate.size();) {
+    size_t j = i;
+    std::vector<double> rates;
+    while (j < tokens_rate.size() && tokens_rate[j].first == tokens_rate[i].first) rates.push_back(tokens_rate[j++].second);
+    std::sort(rates.begin(), rates.end());
+    const size_t n = rates.size();
+    merged.push_back({tokens_rate[i].first, n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2])});
+    i = j;
+  }
+  if (tokens <= merged.front().first) return merged.front().second;
+  if (tokens >= merged.back().first) return merged.back().second;
+  size_t hi = 1;
+  while (merged[hi].first < tokens) ++hi;
+  const auto& a = merged[hi - 1];
+  const auto& b = merged[hi];
+  const double t = (std::log(tokens) - std::log(a.first)) / (std::log(b.first) - std::log(a.first));
+  return a.second + t * (b.second - a.second);
+}
+
+}  // namespace
+
+double GroupedGemmTableSeconds(const GroupedGemmTable& table, double tokens_per_expert, int num_experts,
+                               int64_t n, int64_t k) {
+  // Group the points by (n, k); rates at the queried tokens per expert.
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::pair<double, double>>> by_nk;
+  for (const GroupedGemmPoint& p : table.points) {
+    const double flops = 2.0 * p.num_experts * p.tokens_per_expert * double(p.n) * double(p.k);
+    by_nk[{p.n, p.k}].push_back({p.tokens_per_expert, flops / p.seconds});
+  }
+  double rate = 0, weight_sum = 0;
+  for (const auto& [nk, pts] : by_nk) {
+    const double r = RateAtTokens(pts, tokens_per_expert);
+    const double dn = std::log(double(nk.first) / double(n)), dk = std::log(double(nk.second) / double(k));
+    const double d2 = dn * dn + dk * dk;
+    if (d2 == 0) {  // measured (n, k): used alone
+      rate = r;
+      weight_sum = 1;
+      break;
+    }
+    rate += r / d2;
+    weight_sum += 1 / d2;
+  }
+  const double flops = 2.0 * num_experts * tokens_per_expert * double(n) * double(k);
+  return flops / (rate / weight_sum);
+}
+
 Cost CalibratedCostModel::GroupedGemm(const GroupedGemmShape& s) const {
   for (const GroupedGemmTable& g : tables_.grouped_gemm) {
-    if (g.precision == s.precision && g.grouped == s.grouped) {
-      const double flops = 2.0 * s.num_experts * s.tokens_per_expert *
-                           s.imbalance * double(s.n) * double(s.k);
-      return {InterpolateSeconds(g.flops_curve, flops), CostSource::kCalibrated};
+    if (g.precision == s.precision && g.grouped == s.grouped && !g.points.empty() && s.n > 0 && s.k > 0 &&
+        s.tokens_per_expert > 0) {
+      // The busiest GPU's experts hold imbalance x the mean tokens each.
+      return {GroupedGemmTableSeconds(g, s.tokens_per_expert * s.imbalance, s.num_experts, s.n, s.k),
+              CostSource::kCalibrated};
     }
   }
   return prior_->GroupedGemm(s);
@@ -492,25 +559,129 @@ Cost CalibratedCostModel::MemoryBound(double bytes) const {
   return prior_->MemoryBound(bytes);
 }
 
+std::vector<AlphaBetaSegment> FitAlphaBeta(const MeasuredCurve& c, double* max_rel_error) {
+  std::vector<AlphaBetaSegment> fit;
+  *max_rel_error = 0;
+  const size_t n = c.sizes.size();
+  if (n == 0) return fit;
+  // Split the points into the ranges; a range with < 2 points joins the
+  // next one (the last joins the previous).
+  std::vector<std::vector<size_t>> ranges(1);
+  std::vector<double> bounds;
+  size_t b = 0;
+  for (size_t i = 0; i < n; ++i) {
+    while (b < std::size(kAlphaBetaRangeBytes) && c.sizes[i] > kAlphaBetaRangeBytes[b]) {
+      ranges.emplace_back();
+      bounds.push_back(kAlphaBetaRangeBytes[b]);
+      ++b;
+    }
+    ranges.back().push_back(i);
+  }
+  bounds.push_back(std::numeric_limits<double>::infinity());
+  std::vector<std::vector<size_t>> groups;
+  std::vector<double> group_max;
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    if (groups.empty() || groups.back().size() >= 2) {
+      groups.push_back(ranges[r]);
+      group_max.push_back(bounds[r]);
+    } else {
+      groups.back().insert(groups.back().end(), ranges[r].begin(), ranges[r].end());
+      group_max.back() = bounds[r];
+    }
+  }
+  if (groups.size() > 1 && groups.back().size() < 2) {
+    const std::vector<size_t> last = groups.back();
+    groups.pop_back();
+    group_max.pop_back();
+    groups.back().insert(groups.back().end(), last.begin(), last.end());
+    group_max.back() = std::numeric_limits<double>::infinity();
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].empty()) continue;
+    AlphaBetaSegment seg;
+    seg.max_bytes = group_max[g];
+    // Weighted least squares, weights 1 / T^2.
+    double sw = 0, swx = 0, swxx = 0, swt = 0, swxt = 0;
+    for (size_t i : groups[g]) {
+      const double x = c.sizes[i], t = c.seconds[i], w = 1 / (t * t);
+      sw += w, swx += w * x, swxx += w * x * x, swt += w * t, swxt += w * x * t;
+    }
+    const double det = sw * swxx - swx * swx;
+    bool ok = false;
+    if (groups[g].size() >= 2 && det > 0) {
+      seg.alpha_seconds = (swxx * swt - swx * swxt) / det;
+      seg.seconds_per_byte = (sw * swxt - swx * swt) / det;
+      ok = seg.alpha_seconds >= 0 && seg.seconds_per_byte > 0;
+    }
+    if (!ok) {  // through the origin: beta = sum w x t / sum w x^2
+      seg.alpha_seconds = 0;
+      seg.seconds_per_byte = swxt / swxx;
+    }
+    fit.push_back(seg);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const double t = AlphaBetaSeconds(fit, c.sizes[i]);
+    *max_rel_error = std::max(*max_rel_error, std::fabs(t - c.seconds[i]) / c.seconds[i]);
+  }
+  return fit;
+}
+
+double AlphaBetaSeconds(const std::vector<AlphaBetaSegment>& fit, double bytes) {
+  for (const AlphaBetaSegment& s : fit) {
+    if (bytes <= s.max_bytes) return s.alpha_seconds + bytes * s.seconds_per_byte;
+  }
+  return fit.back().alpha_seconds + bytes * fit.back().seconds_per_byte;
+}
+
+namespace {
+
+// A table's time for `bytes` on `group_size` ranks: its alpha-beta fit
+// (the measured curve when it has none), the latency term scaled by the
+// ring's latency steps and the bandwidth term by the bus factor when the
+// table was measured on another group size.
+double CollectiveTableSeconds(const CollectiveTable& c, CollectiveKind kind, double bytes, int group_size) {
+  if (c.fit.empty()) {
+    return InterpolateSeconds(c.bytes_curve, bytes) * BusFactor(kind, group_size) / BusFactor(kind, c.group_size);
+  }
+  const AlphaBetaSegment* seg = &c.fit.back();
+  for (const AlphaBetaSegment& s : c.fit) {
+    if (bytes <= s.max_bytes) {
+      seg = &s;
+      break;
+    }
+  }
+  const double steps = kind == CollectiveKind::kSendRecv ? 1.0 : LatencySteps(group_size);
+  const double steps_m = kind == CollectiveKind::kSendRecv ? 1.0 : LatencySteps(c.group_size);
+  return seg->alpha_seconds * steps / steps_m +
+         bytes * seg->seconds_per_byte * BusFactor(kind, group_size) / BusFactor(kind, c.group_size);
+}
+
+}  // namespace
+
 Cost CalibratedCostModel::Collective(CollectiveKind kind, double bytes,
                                      int group_size, LinkSpan span) const {
   if (group_size <= 1) return prior_->Collective(kind, bytes, group_size, span);
-  // Nearest measured group size of the same kind and span, scaled by the
-  // bus factor ratio (the busBw of a ring is nearly size independent).
-  const CollectiveTable* best = nullptr;
+  // The measured group sizes of this kind and link nearest below and above
+  // (in log group size); an exact one is used alone, two bracketing ones are
+  // interpolated in log(group size), one alone is scaled (latency steps,
+  // bus factor).
+  const CollectiveTable* below = nullptr;
+  const CollectiveTable* above = nullptr;
   for (const CollectiveTable& c : tables_.collectives) {
     if (c.kind != kind || c.span != span) continue;
-    if (best == nullptr || std::abs(std::log(double(c.group_size) / group_size)) <
-                               std::abs(std::log(double(best->group_size) /
-                                                 group_size))) {
-      best = &c;
-    }
+    if (c.group_size <= group_size && (below == nullptr || c.group_size > below->group_size)) below = &c;
+    if (c.group_size >= group_size && (above == nullptr || c.group_size < above->group_size)) above = &c;
   }
-  if (best == nullptr) return prior_->Collective(kind, bytes, group_size, span);
-  const double scale =
-      BusFactor(kind, group_size) / BusFactor(kind, best->group_size);
-  return {InterpolateSeconds(best->bytes_curve, bytes) * scale,
-          CostSource::kCalibrated};
+  if (below == nullptr && above == nullptr) return prior_->Collective(kind, bytes, group_size, span);
+  if (below == nullptr || above == nullptr || below == above || below->group_size == above->group_size) {
+    const CollectiveTable* t = below != nullptr ? below : above;
+    return {CollectiveTableSeconds(*t, kind, bytes, group_size), CostSource::kCalibrated};
+  }
+  const double lo = CollectiveTableSeconds(*below, kind, bytes, group_size);
+  const double hi = CollectiveTableSeconds(*above, kind, bytes, group_size);
+  const double w = (std::log(double(group_size)) - std::log(double(below->group_size))) /
+                   (std::log(double(above->group_size)) - std::log(double(below->group_size)));
+  return {lo + w * (hi - lo), CostSource::kCalibrated};
 }
 
 Cost CalibratedCostModel::Dispatch(const DispatchShape& s) const {

@@ -184,26 +184,87 @@ struct MeasuredCurve {
 // Seconds for `size` on the curve; requires a non-empty curve.
 double InterpolateSeconds(const MeasuredCurve& curve, double size);
 
+// Where a fitted table came from and how well it reproduces what was
+// measured: the agents whose results went into it, how many samples, and
+// the largest |table value - sample| / sample over them (for curves, the
+// spread of merged repeats; for alpha-beta fits, the fit's residual).
+struct TableProvenance {
+  std::vector<std::string> agents;
+  int samples = 0;
+  double fit_max_rel_error = 0;
+};
+
 struct GemmTable {
   Precision precision = Precision::kBf16;
   MeasuredCurve flops_curve;  // size = 2 m n k
+  TableProvenance provenance;
 };
+
+// One measured grouped GEMM (kernels/measurement_roles.h): num_experts
+// GEMMs [tokens_per_expert x k] x [k x n], tokens_per_expert the mean over
+// the experts; raggedness = the probe's largest expert / mean (recorded;
+// points of one (tokens, n, k) with different raggedness are merged).
+struct GroupedGemmPoint {
+  double tokens_per_expert = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  int num_experts = 1;
+  double raggedness = 1.0;
+  double seconds = 0;
+};
+// Keyed by what the probe measures: (tokens per expert, n, k) per
+// precision and implementation. GroupedGemm() interpolates the achieved
+// rate (useful FLOP/s) piecewise-linearly in log(tokens per expert) within
+// each measured (n, k), holding the edge rates, then across (n, k) by
+// inverse-distance weighting in (log n, log k); an exact (n, k) match is
+// used alone.
 struct GroupedGemmTable {
   Precision precision = Precision::kBf16;
   bool grouped = true;
-  MeasuredCurve flops_curve;  // size = total 2 m n k over the group
+  std::vector<GroupedGemmPoint> points;
+  TableProvenance provenance;
 };
+
+// The table's seconds for num_experts GEMMs of [tokens_per_expert x k] x
+// [k x n] (see above); requires a non-empty table.
+double GroupedGemmTableSeconds(const GroupedGemmTable& table, double tokens_per_expert, int num_experts,
+                               int64_t n, int64_t k);
+
+// seconds = alpha_seconds + bytes * seconds_per_byte for sizes up to
+// max_bytes (the last segment has no upper end): NCCL's tuner keeps
+// latency and bandwidth per protocol, and the protocols take over at
+// different sizes, so one (alpha, beta) per size range.
+struct AlphaBetaSegment {
+  double max_bytes = 0;  // +inf for the last
+  double alpha_seconds = 0;
+  double seconds_per_byte = 0;
+};
+// Size ranges of the fit: up to 64 KiB (latency-bound, NCCL's LL), up to
+// 4 MiB (LL128), above (Simple). A range with fewer than two measured sizes
+// is merged into its neighbour.
+inline constexpr double kAlphaBetaRangeBytes[] = {64.0 * 1024, 4.0 * 1024 * 1024};
+
 struct CollectiveTable {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   LinkSpan span = LinkSpan::kNvlinkDomain;
   int group_size = 0;
-  MeasuredCurve bytes_curve;
+  MeasuredCurve bytes_curve;             // the measured points (median per size)
+  std::vector<AlphaBetaSegment> fit;     // fitted from bytes_curve
+  TableProvenance provenance;
 };
+// Weighted least squares of seconds = alpha + bytes * beta per range
+// (weights 1 / seconds^2: relative error), alpha >= 0, beta > 0; a curve of
+// one size gives one segment through it with alpha 0. *max_rel_error gets
+// the largest relative residual over the points.
+std::vector<AlphaBetaSegment> FitAlphaBeta(const MeasuredCurve& curve, double* max_rel_error);
+double AlphaBetaSeconds(const std::vector<AlphaBetaSegment>& fit, double bytes);
+
 struct DispatchTable {
   bool dedup = false;
   int ep = 0;
   int ep_gpus_per_domain = 0;
   MeasuredCurve bytes_curve;  // size = tokens x top_k x bytes_per_token
+  TableProvenance provenance;
 };
 struct OverlapPoint {
   int num_comm_streams = 1;
@@ -220,6 +281,7 @@ struct CalibrationTables {
   std::vector<CollectiveTable> collectives;
   std::vector<DispatchTable> dispatch;
   MeasuredCurve host_offload;  // bytes -> seconds
+  TableProvenance host_offload_provenance;
   std::vector<OverlapPoint> overlap;
 };
 

@@ -1,5 +1,7 @@
 #include "planner/cost_model.h"
 
+#include <tuple>
+
 #include <memory>
 
 #include "gmock/gmock.h"
@@ -270,6 +272,94 @@ TEST(CalibratedCostModelTest, UsesTablesAndFallsBackPerTerm) {
             CostSource::kDatasheetPrior);
   EXPECT_EQ((*cm)->HostOffload(1e9).source, CostSource::kCalibrated);
   EXPECT_NEAR((*cm)->HostOffload(1e9).seconds, 25e-3, 1e-12);
+}
+
+TEST(CalibratedCostModelTest, GroupedGemmInterpolatesOverTokensPerExpertNAndK) {
+  auto prior = std::make_shared<DatasheetCostModel>(RoundCluster());
+  CalibrationTables t;
+  GroupedGemmTable g;
+  g.precision = Precision::kBf16;
+  g.grouped = true;
+  // 8 experts x [t x 4096] x [4096 x 2048]: 2 * 8 * t * 2048 * 4096 FLOPs =
+  // t * 134,217,728. t = 256: 34.36 GFLOP in 100 us (343.6 TFLOP/s);
+  // t = 1024: 137.4 GFLOP in 200 us (687.2 TFLOP/s).
+  g.points.push_back({256, 2048, 4096, 8, 1.0, 100e-6});
+  g.points.push_back({1024, 2048, 4096, 8, 1.0, 200e-6});
+  t.grouped_gemm.push_back(g);
+  auto cm = CalibratedCostModel::Create(t, prior);
+  ASSERT_TRUE(cm.ok()) << cm.status();
+  GroupedGemmShape q{8, 512, 1.0, 2048, 4096, Precision::kBf16, true};
+  // t = 512, halfway in log t: rate (343.6 + 687.2) / 2 = 515.4 TFLOP/s;
+  // 68.72 GFLOP / 515.4 TFLOP/s = 133.33 us.
+  const Cost c = (*cm)->GroupedGemm(q);
+  EXPECT_EQ(c.source, CostSource::kCalibrated);
+  EXPECT_NEAR(c.seconds / kMicrosecond, 133.333, 0.001);
+  // Tokens per expert matter at equal FLOPs: 16 experts of 256 tokens run at
+  // the 256-token rate (200 us), not at the 512-token one (133 us).
+  GroupedGemmShape more_smaller{16, 256, 1.0, 2048, 4096, Precision::kBf16, true};
+  EXPECT_NEAR((*cm)->GroupedGemm(more_smaller).seconds / kMicrosecond, 200.0, 1e-6);
+  // The busiest GPU's imbalance raises its tokens per expert: 256 x 2 = 512.
+  GroupedGemmShape skewed{8, 256, 2.0, 2048, 4096, Precision::kBf16, true};
+  EXPECT_NEAR((*cm)->GroupedGemm(skewed).seconds / kMicrosecond, 133.333, 0.001);
+  // Another (n, k) measured at twice the rate: a query between the two in
+  // log n (n = 2896 ~ sqrt(2048 * 4096)) gets about the mean of the rates.
+  g.points.push_back({256, 4096, 4096, 8, 1.0, 100e-6});    // 2x the FLOPs in the same time
+  g.points.push_back({1024, 4096, 4096, 8, 1.0, 200e-6});
+  t.grouped_gemm[0] = g;
+  cm = CalibratedCostModel::Create(t, prior);
+  ASSERT_TRUE(cm.ok());
+  GroupedGemmShape between{8, 256, 1.0, 2896, 4096, Precision::kBf16, true};
+  // rates 343.6 and 687.2 TFLOP/s, equal weights -> 515.4 TFLOP/s;
+  // 2 * 8 * 256 * 2896 * 4096 = 48.59 GFLOP -> 94.28 us.
+  EXPECT_NEAR((*cm)->GroupedGemm(between).seconds / kMicrosecond, 94.28, 0.05);
+  // No table for the loop form: the prior.
+  q.grouped = false;
+  EXPECT_EQ((*cm)->GroupedGemm(q).source, CostSource::kDatasheetPrior);
+}
+
+TEST(FitAlphaBetaTest, RecoversLatencyAndBandwidthPerSizeRange) {
+  // Up to 64 KiB: 10 us + bytes / 1 GB/s; above 4 MiB: 50 us + bytes / 100 GB/s
+  // (two points each; the middle range has none and is merged away).
+  MeasuredCurve c;
+  for (double x : {1024.0, 32768.0}) c.sizes.push_back(x), c.seconds.push_back(10e-6 + x / 1e9);
+  for (double x : {8e6, 64e6}) c.sizes.push_back(x), c.seconds.push_back(50e-6 + x / 1e11);
+  double err = 1;
+  const std::vector<AlphaBetaSegment> fit = FitAlphaBeta(c, &err);
+  ASSERT_EQ(fit.size(), 2u);
+  EXPECT_NEAR(fit[0].alpha_seconds, 10e-6, 1e-12);
+  EXPECT_NEAR(1 / fit[0].seconds_per_byte, 1e9, 1e3);
+  EXPECT_NEAR(fit[1].alpha_seconds, 50e-6, 1e-11);
+  EXPECT_NEAR(1 / fit[1].seconds_per_byte, 1e11, 1e5);
+  EXPECT_LT(err, 1e-9);
+  EXPECT_NEAR(AlphaBetaSeconds(fit, 16e6), 50e-6 + 16e6 / 1e11, 1e-12);
+}
+
+TEST(CalibratedCostModelTest, CollectiveBetweenMeasuredGroupSizesInterpolates) {
+  auto prior = std::make_shared<DatasheetCostModel>(RoundCluster());
+  CalibrationTables t;
+  // all-reduce, one segment each: 8 ranks 20 us + bytes / 100 GB/s,
+  // 32 ranks 40 us + bytes / 50 GB/s (both measured at 1 MB and 64 MB).
+  for (auto [n, alpha, bw] : {std::tuple<int, double, double>{8, 20e-6, 1e11}, {32, 40e-6, 5e10}}) {
+    CollectiveTable c{CollectiveKind::kAllReduce, LinkSpan::kScaleOut, n, {}, {}, {}};
+    for (double x : {1e6, 64e6}) c.bytes_curve.sizes.push_back(x), c.bytes_curve.seconds.push_back(alpha + x / bw);
+    double err = 0;
+    c.fit = FitAlphaBeta(c.bytes_curve, &err);
+    t.collectives.push_back(c);
+  }
+  auto cm = CalibratedCostModel::Create(t, prior);
+  ASSERT_TRUE(cm.ok()) << cm.status();
+  // Exact group sizes: the fits.
+  EXPECT_NEAR((*cm)->Collective(CollectiveKind::kAllReduce, 16e6, 8, LinkSpan::kScaleOut).seconds,
+              20e-6 + 16e6 / 1e11, 1e-12);
+  // 16 ranks, halfway in log n: each table scaled to 16 ranks (latency by
+  // ring steps, bandwidth by the bus factor), then averaged.
+  const double at16 = (*cm)->Collective(CollectiveKind::kAllReduce, 16e6, 16, LinkSpan::kScaleOut).seconds;
+  const double lo = (*cm)->Collective(CollectiveKind::kAllReduce, 16e6, 8, LinkSpan::kScaleOut).seconds;
+  const double hi = (*cm)->Collective(CollectiveKind::kAllReduce, 16e6, 32, LinkSpan::kScaleOut).seconds;
+  EXPECT_GT(at16, lo);
+  EXPECT_LT(at16, hi);
+  EXPECT_EQ((*cm)->Collective(CollectiveKind::kAllReduce, 16e6, 16, LinkSpan::kScaleOut).source,
+            CostSource::kCalibrated);
 }
 
 TEST(CalibratedCostModelTest, RejectsMalformedTables) {

@@ -30,15 +30,64 @@ struct Sizes {
   v1::DType dtype;
 };
 
-Sizes SizesFor(v1::CampaignProfile profile) {
+// The smallest device memory among `agents` (0 when none reports one).
+uint64_t SmallestDeviceMemory(const std::vector<const v1::AgentInfo*>& agents) {
+  uint64_t smallest = 0;
+  for (const v1::AgentInfo* a : agents) {
+    for (const v1::DeviceInfo& d : a->devices()) {
+      if (d.memory_bytes() > 0 && (smallest == 0 || d.memory_bytes() < smallest)) smallest = d.memory_bytes();
+    }
+  }
+  return smallest;
+}
+
+// Probe sizes for the agents one probe runs on. QUICK: small sizes a CPU
+// agent finishes in well under a second per probe. STANDARD: on CUDA
+// agents, production sizes for GPU clusters, less whatever does not fit the
+// smallest device's memory; with any CPU agent among them, host sizes (the
+// production ones would take a CPU agent over ten minutes per campaign).
+Sizes SizesFor(v1::CampaignProfile profile, const std::vector<const v1::AgentInfo*>& agents) {
   if (profile == v1::CAMPAIGN_PROFILE_QUICK) {
     return Sizes{{256, 1024}, 256, 256, {8}, {64 * kKiB, 1 * kMiB}, 256, 256, 2, 4,
                  {1 * kMiB, 4 * kMiB}, 256, 1 * kMiB, 1, 5, v1::DTYPE_BF16};
   }
+  bool any_cpu = agents.empty();
+  for (const v1::AgentInfo* a : agents) any_cpu = any_cpu || a->backend() != v1::BACKEND_CUDA;
+  if (any_cpu) {
+    // A few seconds per probe on a 2-core host; still several token counts
+    // and sizes across the alpha-beta ranges, so every table gets a shape.
+    return Sizes{{1024, 4096}, 1024, 512, {8}, {4 * kKiB, 256 * kKiB, 8 * kMiB}, 1024, 1024, 4, 4,
+                 {8 * kMiB, 64 * kMiB}, 512, 16 * kMiB, 1, 5, v1::DTYPE_BF16};
+  }
   // DeepSeek-V3-like expert shapes (hidden 7168, expert FFN 2048).
-  return Sizes{{4096, 16384, 65536}, 7168, 2048, {8, 32},
-               {1 * kMiB, 16 * kMiB, 256 * kMiB, 1024 * kMiB}, 4096, 7168, 8, 8,
-               {16 * kMiB, 256 * kMiB}, 8192, 256 * kMiB, 3, 20, v1::DTYPE_BF16};
+  Sizes s{{4096, 16384, 65536}, 7168, 2048, {8, 32},
+          {1 * kMiB, 16 * kMiB, 256 * kMiB, 1024 * kMiB}, 4096, 7168, 8, 8,
+          {16 * kMiB, 256 * kMiB}, 8192, 256 * kMiB, 3, 20, v1::DTYPE_BF16};
+  const uint64_t memory = SmallestDeviceMemory(agents);
+  if (memory == 0) return s;
+  // Keep what fits in half the device: a grouped GEMM holds X, dX (T x K),
+  // Y, dY (T x N) and, per expert, W and dW (K x N), bf16 (with the loop's
+  // and the dense reference's outputs, under twice that); a collective its
+  // input and output buffers; an offload copy its device buffer.
+  const double budget = 0.5 * static_cast<double>(memory);
+  const int64_t max_experts = *std::max_element(s.gemm_experts.begin(), s.gemm_experts.end());
+  auto gemm_fits = [&](int64_t tokens) {
+    const double bytes = 2.0 * (2.0 * tokens * (s.gemm_hidden + s.gemm_ffn) +
+                                2.0 * max_experts * s.gemm_hidden * s.gemm_ffn);
+    return 2 * bytes <= budget;
+  };
+  auto keep = [](std::vector<int64_t>* v, auto fits) {
+    std::vector<int64_t> kept;
+    for (int64_t x : *v) {
+      if (fits(x)) kept.push_back(x);
+    }
+    if (kept.empty()) kept.push_back(v->front());  // the smallest, whatever the memory
+    *v = kept;
+  };
+  keep(&s.gemm_tokens, gemm_fits);
+  keep(&s.collective_bytes, [&](int64_t b) { return 2.0 * b <= budget; });
+  keep(&s.offload_bytes, [&](int64_t b) { return static_cast<double>(b) <= budget; });
+  return s;
 }
 
 // Collective sizes must split evenly over the group (all-to-all, all-gather
@@ -94,25 +143,31 @@ absl::StatusOr<std::vector<v1::ProbeTask>> PlanCampaign(const std::string& campa
     return absl::FailedPreconditionError(
         "no live agents in the cluster: start moetune-agent on its nodes first");
   }
-  const Sizes s = SizesFor(profile);
+  std::vector<const v1::AgentInfo*> all;
+  for (const v1::AgentInfo& a : agents) all.push_back(&a);
+  // Cross-node probes: sizes every agent can run.
+  const Sizes s = SizesFor(profile, all);
   Builder b(campaign_id, s);
 
-  // Per device: grouped GEMM sweep and host offload.
+  // Per device: grouped GEMM sweep and host offload, sized for the agent.
   for (const v1::AgentInfo& a : agents) {
+    const Sizes mine = SizesFor(profile, {&a});
     const int devices = std::max(1, a.devices_size());
     for (int d = 0; d < devices; ++d) {
-      for (int64_t experts : s.gemm_experts) {
-        for (int64_t tokens : s.gemm_tokens) {
+      for (int64_t experts : mine.gemm_experts) {
+        for (int64_t tokens : mine.gemm_tokens) {
           for (bool skewed : {false, true}) {
             v1::ProbeTask& t = b.Add(v1::PROBE_KIND_GROUPED_GEMM, "grouped_gemm");
+            t.mutable_timing()->set_warmup_iters(mine.warmup);
+            t.mutable_timing()->set_timed_iters(mine.timed);
             t.set_pinned_agent_id(a.agent_id());
             t.set_device_ordinal(d);
             v1::GroupedGemmProbe* p = t.mutable_grouped_gemm();
             p->set_num_experts(experts);
             p->set_total_tokens(tokens);
-            p->set_hidden(s.gemm_hidden);
-            p->set_ffn_hidden(s.gemm_ffn);
-            p->set_dtype(s.dtype);
+            p->set_hidden(mine.gemm_hidden);
+            p->set_ffn_hidden(mine.gemm_ffn);
+            p->set_dtype(mine.dtype);
             p->set_forward(true);
             p->set_backward_data(true);
             p->set_backward_weight(true);
@@ -124,24 +179,27 @@ absl::StatusOr<std::vector<v1::ProbeTask>> PlanCampaign(const std::string& campa
         }
       }
       v1::ProbeTask& t = b.Add(v1::PROBE_KIND_OFFLOAD, "offload");
+      t.mutable_timing()->set_warmup_iters(mine.warmup);
+      t.mutable_timing()->set_timed_iters(mine.timed);
       t.set_pinned_agent_id(a.agent_id());
       t.set_device_ordinal(d);
       v1::OffloadProbe* p = t.mutable_offload();
-      for (int64_t bytes : s.offload_bytes) p->add_sizes_bytes(bytes);
+      for (int64_t bytes : mine.offload_bytes) p->add_sizes_bytes(bytes);
       p->set_host_to_device(true);
       p->set_device_to_host(true);
       p->set_pinned(true);
-      p->set_gemm_m(s.gemm_mnk);
-      p->set_gemm_n(s.gemm_mnk);
-      p->set_gemm_k(s.gemm_mnk);
+      p->set_gemm_m(mine.gemm_mnk);
+      p->set_gemm_n(mine.gemm_mnk);
+      p->set_gemm_k(mine.gemm_mnk);
       p->set_under_gemm(true);
-      p->set_gemm_dtype(s.dtype);
+      p->set_gemm_dtype(mine.dtype);
     }
   }
 
   // Within a node: one agent drives its local GPUs as one group.
   for (const v1::AgentInfo& a : agents) {
     if (a.backend() != v1::BACKEND_CUDA || a.devices_size() < 2) continue;
+    const Sizes mine = SizesFor(profile, {&a});
     for (int g = 2; g <= a.devices_size(); g *= 2) {
       for (v1::CollectiveOp op : {v1::COLLECTIVE_OP_ALL_REDUCE, v1::COLLECTIVE_OP_ALL_GATHER,
                                   v1::COLLECTIVE_OP_REDUCE_SCATTER, v1::COLLECTIVE_OP_ALL_TO_ALL}) {
@@ -151,8 +209,8 @@ absl::StatusOr<std::vector<v1::ProbeTask>> PlanCampaign(const std::string& campa
         t.set_span(v1::SPAN_INTRA_NODE);
         v1::CollectiveProbe* p = t.mutable_collective();
         p->set_op(op);
-        p->set_dtype(s.dtype);
-        AddSizes(p, s.collective_bytes, g);
+        p->set_dtype(mine.dtype);
+        AddSizes(p, mine.collective_bytes, g);
       }
     }
   }

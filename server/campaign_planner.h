@@ -12,7 +12,10 @@
 //    GEMM/all-reduce overlap probe over 2. One rank per agent: a node takes
 //    part in a cross-node probe with its first device only (known limit).
 // The QUICK profile uses small sizes that a CPU agent finishes in well under
-// a second per probe; STANDARD uses production sizes for GPU clusters.
+// a second per probe. STANDARD sizes each probe for the agents it runs on:
+// production sizes on CUDA agents, without those that do not fit half the
+// smallest device's memory; host sizes (seconds per probe) when a CPU agent
+// is among them.
 #pragma once
 
 #include <string>

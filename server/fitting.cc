@@ -1,18 +1,24 @@
 #include "server/fitting.h"
 
 #include <algorithm>
+#include <cmath>
+#include <set>
 #include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "kernels/measurement_roles.h"
 
 namespace moetune::server {
 namespace {
 
 namespace v1 = ::moetune::v1;
 namespace p = ::moetune::planner;
+namespace kernels = ::moetune::kernels;
+namespace roles = ::moetune::kernels::roles;
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -20,17 +26,36 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// size -> seconds samples; turned into a strictly increasing curve.
-using Points = std::map<double, std::vector<double>>;
+// size -> seconds samples, and the agents they came from; turned into a
+// strictly increasing curve (median per size) with its provenance.
+struct Samples {
+  std::map<double, std::vector<double>> points;
+  std::set<std::string> agents;
+  void Add(double size, double seconds, const std::string& agent) {
+    points[size].push_back(seconds);
+    agents.insert(agent);
+  }
+};
 
-p::MeasuredCurve ToCurve(const Points& points) {
+p::TableProvenance ProvenanceOf(const std::set<std::string>& agents) {
+  p::TableProvenance prov;
+  prov.agents.assign(agents.begin(), agents.end());
+  return prov;
+}
+
+p::MeasuredCurve ToCurve(const Samples& samples, p::TableProvenance* prov) {
   p::MeasuredCurve c;
-  for (const auto& [size, secs] : points) {
+  *prov = ProvenanceOf(samples.agents);
+  for (const auto& [size, secs] : samples.points) {
     if (size <= 0 || secs.empty()) continue;
     double s = Median(secs);
     if (s <= 0) continue;
     c.sizes.push_back(size);
     c.seconds.push_back(s);
+    for (double x : secs) {  // the spread of merged repeats
+      prov->samples += 1;
+      prov->fit_max_rel_error = std::max(prov->fit_max_rel_error, std::fabs(s - x) / x);
+    }
   }
   return c;
 }
@@ -56,13 +81,18 @@ std::optional<p::CollectiveKind> CollectiveOf(const std::string& op) {
   return std::nullopt;
 }
 
+struct GroupedAcc {
+  std::vector<p::GroupedGemmPoint> points;
+  std::set<std::string> agents;
+};
+
 // Everything accumulated for one GPU model.
 struct GpuAcc {
-  std::map<p::Precision, Points> dense;
-  std::map<std::pair<p::Precision, bool>, Points> grouped;
-  std::map<std::tuple<p::CollectiveKind, p::LinkSpan, int>, Points> collectives;
-  std::map<std::tuple<bool, int, int>, Points> dispatch;
-  Points offload;
+  std::map<p::Precision, Samples> dense;
+  std::map<std::pair<p::Precision, bool>, GroupedAcc> grouped;
+  std::map<std::tuple<p::CollectiveKind, p::LinkSpan, int>, Samples> collectives;
+  std::map<std::tuple<bool, int, int>, Samples> dispatch;
+  Samples offload;
   std::vector<double> overlap_slowdowns;
 };
 
@@ -145,31 +175,52 @@ ClusterFit FitCluster(const std::string& cluster, const std::vector<v1::ProbeRes
                 [r.provenance().agent_id()]
                     .push_back(best);
       }
+      const std::string& agent = r.provenance().agent_id();
+      // Names and labels per kernels/measurement_roles.h.
       switch (r.kind()) {
         case v1::PROBE_KIND_GROUPED_GEMM: {
           auto prec = PrecisionOf(Get<std::string>(params, "dtype", ""));
-          if (!prec || m.flops() <= 0) break;
-          if (absl::EndsWith(m.name(), "/grouped")) {
-            acc.grouped[{*prec, true}][m.flops()].push_back(secs);
-          } else if (absl::EndsWith(m.name(), "/loop")) {
-            acc.grouped[{*prec, false}][m.flops()].push_back(secs);
-          } else if (absl::StrContains(m.name(), "dense")) {
-            acc.dense[*prec][m.flops()].push_back(secs);
+          roles::GemmPass pass;
+          roles::GemmImpl impl;
+          if (!prec || m.flops() <= 0 || !roles::ParseGroupedGemmName(m.name(), &pass, &impl)) break;
+          if (impl == roles::GemmImpl::kDenseRef) {
+            acc.dense[*prec].Add(m.flops(), secs, agent);
+            break;
           }
+          // The planner's form: [tokens x k] x [k x n] per expert, which the
+          // fwd and bwd_data passes are (bwd_weight reduces over tokens).
+          if (pass == roles::GemmPass::kBwdWeight) break;
+          const auto shape = roles::GetGemmShapeLabels(m.labels());
+          if (!shape) break;
+          p::GroupedGemmPoint pt;
+          pt.tokens_per_expert = shape->m;
+          pt.n = static_cast<int64_t>(shape->n);
+          pt.k = static_cast<int64_t>(shape->k);
+          pt.num_experts = static_cast<int>(shape->experts);
+          pt.raggedness = shape->imbalance;
+          pt.seconds = secs;
+          GroupedAcc& g = acc.grouped[{*prec, impl == roles::GemmImpl::kGrouped}];
+          g.points.push_back(pt);
+          g.agents.insert(agent);
           break;
         }
         case v1::PROBE_KIND_COLLECTIVE: {
-          auto kind = CollectiveOf(Get<std::string>(params, "op", ""));
-          if (!kind || m.bytes() <= 0) break;
-          p::LinkSpan span = Get<std::string>(params, "span", "") == "intra_node"
-                                 ? p::LinkSpan::kNvlinkDomain
-                                 : p::LinkSpan::kScaleOut;
-          int group = Get<int>(params, "group_size", 0);
-          acc.collectives[{*kind, span, group}][m.bytes()].push_back(secs);
+          auto label = [&](const char* key) {
+            auto it = m.labels().find(key);
+            return it == m.labels().end() ? std::string() : it->second;
+          };
+          auto op = roles::ParseCollectiveOp(label(roles::kLabelOp));
+          if (!op || m.bytes() <= 0) break;
+          const p::CollectiveKind kind = *CollectiveOf(kernels::CollectiveOpName(*op));
+          p::LinkSpan span =
+              label(roles::kLabelSpan) == "intra_node" ? p::LinkSpan::kNvlinkDomain : p::LinkSpan::kScaleOut;
+          int group = 0;
+          if (!absl::SimpleAtoi(label(roles::kLabelGroupSize), &group) || group < 2) break;
+          acc.collectives[{kind, span, group}].Add(m.bytes(), secs, agent);
           break;
         }
         case v1::PROBE_KIND_DISPATCH_COMBINE: {
-          if (m.name() != "dispatch") break;
+          if (m.name() != roles::kDispatch) break;
           const std::string mode = Get<std::string>(params, "mode", "");
           const int ep = Get<int>(params, "ep_size", 0);
           const int per_node = Get<int>(params, "ranks_per_node", 0);
@@ -177,19 +228,16 @@ ClusterFit FitCluster(const std::string& cluster, const std::vector<v1::ProbeRes
                               Get<int64_t>(params, "top_k", 0) * Get<int64_t>(params, "hidden", 0) *
                               DTypeBytes(Get<std::string>(params, "dtype", "bf16"));
           if (ep <= 0 || size <= 0) break;
-          acc.dispatch[{mode != "per_expert", ep, per_node > 0 ? per_node : ep}][size].push_back(
-              secs);
+          acc.dispatch[{mode != "per_expert", ep, per_node > 0 ? per_node : ep}].Add(size, secs, agent);
           break;
         }
         case v1::PROBE_KIND_OFFLOAD: {
-          const bool alone = !absl::StrContains(m.name(), "gemm");
-          if (alone && absl::StrContains(m.name(), "/pinned/") && m.bytes() > 0) {
-            acc.offload[m.bytes()].push_back(secs);
-          }
+          const auto role = roles::ParseOffloadName(m.name());
+          if (role && role->pinned && !role->under_gemm && m.bytes() > 0) acc.offload.Add(m.bytes(), secs, agent);
           break;
         }
         case v1::PROBE_KIND_OVERLAP: {
-          auto it = m.values().find("gemm_slowdown");
+          auto it = m.values().find(roles::kValueGemmSlowdown);
           if (it != m.values().end() && it->second > 0) acc.overlap_slowdowns.push_back(it->second);
           break;
         }
@@ -206,29 +254,49 @@ ClusterFit FitCluster(const std::string& cluster, const std::vector<v1::ProbeRes
     for (const auto& [prec, pts] : acc.dense) {
       p::GemmTable g;
       g.precision = prec;
-      g.flops_curve = ToCurve(pts);
+      g.flops_curve = ToCurve(pts, &g.provenance);
       if (!g.flops_curve.sizes.empty()) t.dense_gemm.push_back(g);
     }
-    for (const auto& [key, pts] : acc.grouped) {
+    for (const auto& [key, g_acc] : acc.grouped) {
       p::GroupedGemmTable g;
       g.precision = key.first;
       g.grouped = key.second;
-      g.flops_curve = ToCurve(pts);
-      if (!g.flops_curve.sizes.empty()) t.grouped_gemm.push_back(g);
+      g.points = g_acc.points;
+      if (g.points.empty()) continue;
+      g.provenance = ProvenanceOf(g_acc.agents);
+      for (const p::GroupedGemmPoint& pt : g.points) {  // the table at its own points vs each sample
+        const double fitted = p::GroupedGemmTableSeconds(g, pt.tokens_per_expert, pt.num_experts, pt.n, pt.k);
+        g.provenance.samples += 1;
+        g.provenance.fit_max_rel_error =
+            std::max(g.provenance.fit_max_rel_error, std::fabs(fitted - pt.seconds) / pt.seconds);
+      }
+      t.grouped_gemm.push_back(g);
     }
     for (const auto& [key, pts] : acc.collectives) {
       p::CollectiveTable c;
       std::tie(c.kind, c.span, c.group_size) = key;
-      c.bytes_curve = ToCurve(pts);
-      if (!c.bytes_curve.sizes.empty()) t.collectives.push_back(c);
+      c.bytes_curve = ToCurve(pts, &c.provenance);
+      if (c.bytes_curve.sizes.empty()) continue;
+      // Alpha-beta per size range; the fit error is its residual against
+      // every sample (the curve's own spread included).
+      double residual = 0;
+      c.fit = p::FitAlphaBeta(c.bytes_curve, &residual);
+      c.provenance.fit_max_rel_error = 0;
+      for (const auto& [size, secs] : pts.points) {
+        for (double x : secs) {
+          c.provenance.fit_max_rel_error =
+              std::max(c.provenance.fit_max_rel_error, std::fabs(p::AlphaBetaSeconds(c.fit, size) - x) / x);
+        }
+      }
+      t.collectives.push_back(c);
     }
     for (const auto& [key, pts] : acc.dispatch) {
       p::DispatchTable d;
       std::tie(d.dedup, d.ep, d.ep_gpus_per_domain) = key;
-      d.bytes_curve = ToCurve(pts);
+      d.bytes_curve = ToCurve(pts, &d.provenance);
       if (!d.bytes_curve.sizes.empty()) t.dispatch.push_back(d);
     }
-    t.host_offload = ToCurve(acc.offload);
+    t.host_offload = ToCurve(acc.offload, &t.host_offload_provenance);
     if (!acc.overlap_slowdowns.empty()) {
       t.overlap.push_back({1, std::max(1.0, Median(acc.overlap_slowdowns))});
     }
@@ -270,30 +338,48 @@ nlohmann::json ToJson(const ClusterFit& fit) {
     auto dt = fit.compute_dtypes.find(t.gpu_name);
     if (dt != fit.compute_dtypes.end()) g["compute_dtype"] = dt->second;
     auto count = [](const p::MeasuredCurve& c) { return c.sizes.size(); };
+    auto prov = [](const p::TableProvenance& pr) {
+      return nlohmann::json{{"agents", pr.agents}, {"samples", pr.samples},
+                            {"fit_max_rel_error", pr.fit_max_rel_error}};
+    };
     nlohmann::json tables = nlohmann::json::array();
     for (const auto& x : t.dense_gemm) {
       tables.push_back({{"table", "dense_gemm"}, {"precision", std::string(p::PrecisionName(x.precision))},
-                        {"points", count(x.flops_curve)}});
+                        {"points", count(x.flops_curve)}, {"provenance", prov(x.provenance)}});
     }
     for (const auto& x : t.grouped_gemm) {
+      nlohmann::json shapes = nlohmann::json::array();
+      for (const auto& pt : x.points) {
+        shapes.push_back({{"tokens_per_expert", pt.tokens_per_expert}, {"n", pt.n}, {"k", pt.k},
+                          {"experts", pt.num_experts}, {"raggedness", pt.raggedness}, {"seconds", pt.seconds}});
+      }
       tables.push_back({{"table", x.grouped ? "grouped_gemm" : "loop_gemm"},
                         {"precision", std::string(p::PrecisionName(x.precision))},
-                        {"points", count(x.flops_curve)}});
+                        {"points", x.points.size()}, {"shapes", shapes}, {"provenance", prov(x.provenance)}});
     }
     for (const auto& x : t.collectives) {
+      nlohmann::json fit = nlohmann::json::array();
+      for (const auto& seg : x.fit) {
+        fit.push_back({{"max_bytes", std::isinf(seg.max_bytes) ? nlohmann::json("inf") : nlohmann::json(seg.max_bytes)},
+                       {"alpha_us", seg.alpha_seconds * 1e6},
+                       {"bandwidth_gbps", seg.seconds_per_byte > 0 ? 1e-9 / seg.seconds_per_byte : 0.0}});
+      }
       tables.push_back({{"table", "collective"},
                         {"op", std::string(p::CollectiveKindName(x.kind))},
                         {"span", std::string(p::LinkSpanName(x.span))},
                         {"group_size", x.group_size},
-                        {"points", count(x.bytes_curve)}});
+                        {"points", count(x.bytes_curve)},
+                        {"alpha_beta", fit},
+                        {"provenance", prov(x.provenance)}});
     }
     for (const auto& x : t.dispatch) {
       tables.push_back({{"table", "dispatch"}, {"dedup", x.dedup}, {"ep", x.ep},
                         {"ep_gpus_per_domain", x.ep_gpus_per_domain},
-                        {"points", count(x.bytes_curve)}});
+                        {"points", count(x.bytes_curve)}, {"provenance", prov(x.provenance)}});
     }
     if (!t.host_offload.sizes.empty()) {
-      tables.push_back({{"table", "host_offload"}, {"points", count(t.host_offload)}});
+      tables.push_back({{"table", "host_offload"}, {"points", count(t.host_offload)},
+                        {"provenance", prov(t.host_offload_provenance)}});
     }
     for (const auto& x : t.overlap) {
       tables.push_back({{"table", "overlap"}, {"num_comm_streams", x.num_comm_streams},

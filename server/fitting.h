@@ -1,23 +1,29 @@
 // Fitting: stored probe results -> the planner's CalibrationTables, one per
 // (cluster, GPU model), and straggler flags per agent.
 //
-// Curves (planner/cost_model.h MeasuredCurve) are built from each
-// measurement's planner statistic (its median unless the probe says
-// otherwise):
-//   grouped GEMM  "<pass>/grouped" -> grouped table, "<pass>/loop" -> loop
-//                 table, "<pass>/dense_ref" -> dense GEMM table; size = the
-//                 measurement's FLOPs; precision = the requested dtype (the
-//                 CPU twins compute in fp32 and say so in compute_dtype);
-//   collectives   per (op, span, group size); size = the measurement's bytes;
-//                 span intra_node -> NVLink domain, inter_node -> scale-out;
+// Measurements are recognized by the contract in kernels/measurement_roles.h
+// (names and labels written by the probes), using each measurement's
+// planner statistic (its median unless the probe says otherwise):
+//   grouped GEMM  "<pass>/grouped" and "<pass>/loop" of the fwd and bwd_data
+//                 passes (each expert [tokens x k] x [k x n], as the planner
+//                 asks) -> points (tokens per expert, n, k, experts) of the
+//                 grouped / loop table; "<pass>/dense_ref" -> the dense GEMM
+//                 table by FLOPs; precision = the requested dtype (the CPU
+//                 twins compute in fp32 and say so in compute_dtype);
+//   collectives   per (op, span, group size) from the labels; the curve of
+//                 bytes -> median seconds plus alpha-beta fitted per size
+//                 range (planner FitAlphaBeta); span intra_node -> NVLink
+//                 domain, inter_node -> scale-out; nccl-tests logs imported
+//                 with `moetune measurements import` arrive the same way;
 //   dispatch      "dispatch" measurements per (mode de-duplicated or not, EP
 //                 size, EP ranks per domain); size = tokens x top_k x hidden x
 //                 dtype bytes, the DispatchShape convention;
-//   offload       "h2d/pinned/<bytes>" and "d2h/pinned/<bytes>" alone (not
-//                 under a GEMM) -> host_offload; size = bytes;
+//   offload       "h2d|d2h/pinned/<bytes>" alone (not under a GEMM) ->
+//                 host_offload; size = bytes;
 //   overlap       the "gemm_slowdown" value -> one point at 1 comm stream.
-// Points of equal size are merged by their median. Failed results are
-// skipped.
+// Every table records the agents its samples came from, how many samples,
+// and its largest relative deviation from them (TableProvenance). Failed
+// results are skipped.
 //
 // Stragglers: for every single-rank measurement that at least
 // `min_nodes` nodes produced (same probe parameters and name), each node's

@@ -2,15 +2,20 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/measurement_roles.h"
 
 namespace moetune::server {
 namespace {
 
 namespace v1 = ::moetune::v1;
 namespace p = ::moetune::planner;
+namespace kernels = ::moetune::kernels;
+namespace roles = ::moetune::kernels::roles;
 using ::testing::ElementsAre;
 
-v1::ProbeResult Gemm(const std::string& agent, double grouped_s, double flops) {
+// A grouped GEMM result as the probes write it (kernels/measurement_roles.h):
+// 8 experts of [tokens x 1024] x [1024 x 1024], fwd pass.
+v1::ProbeResult Gemm(const std::string& agent, double grouped_s, double tokens_per_expert) {
   v1::ProbeResult r;
   r.set_kind(v1::PROBE_KIND_GROUPED_GEMM);
   r.set_params_json(R"({"kind":"grouped_gemm","num_experts":8,"dtype":"bf16"})");
@@ -18,23 +23,29 @@ v1::ProbeResult Gemm(const std::string& agent, double grouped_s, double flops) {
   r.mutable_provenance()->set_device_name("cpu-x");
   r.mutable_provenance()->set_compute_dtype("fp32");
   r.mutable_provenance()->set_world_size(1);
-  v1::Measurement* m = r.add_measurements();
-  m->set_name("fwd/grouped");
-  m->set_flops(flops);
-  m->set_min_seconds(grouped_s);
-  m->set_median_seconds(grouped_s);
-  v1::Measurement* loop = r.add_measurements();
-  loop->set_name("fwd/loop");
-  loop->set_flops(flops);
-  loop->set_min_seconds(2 * grouped_s);
-  loop->set_median_seconds(2 * grouped_s);
+  const double flops = 2.0 * 8 * tokens_per_expert * 1024 * 1024;
+  for (roles::GemmImpl impl : {roles::GemmImpl::kGrouped, roles::GemmImpl::kLoop}) {
+    v1::Measurement* m = r.add_measurements();
+    m->set_name(roles::GroupedGemmName(roles::GemmPass::kFwd, impl));
+    std::map<std::string, std::string> labels;
+    roles::SetGemmShapeLabels(roles::GroupedGemmShape(roles::GemmPass::kFwd, impl, 8,
+                                                      static_cast<int64_t>(8 * tokens_per_expert),
+                                                      static_cast<int64_t>(tokens_per_expert), 1024, 1024),
+                              &labels);
+    for (const auto& [k, v] : labels) (*m->mutable_labels())[k] = v;
+    const double s = impl == roles::GemmImpl::kGrouped ? grouped_s : 2 * grouped_s;
+    m->set_flops(flops);
+    m->set_min_seconds(s);
+    m->set_median_seconds(s);
+  }
   return r;
 }
 
-TEST(FittingTest, GroupedGemmCurveMergesEqualSizesByMedian) {
-  // Three nodes measure 1 GFLOP in 1, 2 and 3 ms: the point is the median, 2 ms.
-  std::vector<v1::ProbeResult> rs = {Gemm("ci/a", 0.001, 1e9), Gemm("ci/b", 0.002, 1e9),
-                                     Gemm("ci/c", 0.003, 1e9), Gemm("ci/a", 0.004, 4e9)};
+TEST(FittingTest, GroupedGemmTableKeysPointsByTokensPerExpertNAndK) {
+  // Three nodes measure 512 tokens per expert in 1, 2 and 3 ms (the table
+  // answers their median, 2 ms), one 2048 tokens per expert in 4 ms.
+  std::vector<v1::ProbeResult> rs = {Gemm("ci/a", 0.001, 512), Gemm("ci/b", 0.002, 512),
+                                     Gemm("ci/c", 0.003, 512), Gemm("ci/a", 0.004, 2048)};
   ClusterFit fit = FitCluster("ci", rs, {});
   ASSERT_EQ(fit.tables.size(), 1u);
   const p::CalibrationTables& t = fit.tables[0];
@@ -42,17 +53,28 @@ TEST(FittingTest, GroupedGemmCurveMergesEqualSizesByMedian) {
   ASSERT_EQ(t.grouped_gemm.size(), 2u);  // grouped and loop
   const p::GroupedGemmTable& g = t.grouped_gemm[0].grouped ? t.grouped_gemm[0] : t.grouped_gemm[1];
   EXPECT_EQ(g.precision, p::Precision::kBf16);
-  EXPECT_THAT(g.flops_curve.sizes, ElementsAre(1e9, 4e9));
-  EXPECT_THAT(g.flops_curve.seconds, ElementsAre(0.002, 0.004));
+  ASSERT_EQ(g.points.size(), 4u);
+  EXPECT_EQ(g.points[0].n, 1024);
+  EXPECT_EQ(g.points[0].k, 1024);
+  EXPECT_EQ(g.points[0].num_experts, 8);
+  EXPECT_DOUBLE_EQ(p::GroupedGemmTableSeconds(g, 512, 8, 1024, 1024), 0.002);
+  EXPECT_DOUBLE_EQ(p::GroupedGemmTableSeconds(g, 2048, 8, 1024, 1024), 0.004);
+  // Provenance: the agents, 4 samples, and the largest deviation of a
+  // sample from the table: a's 1 ms vs 2 ms, (2 - 1) / 1 = 1.
+  EXPECT_THAT(g.provenance.agents, ElementsAre("ci/a", "ci/b", "ci/c"));
+  EXPECT_EQ(g.provenance.samples, 4);
+  EXPECT_DOUBLE_EQ(g.provenance.fit_max_rel_error, 1.0);
   EXPECT_TRUE(p::ValidateCalibrationTables(t).ok());
   EXPECT_EQ(fit.compute_dtypes.at("cpu-x"), "fp32");
+  const nlohmann::json j = ToJson(fit);
+  EXPECT_EQ(j["gpus"][0]["tables"][0]["provenance"]["agents"].size(), 3u) << j.dump();
 }
 
 TEST(FittingTest, SlowNodeIsFlaggedWithItsNumbers) {
   // a: 1 ms, b: 1.2 ms, c: 3 ms. c's peers' median = (1 + 1.2) / 2 = 1.1 ms;
   // 3 / 1.1 = 2.73 > 1.5, so c is flagged; b's peers (1, 3) -> 2 ms, not slow.
-  std::vector<v1::ProbeResult> rs = {Gemm("ci/a", 0.001, 1e9), Gemm("ci/b", 0.0012, 1e9),
-                                     Gemm("ci/c", 0.003, 1e9)};
+  std::vector<v1::ProbeResult> rs = {Gemm("ci/a", 0.001, 512), Gemm("ci/b", 0.0012, 512),
+                                     Gemm("ci/c", 0.003, 512)};
   ClusterFit fit = FitCluster("ci", rs, {});
   ASSERT_EQ(fit.stragglers.size(), 1u);
   const auto& flags = fit.stragglers.at("ci/c");
@@ -65,8 +87,8 @@ TEST(FittingTest, SlowNodeIsFlaggedWithItsNumbers) {
 TEST(FittingTest, StragglersCompareFastestSamplesNotMedians) {
   // c's median is 10x its peers' (contention), but its fastest sample matches
   // theirs: not a straggler.
-  std::vector<v1::ProbeResult> rs = {Gemm("ci/a", 0.001, 1e9), Gemm("ci/b", 0.001, 1e9),
-                                     Gemm("ci/c", 0.001, 1e9)};
+  std::vector<v1::ProbeResult> rs = {Gemm("ci/a", 0.001, 512), Gemm("ci/b", 0.001, 512),
+                                     Gemm("ci/c", 0.001, 512)};
   for (auto* m : {rs[2].mutable_measurements(0), rs[2].mutable_measurements(1)}) {
     m->set_median_seconds(10 * m->median_seconds());
   }
@@ -84,7 +106,7 @@ TEST(FittingTest, CudaDeviceNamesMatchTheirPresetGpu) {
 }
 
 TEST(FittingTest, TwoNodesAreTooFewToCallAStraggler) {
-  ClusterFit fit = FitCluster("ci", {Gemm("ci/a", 0.001, 1e9), Gemm("ci/c", 0.01, 1e9)}, {});
+  ClusterFit fit = FitCluster("ci", {Gemm("ci/a", 0.001, 512), Gemm("ci/c", 0.01, 512)}, {});
   EXPECT_TRUE(fit.stragglers.empty());
 }
 
@@ -122,7 +144,10 @@ TEST(FittingTest, CollectiveSpanAndOffloadPointsAreRecognised) {
   c.mutable_provenance()->set_world_size(2);
   for (double bytes : {65536.0, 1048576.0}) {
     v1::Measurement* m = c.add_measurements();
-    m->set_name("all_to_all/" + std::to_string(static_cast<int>(bytes)));
+    m->set_name(roles::CollectiveName(kernels::CollectiveOp::kAllToAll, static_cast<int64_t>(bytes)));
+    (*m->mutable_labels())[roles::kLabelOp] = "all_to_all";
+    (*m->mutable_labels())[roles::kLabelSpan] = "inter_node";
+    (*m->mutable_labels())[roles::kLabelGroupSize] = "2";
     m->set_bytes(bytes);
     m->set_median_seconds(bytes / 1e9);
   }
@@ -143,6 +168,11 @@ TEST(FittingTest, CollectiveSpanAndOffloadPointsAreRecognised) {
   EXPECT_EQ(fit.tables[0].collectives[0].span, p::LinkSpan::kScaleOut);
   EXPECT_EQ(fit.tables[0].collectives[0].group_size, 2);
   EXPECT_EQ(fit.tables[0].collectives[0].bytes_curve.sizes.size(), 2u);
+  // One size per range: merged into one alpha-beta segment, 1 GB/s, no latency.
+  ASSERT_EQ(fit.tables[0].collectives[0].fit.size(), 1u);
+  EXPECT_NEAR(fit.tables[0].collectives[0].fit[0].seconds_per_byte, 1e-9, 1e-15);
+  EXPECT_NEAR(fit.tables[0].collectives[0].fit[0].alpha_seconds, 0, 1e-12);
+  EXPECT_LT(fit.tables[0].collectives[0].provenance.fit_max_rel_error, 1e-9);
   EXPECT_THAT(fit.tables[0].host_offload.sizes, ElementsAre(1048576.0));  // under_gemm excluded
 }
 

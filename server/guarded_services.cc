@@ -226,6 +226,13 @@ grpc::Status GuardedPlannerService::GetCalibration(grpc::ServerContext* ctx,
   return inner_->GetCalibration(ctx, req, resp);
 }
 
+grpc::Status GuardedPlannerService::ImportMeasurements(grpc::ServerContext* ctx,
+                                                       const v1::ImportMeasurementsRequest* req,
+                                                       v1::ImportMeasurementsResponse* resp) {
+  ADMIT_USER("PlannerService/ImportMeasurements", nullptr);
+  return inner_->ImportMeasurements(ctx, req, resp);
+}
+
 grpc::Status GuardedPlannerService::ListMeasurements(grpc::ServerContext* ctx,
                                                      const v1::ListMeasurementsRequest* req,
                                                      v1::ListMeasurementsResponse* resp) {

@@ -89,6 +89,9 @@ class GuardedPlannerService final : public moetune::v1::PlannerService::Service 
   grpc::Status GetCalibration(grpc::ServerContext* ctx,
                               const moetune::v1::GetCalibrationRequest* req,
                               moetune::v1::GetCalibrationResponse* resp) override;
+  grpc::Status ImportMeasurements(grpc::ServerContext* ctx,
+                                  const moetune::v1::ImportMeasurementsRequest* req,
+                                  moetune::v1::ImportMeasurementsResponse* resp) override;
   grpc::Status ListMeasurements(grpc::ServerContext* ctx,
                                 const moetune::v1::ListMeasurementsRequest* req,
                                 moetune::v1::ListMeasurementsResponse* resp) override;

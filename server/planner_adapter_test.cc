@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/measurement_roles.h"
 #include "server/internal/test_util.h"
 #include "server/sqlite_store.h"
 
@@ -9,6 +10,7 @@ namespace moetune::server {
 namespace {
 
 namespace v1 = ::moetune::v1;
+namespace roles = ::moetune::kernels::roles;
 using ::moetune::server::testing::StatusIs;
 using ::moetune::server::testing::TempDbPath;
 using ::testing::HasSubstr;
@@ -116,9 +118,17 @@ TEST_F(PlannerAdapterTest, CalibrationIsUsedOnlyForTheSameGpuModel) {
     r.mutable_provenance()->set_device_name("NVIDIA H100 80GB HBM3");  // CUDA's name
     r.mutable_provenance()->set_world_size(1);
     v1::Measurement* m = r.add_measurements();
-    m->set_name("fwd/grouped");
-    m->set_flops(1e12 * (i + 1));
-    m->set_median_seconds(0.002 * (i + 1));  // 500 TFLOPS
+    // As the probes write it (kernels/measurement_roles.h): 8 experts of
+    // [t x 4096] x [4096 x 14336], t = 1024 or 2048 tokens per expert.
+    m->set_name(roles::GroupedGemmName(roles::GemmPass::kFwd, roles::GemmImpl::kGrouped));
+    std::map<std::string, std::string> labels;
+    const int64_t tokens = 8 * 1024 * (i + 1);
+    roles::SetGemmShapeLabels(
+        roles::GroupedGemmShape(roles::GemmPass::kFwd, roles::GemmImpl::kGrouped, 8, tokens, tokens / 8, 4096, 14336),
+        &labels);
+    for (const auto& [k, v] : labels) (*m->mutable_labels())[k] = v;
+    m->set_flops(2.0 * tokens * 4096 * 14336);
+    m->set_median_seconds(m->flops() / 500e12);  // 500 TFLOPS
     ASSERT_TRUE(store_->PutResult(r, std::nullopt).ok());
   }
   v1::PredictRequest pr;

@@ -1,6 +1,10 @@
 #include "server/planner_service.h"
 
+#include "server/measurement_validator.h"
+
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "server/grpc_status.h"
 
 namespace moetune::server {
@@ -133,6 +137,47 @@ grpc::Status PlannerServiceImpl::ListMeasurements(grpc::ServerContext*,
   absl::StatusOr<std::vector<v1::ProbeResult>> results = store_->ListResults(f);
   if (!results.ok()) return ToGrpc(results.status());
   for (v1::ProbeResult& r : *results) *resp->add_results() = std::move(r);
+  return grpc::Status::OK;
+}
+
+grpc::Status PlannerServiceImpl::ImportMeasurements(grpc::ServerContext*,
+                                                    const v1::ImportMeasurementsRequest* req,
+                                                    v1::ImportMeasurementsResponse* resp) {
+  if (req->cluster().empty()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "cluster is empty");
+  if (req->results().empty()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no results to import");
+  std::vector<v1::ProbeResult> results(req->results().begin(), req->results().end());
+  const int64_t now = absl::ToUnixMillis(absl::Now());
+  for (size_t i = 0; i < results.size(); ++i) {
+    v1::ProbeResult& r = results[i];
+    if (r.result_id().empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, absl::StrCat("result ", i, ": result_id is empty"));
+    }
+    if (r.kind() != v1::PROBE_KIND_COLLECTIVE) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("result ", i, " (", r.result_id(), "): only collective results can be "
+                                       "imported, got ", v1::ProbeKind_Name(r.kind())));
+    }
+    if (absl::Status st = ValidateProbeResult(r, ServiceLimits{}); !st.ok()) {
+      return ToGrpc(absl::Status(st.code(), absl::StrCat("result ", i, " (", r.result_id(), "): ", st.message())));
+    }
+    r.mutable_provenance()->set_cluster(req->cluster());
+    r.set_received_unix_ms(now);
+  }
+  std::vector<ResultWrite> writes;
+  for (const v1::ProbeResult& r : results) writes.push_back({&r, std::nullopt});
+  absl::StatusOr<std::vector<absl::StatusOr<bool>>> stored = store_->PutResults(writes);
+  if (!stored.ok()) return ToGrpc(stored.status());
+  for (size_t i = 0; i < stored->size(); ++i) {
+    const absl::StatusOr<bool>& one = (*stored)[i];
+    if (!one.ok()) {
+      return ToGrpc(absl::Status(one.status().code(), absl::StrCat("result ", i, ": ", one.status().message())));
+    }
+    if (*one) {
+      resp->set_stored(resp->stored() + 1);
+    } else {
+      resp->set_duplicates(resp->duplicates() + 1);
+    }
+  }
   return grpc::Status::OK;
 }
 

@@ -58,6 +58,12 @@ class PlannerServiceImpl final : public moetune::v1::PlannerService::Service {
   grpc::Status ListMeasurements(grpc::ServerContext*,
                                 const moetune::v1::ListMeasurementsRequest*,
                                 moetune::v1::ListMeasurementsResponse*) override;
+  // Validates every result (server/measurement_validator.h; collective
+  // results only), labels it with the cluster and stores all in one
+  // transaction.
+  grpc::Status ImportMeasurements(grpc::ServerContext*,
+                                  const moetune::v1::ImportMeasurementsRequest*,
+                                  moetune::v1::ImportMeasurementsResponse*) override;
 
  private:
   Store* store_;

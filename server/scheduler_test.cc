@@ -406,6 +406,73 @@ TEST_F(SchedulerDuringWriteTest, AgentLostWhileItsCompletingResultIsWrittenLeave
   EXPECT_EQ(c->state(), v1::CAMPAIGN_STATE_SUCCEEDED);
 }
 
+v1::AgentInfo SizedAgent(const std::string& node, v1::Backend backend, int devices, uint64_t memory_bytes) {
+  v1::AgentInfo a;
+  a.set_agent_id("ci/" + node);
+  a.set_node(node);
+  a.set_cluster("ci");
+  a.set_backend(backend);
+  for (int d = 0; d < devices; ++d) {
+    v1::DeviceInfo* info = a.add_devices();
+    info->set_index(d);
+    info->set_memory_bytes(memory_bytes);
+  }
+  return a;
+}
+
+// Per agent and kind: the grouped GEMM hidden sizes and token counts, the
+// offload sizes and the collective sizes of its tasks.
+struct PlannedSizes {
+  std::set<int64_t> hidden, tokens, offload, collective;
+};
+PlannedSizes SizesOf(const std::vector<v1::ProbeTask>& tasks, const std::string& agent) {
+  PlannedSizes out;
+  for (const v1::ProbeTask& t : tasks) {
+    if (!agent.empty() && t.pinned_agent_id() != agent) continue;
+    if (t.has_grouped_gemm()) {
+      out.hidden.insert(t.grouped_gemm().hidden());
+      out.tokens.insert(t.grouped_gemm().total_tokens());
+    }
+    if (t.has_offload()) out.offload.insert(t.offload().sizes_bytes().begin(), t.offload().sizes_bytes().end());
+    if (t.has_collective()) {
+      out.collective.insert(t.collective().sizes_bytes().begin(), t.collective().sizes_bytes().end());
+    }
+  }
+  return out;
+}
+
+TEST(CampaignPlannerTest, StandardSizesFollowEachAgentsBackendAndMemory) {
+  const uint64_t kGB = 1000000000;
+  const std::vector<v1::AgentInfo> agents = {SizedAgent("cpu", v1::BACKEND_CPU, 1, 0),
+                                             SizedAgent("h200", v1::BACKEND_CUDA, 2, 141 * kGB),
+                                             SizedAgent("small", v1::BACKEND_CUDA, 1, 16 * kGB)};
+  auto tasks = PlanCampaign("c", v1::CAMPAIGN_PROFILE_STANDARD, agents);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  // A CPU agent gets host sizes, not DeepSeek-V3's 7168 x 2048 experts.
+  const PlannedSizes cpu = SizesOf(*tasks, "ci/cpu");
+  EXPECT_EQ(cpu.hidden, (std::set<int64_t>{1024}));
+  EXPECT_EQ(cpu.tokens, (std::set<int64_t>{1024, 4096}));
+  EXPECT_EQ(cpu.offload, (std::set<int64_t>{8 << 20, 64 << 20}));
+  // An H200 runs the production sweep, its 1 GiB intra-node collectives too.
+  const PlannedSizes h200 = SizesOf(*tasks, "ci/h200");
+  EXPECT_EQ(h200.hidden, (std::set<int64_t>{7168}));
+  EXPECT_EQ(h200.tokens, (std::set<int64_t>{4096, 16384, 65536}));
+  EXPECT_EQ(h200.collective.count(int64_t{1} << 30), 1u);
+  // 16 GB: 65,536 tokens x (7168 + 2048) with 32 experts' weights and
+  // gradients needs ~8.6 GB (twice ~4.3 GB), over half the device: dropped.
+  const PlannedSizes small = SizesOf(*tasks, "ci/small");
+  EXPECT_EQ(small.tokens, (std::set<int64_t>{4096, 16384}));
+  // Cross-node collectives (no pinned agent) run on every agent, the CPU one
+  // included: host sizes, rounded to the group (3 ranks x 16 bytes).
+  std::set<int64_t> cross;
+  for (const v1::ProbeTask& t : *tasks) {
+    if (t.has_collective() && t.pinned_agent_id().empty() && t.world_size() == 3) {
+      cross.insert(t.collective().sizes_bytes().begin(), t.collective().sizes_bytes().end());
+    }
+  }
+  EXPECT_EQ(cross, (std::set<int64_t>{4080, 262128, 8388576}));
+}
+
 TEST(CampaignPlannerTest, CollectiveSizesSplitEvenlyOverTheGroup) {
   std::vector<v1::AgentInfo> agents = {Agent("n1"), Agent("n2"), Agent("n3")};
   auto tasks = PlanCampaign("c", v1::CAMPAIGN_PROFILE_QUICK, agents);

@@ -2,6 +2,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/collective_inputs.h"
+#include "kernels/measurement_roles.h"
 #include "kernels/cpu/cpu_probes_internal.h"
 #include "kernels/cpu/cpu_util.h"
 #include "kernels/cpu/gloo_group.h"
@@ -13,35 +15,17 @@ namespace {
 constexpr uint32_t kTagOp = 10;
 constexpr uint32_t kTagBarrier = 11;
 
-// Input element i of `rank`: small integers, so every sum is exact in fp32.
-float InputValue(CollectiveOp op, int rank, size_t i, size_t chunk) {
-  if (op == CollectiveOp::kAllToAll) {  // encodes (source, destination, index)
-    return static_cast<float>(rank * 1000 + (i / chunk) * 10 + (i % chunk) % 7);
-  }
-  return static_cast<float>(rank * 1000 + i % 997);
-}
-
-// Expected output element i of `rank` in a group of n.
-double ExpectedValue(CollectiveOp op, int rank, int n, size_t i, size_t chunk) {
-  switch (op) {
-    case CollectiveOp::kAllReduce:  // sum_r (r*1000 + i%997)
-      return 1000.0 * n * (n - 1) / 2 + static_cast<double>(n) * (i % 997);
-    case CollectiveOp::kAllGather:  // block r = rank r's input
-      return (i / chunk) * 1000.0 + (i % chunk) % 997;
-    case CollectiveOp::kReduceScatter:  // sum over ranks of element rank*chunk + i
-      return 1000.0 * n * (n - 1) / 2 + static_cast<double>(n) * ((rank * chunk + i) % 997);
-    case CollectiveOp::kAllToAll:  // block s came from rank s, sent to us
-      return (i / chunk) * 1000.0 + rank * 10.0 + (i % chunk) % 7;
-  }
-  return 0;
-}
-
 }  // namespace
 
 ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, ProbeResult* result) {
   MOETUNE_PROBE_RETURN_IF_ERROR(ValidateGroup(group, p.group_size));
+  // Phases end with the group's agreement (kernels/group_agreement.h).
+  GroupAgreement agree(group);
   std::shared_ptr<gloo::Context> ctx;
-  MOETUNE_PROBE_RETURN_IF_ERROR(ConnectGloo(group, &ctx));
+  MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "connect", [&] {
+    MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("connect"));
+    return ConnectGloo(group, &ctx);
+  }, &ctx));
   const int n = group.world_size;
   for (int64_t size_bytes : p.sizes_bytes) {
     // fp32 payload of the same byte size whatever the requested dtype.
@@ -51,7 +35,9 @@ ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, Pr
     if (p.op == CollectiveOp::kReduceScatter) out_elems = buffer / n;
     const size_t chunk = buffer / n;
     std::vector<float> in(in_elems), out(out_elems), scratch(p.op == CollectiveOp::kReduceScatter ? in_elems : 1);
-    for (size_t i = 0; i < in_elems; ++i) in[i] = InputValue(p.op, group.rank, i, chunk);
+    // Exact in fp32 at any rank count (kernels/collective_inputs.h).
+    const CollectiveInputs inputs = CollectiveInputsFor(p.op, DType::kFp32, n);
+    for (size_t i = 0; i < in_elems; ++i) in[i] = inputs.Value(group.rank, static_cast<int64_t>(i));
     auto run = [&]() -> ProbeStatus {
       switch (p.op) {
         case CollectiveOp::kAllReduce: return GlooAllreduceSum(ctx, in.data(), out.data(), in_elems, kTagOp);
@@ -63,29 +49,36 @@ ProbeStatus RunCollectives(const CollectiveParams& p, const GroupSpec& group, Pr
       return Internal("unknown collective");
     };
     Measurement m;
-    m.name = std::string(CollectiveOpName(p.op)) + "/" + std::to_string(size_bytes);
-    m.labels = {{"op", CollectiveOpName(p.op)},
-                {"size_bytes", std::to_string(size_bytes)},
-                {"group_size", std::to_string(n)},
-                {"span", SpanName(p.span)},
+    m.name = roles::CollectiveName(p.op, size_bytes);
+    m.labels = {{roles::kLabelOp, CollectiveOpName(p.op)},
+                {roles::kLabelSizeBytes, std::to_string(size_bytes)},
+                {roles::kLabelGroupSize, std::to_string(n)},
+                {roles::kLabelSpan, SpanName(p.span)},
                 {"dtype", DTypeName(p.dtype)},
                 {"payload", "fp32"}};
+    const std::string size_name = std::to_string(size_bytes);
     if (p.timing.verify) {
-      std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
-      MOETUNE_PROBE_RETURN_IF_ERROR(run());
-      for (size_t i = 0; i < out_elems; ++i) {
-        const double want = ExpectedValue(p.op, group.rank, n, i, chunk);
-        if (!(out[i] == want)) {
-          return DataLoss(std::string("collective ") + CollectiveOpName(p.op) + " (cpu, " +
-                          std::to_string(size_bytes) + " bytes, rank " + std::to_string(group.rank) +
-                          "): element " + std::to_string(i) + ": got " + std::to_string(out[i]) +
-                          ", want " + std::to_string(want));
+      MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "verify/" + size_name, [&]() -> ProbeStatus {
+        MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("verify"));
+        std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+        MOETUNE_PROBE_RETURN_IF_ERROR(run());
+        for (size_t i = 0; i < out_elems; ++i) {
+          const double want = ExpectedCollectiveValue(inputs, p.op, group.rank, n, static_cast<int64_t>(i),
+                                                      static_cast<int64_t>(chunk));
+          if (!(out[i] == want)) {
+            return DataLoss(std::string("collective ") + CollectiveOpName(p.op) + " (cpu, " + size_name +
+                            " bytes, rank " + std::to_string(group.rank) + "): element " + std::to_string(i) +
+                            ": got " + std::to_string(out[i]) + ", want " + std::to_string(want));
+          }
         }
-      }
+        return ProbeStatus::Ok();
+      }, &ctx));
       m.verified = true;
     }
-    MOETUNE_PROBE_RETURN_IF_ERROR(TimeSamples(
-        p.timing, [&] { return GlooBarrier(ctx, kTagBarrier); }, run, &m.samples_seconds));
+    MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "time/" + size_name, [&] {
+      MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("time"));
+      return TimeSamples(p.timing, [&] { return GlooBarrier(ctx, kTagBarrier); }, run, &m.samples_seconds);
+    }, &ctx));
     m.bytes = static_cast<double>(size_bytes);
     m.bus_factor = BusBandwidthFactor(p.op, n);
     m.Finalize();

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/check_summary.h"
 #include "kernels/cpu/cpu_probes.h"
 #include "kernels/probe_result.h"
 #include "kernels/rendezvous.h"
@@ -117,6 +118,7 @@ int main(int argc, char** argv) {
     cases.push_back({"overlap", v, 2});
   }
   int errors = 0;
+  std::vector<mk::CheckedCase> checked;
   for (size_t i = 0; i < cases.size(); ++i) {
     mk::ProbeResult r;
     const mk::ProbeStatus s = RunRanks(cases[i].params, cases[i].ranks, "case" + std::to_string(i), &r);
@@ -126,6 +128,7 @@ int main(int argc, char** argv) {
       continue;
     }
     std::printf("%s", mk::ToTable(r).c_str());
+    checked.push_back({cases[i].title, r});
     for (const auto& m : r.measurements) {
       for (const auto& [k, v] : m.values) {
         if (k == "hidden_fraction" || k == "gemm_slowdown") std::printf("%-16s   %s = %.3f\n", "", k.c_str(), v);
@@ -136,5 +139,7 @@ int main(int argc, char** argv) {
                   r.provenance.blas_version.c_str());
     }
   }
+  // The headline figures (kernels/check_summary.h), as gpu_check prints them.
+  std::printf("\n%s", mk::CheckSummary(checked).c_str());
   return errors == 0 ? 0 : 1;
 }

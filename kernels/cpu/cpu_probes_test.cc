@@ -4,7 +4,12 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/dispatch_combine.h"
+#include "kernels/dispatch_plan.h"
 #include "kernels/internal/status_matchers.h"
+#include "kernels/rendezvous.h"
+
+#include <thread>
 
 namespace moetune::kernels::cpu {
 namespace {
@@ -204,6 +209,49 @@ TEST(CpuOverlap, SingleRankReportsHiddenFractionAndSlowdown) {
   EXPECT_GE(both->values.at("hidden_fraction"), 0.0);
   EXPECT_LE(both->values.at("hidden_fraction"), 1.0);
   EXPECT_GT(both->values.at("gemm_slowdown"), 0.0);
+}
+
+// Routing is exchanged, not recomputed on every rank: a rank whose host
+// draws a different routing from the same parameters (a different libm
+// rounding the Zipf weights, simulated here by a different seed on rank 1)
+// still leaves every rank with the same plans, and every round trip checks.
+TEST(CpuDispatchCombine, RanksAgreeOnRoutingEvenWhenTheyDrawItDifferently) {
+  auto store = MakeInMemoryRendezvousStore();
+  std::vector<ProbeStatus> status(3);
+  std::vector<std::vector<float>> combined(3);
+  std::vector<DispatchCombineParams> params(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    DispatchCombineParams& p = params[r];
+    p.tokens_per_rank = 48;
+    p.hidden = 16;
+    p.num_experts = 6;
+    p.top_k = 2;
+    p.ep_size = 3;
+    p.routing = TokenDistribution::Zipf(1.1);
+    p.timing.warmup_iters = 0;
+    p.timing.timed_iters = 1;
+    p.timing.seed = r == 1 ? 99 : 1;
+    threads.emplace_back([&, r] {
+      GroupSpec g;
+      g.rank = r;
+      g.world_size = 3;
+      g.store = store;
+      g.key_prefix = "routing";
+      g.timeout = std::chrono::milliseconds(10000);
+      ProbeResult result;
+      status[r] = RunDispatchCombineRoundTrip(params[r], g, &result, &combined[r]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r].ToString();
+    // The rank's own routing and tokens (as it drew them) are what came back.
+    const std::vector<double> want =
+        ExpectedCombine(params[r], MakeRouting(params[r], r), MakeTokens(params[r], r));
+    ASSERT_EQ(combined[r].size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(combined[r][i], want[i], 1e-5 * (1 + std::fabs(want[i])));
+  }
 }
 
 }  // namespace

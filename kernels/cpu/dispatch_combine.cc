@@ -12,6 +12,8 @@
 #include "kernels/cpu/gloo_group.h"
 #include "kernels/cpu/gloo_ops.h"
 #include "kernels/dispatch_plan.h"
+#include "kernels/measurement_roles.h"
+#include "kernels/group_agreement.h"
 
 namespace moetune::kernels::cpu {
 namespace {
@@ -21,12 +23,14 @@ namespace {
 constexpr uint32_t kTagDispatch = 100;
 constexpr uint32_t kTagCombine = 200;
 constexpr uint32_t kTagBarrier = 300;
+constexpr uint32_t kTagRouting = 400;
 
 class DispatchCombineRunner {
  public:
-  DispatchCombineRunner(const DispatchCombineParams& p, std::shared_ptr<gloo::Context> ctx,
+  // `ctx` stays owned by the caller, who closes it (reset) on a failure.
+  DispatchCombineRunner(const DispatchCombineParams& p, const std::shared_ptr<gloo::Context>& ctx,
                         DispatchPlan plan)
-      : h_(p.hidden), ctx_(std::move(ctx)), plan_(std::move(plan)) {
+      : h_(p.hidden), ctx_(ctx), plan_(std::move(plan)) {
     const size_t n = plan_.stages.size();
     bufs_.resize(n + 1);
     for (size_t s = 0; s <= n; ++s) bufs_[s].resize(std::max<int64_t>(1, plan_.buffer_rows[s]) * h_);
@@ -105,23 +109,59 @@ class DispatchCombineRunner {
 
  private:
   const int64_t h_;
-  std::shared_ptr<gloo::Context> ctx_;
+  const std::shared_ptr<gloo::Context>& ctx_;
   DispatchPlan plan_;
   std::vector<std::vector<float>> bufs_, cbufs_, send_, ret_;
   std::vector<float> expert_out_;
 };
+
+// Each rank's own routing (MakeRouting), all-gathered: expert ids (exact in
+// fp32 below 2^24) then weights, tokens_per_rank * top_k of each per rank.
+ProbeStatus ExchangeRouting(const std::shared_ptr<gloo::Context>& ctx, const DispatchCombineParams& p, int rank,
+                            std::vector<Routing>* routing) {
+  const Routing mine = MakeRouting(p, rank);
+  const size_t n = mine.experts.size();
+  std::vector<float> send(2 * n), all(2 * n * static_cast<size_t>(p.ep_size));
+  for (size_t i = 0; i < n; ++i) {
+    send[i] = static_cast<float>(mine.experts[i]);
+    send[n + i] = mine.weights[i];
+  }
+  MOETUNE_PROBE_RETURN_IF_ERROR(GlooAllgather(ctx, send.data(), all.data(), send.size(), kTagRouting));
+  routing->assign(static_cast<size_t>(p.ep_size), mine);
+  for (int64_t r = 0; r < p.ep_size; ++r) {
+    const float* src = all.data() + r * 2 * n;
+    Routing& dst = (*routing)[r];
+    for (size_t i = 0; i < n; ++i) {
+      dst.experts[i] = static_cast<int32_t>(src[i]);
+      dst.weights[i] = src[n + i];
+    }
+  }
+  return ProbeStatus::Ok();
+}
 
 }  // namespace
 
 ProbeStatus RunDispatchCombineRoundTrip(const DispatchCombineParams& p, const GroupSpec& group,
                                         ProbeResult* result, std::vector<float>* combined) {
   MOETUNE_PROBE_RETURN_IF_ERROR(ValidateGroup(group, p.ep_size));
+  // Every phase ends with all ranks agreeing on its outcome
+  // (kernels/group_agreement.h); a rank that fails closes its Gloo context
+  // first, so peers blocked in an exchange with it fail at once.
+  GroupAgreement agree(group);
   std::shared_ptr<gloo::Context> ctx;
-  MOETUNE_PROBE_RETURN_IF_ERROR(ConnectGloo(group, &ctx));
+  MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "connect", [&] {
+    MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("connect"));
+    return ConnectGloo(group, &ctx);
+  }, &ctx));
 
-  // Routing of every rank from the seed (the untimed layout step).
+  // Routing: every rank draws its own from the seed, then the ranks exchange
+  // them once (untimed) so that all plans are built from the same routing,
+  // whatever each host's libm makes of the Zipf weights.
   std::vector<Routing> routing;
-  for (int r = 0; r < p.ep_size; ++r) routing.push_back(MakeRouting(p, r));
+  MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "routing", [&] {
+    MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("routing"));
+    return ExchangeRouting(ctx, p, group.rank, &routing);
+  }, &ctx));
   DispatchPlan plan = BuildDispatchPlan(p, group.rank, routing);
   const DispatchPlan plan_copy = plan;
   DispatchCombineRunner runner(p, ctx, std::move(plan));
@@ -132,23 +172,27 @@ ProbeStatus RunDispatchCombineRoundTrip(const DispatchCombineParams& p, const Gr
   // weighted sum of expert outputs for every token.
   double max_err = 0;
   if (p.timing.verify || combined != nullptr) {
-    MOETUNE_PROBE_RETURN_IF_ERROR(runner.Dispatch());
-    runner.Experts();
-    std::vector<float>& out = runner.output();
-    std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
-    MOETUNE_PROBE_RETURN_IF_ERROR(runner.Combine());
-    const std::vector<double> expected = ExpectedCombine(p, routing[group.rank], tokens);
-    for (size_t i = 0; i < expected.size(); ++i) {
-      const double err = RelError(out[i], expected[i], std::fabs(expected[i]) + 1e-6);
-      if (err > max_err) max_err = err;
-      if (err > 1e-5) {
-        return DataLoss("dispatch_combine (cpu, " + std::string(DispatchModeName(p.mode)) + ", rank " +
-                        std::to_string(group.rank) + "): token " + std::to_string(i / p.hidden) +
-                        " element " + std::to_string(i % p.hidden) + ": got " +
-                        std::to_string(out[i]) + ", want " + std::to_string(expected[i]));
+    MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "verify", [&]() -> ProbeStatus {
+      MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("verify"));
+      MOETUNE_PROBE_RETURN_IF_ERROR(runner.Dispatch());
+      runner.Experts();
+      std::vector<float>& out = runner.output();
+      std::fill(out.begin(), out.end(), std::numeric_limits<float>::quiet_NaN());
+      MOETUNE_PROBE_RETURN_IF_ERROR(runner.Combine());
+      const std::vector<double> expected = ExpectedCombine(p, routing[group.rank], tokens);
+      for (size_t i = 0; i < expected.size(); ++i) {
+        const double err = RelError(out[i], expected[i], std::fabs(expected[i]) + 1e-6);
+        if (err > max_err) max_err = err;
+        if (err > 1e-5) {
+          return DataLoss("dispatch_combine (cpu, " + std::string(DispatchModeName(p.mode)) + ", rank " +
+                          std::to_string(group.rank) + "): token " + std::to_string(i / p.hidden) +
+                          " element " + std::to_string(i % p.hidden) + ": got " +
+                          std::to_string(out[i]) + ", want " + std::to_string(expected[i]));
+        }
       }
-    }
-    if (combined != nullptr) combined->assign(out.begin(), out.begin() + expected.size());
+      if (combined != nullptr) combined->assign(out.begin(), out.begin() + expected.size());
+      return ProbeStatus::Ok();
+    }, &ctx));
   }
 
   const int64_t row_bytes = p.hidden * static_cast<int64_t>(sizeof(float));
@@ -170,16 +214,20 @@ ProbeStatus RunDispatchCombineRoundTrip(const DispatchCombineParams& p, const Gr
   auto barrier = [&] { return runner.Barrier(); };
 
   Measurement dispatch;
-  dispatch.name = "dispatch";
+  dispatch.name = roles::kDispatch;
   dispatch.labels = labels("dispatch");
-  MOETUNE_PROBE_RETURN_IF_ERROR(
-      TimeSamples(p.timing, barrier, [&] { return runner.Dispatch(); }, &dispatch.samples_seconds));
+  MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "time/dispatch", [&] {
+    MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("time/dispatch"));
+    return TimeSamples(p.timing, barrier, [&] { return runner.Dispatch(); }, &dispatch.samples_seconds);
+  }, &ctx));
   runner.Experts();
   Measurement combine;
-  combine.name = "combine";
+  combine.name = roles::kCombine;
   combine.labels = labels("combine");
-  MOETUNE_PROBE_RETURN_IF_ERROR(
-      TimeSamples(p.timing, barrier, [&] { return runner.Combine(); }, &combine.samples_seconds));
+  MOETUNE_PROBE_RETURN_IF_ERROR(RunPhase(&agree, "time/combine", [&] {
+    MOETUNE_PROBE_RETURN_IF_ERROR(agree.InjectedFailure("time/combine"));
+    return TimeSamples(p.timing, barrier, [&] { return runner.Combine(); }, &combine.samples_seconds);
+  }, &ctx));
 
   for (Measurement* m : {&dispatch, &combine}) {
     // alg_bw: every row this rank moves (self copies included), nccl-tests

@@ -65,4 +65,13 @@ ProbeStatus ConnectGloo(const GroupSpec& group, std::shared_ptr<gloo::Context>* 
   return ProbeStatus::Ok();
 }
 
+ProbeStatus RunPhase(GroupAgreement* agree, const std::string& phase, const std::function<ProbeStatus()>& body,
+                     std::shared_ptr<gloo::Context>* ctx) {
+  const ProbeStatus mine = body();
+  if (!mine.ok()) ctx->reset();
+  const ProbeStatus verdict = agree->Agree(phase, mine);
+  if (!verdict.ok()) ctx->reset();
+  return verdict;
+}
+
 }  // namespace moetune::kernels::cpu

@@ -2,10 +2,13 @@
 // gloo::rendezvous::Store, and the connection of a full-mesh Gloo context.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "gloo/context.h"
 #include "gloo/rendezvous/store.h"
+#include "kernels/group_agreement.h"
 #include "kernels/probe_status.h"
 #include "kernels/probe_types.h"
 #include "kernels/rendezvous.h"
@@ -35,5 +38,13 @@ class GlooStoreAdapter : public gloo::rendezvous::Store {
 // FailedPrecondition without a store (world_size > 1); Unavailable naming the
 // missing key when the peers do not show up within group.timeout.
 ProbeStatus ConnectGloo(const GroupSpec& group, std::shared_ptr<gloo::Context>* context);
+
+// One phase of a multi-rank CPU probe: runs `body`, then the group agrees on
+// the outcome (kernels/group_agreement.h). When this rank failed, or a peer
+// did, *ctx is reset first (the caller holds the only reference): closing
+// the connections makes peers blocked in an exchange with this rank fail at
+// once instead of at the Gloo timeout.
+ProbeStatus RunPhase(GroupAgreement* agree, const std::string& phase, const std::function<ProbeStatus()>& body,
+                     std::shared_ptr<gloo::Context>* ctx);
 
 }  // namespace moetune::kernels::cpu

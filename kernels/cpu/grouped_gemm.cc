@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/cpu_probes_internal.h"
 #include "kernels/cpu/cpu_util.h"
+#include "kernels/measurement_roles.h"
 #include "kernels/random.h"
 #include "kernels/reference.h"
 
@@ -46,9 +47,12 @@ void Poison(const GemmOp& op) {
   }
 }
 
-double Check(const GemmOp& op, std::string* worst) {
+// fp32 GEMMs with fp32 outputs (kernels/reference.h GemmTolerance).
+constexpr GemmTolerance kCpuTolerance{kFp32UnitRoundoff, kFp32UnitRoundoff, 8};
+
+GemmCheckResult Check(const GemmOp& op) {
   return CheckGemmRows(op.trans_a, op.trans_b, op.m, op.n, op.k, op.a, op.lda, op.b, op.ldb, op.c,
-                       op.ldc, SampleRows(op.m, 4), worst);
+                       op.ldc, SampleRows(op.m, 4), kCpuTolerance);
 }
 
 // Largest-first assignment of ops to workers by FLOPs (LPT schedule).
@@ -77,10 +81,8 @@ class BlasThreads {
   int saved_;
 };
 
-enum class Impl { kLoop, kGrouped, kDense };
-const char* ImplName(Impl i) {
-  return i == Impl::kLoop ? "loop" : i == Impl::kGrouped ? "grouped" : "dense_ref";
-}
+using roles::GemmImpl;
+using roles::GemmPass;
 
 }  // namespace
 
@@ -120,20 +122,21 @@ MxEmulatedInputs EmulateMxInputs(const std::vector<float>& x, const std::vector<
 ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
   const std::vector<int64_t> counts = ExpertTokenCounts(p);
   const int64_t e_count = p.num_experts, k_dim = p.hidden, n_dim = p.ffn_hidden;
-  int64_t tokens = 0;
-  for (int64_t c : counts) tokens += c;
+  int64_t tokens = 0, max_tokens = 0;
+  for (int64_t c : counts) tokens += c, max_tokens = std::max(max_tokens, c);
   std::vector<int64_t> offsets(e_count + 1, 0);
   for (int64_t e = 0; e < e_count; ++e) offsets[e + 1] = offsets[e] + counts[e];
 
   const uint64_t seed = p.timing.seed;
-  const std::vector<float> x = UniformValues(StreamSeed(seed, 0, 10), tokens * k_dim);
-  const std::vector<float> w = UniformValues(StreamSeed(seed, 0, 11), e_count * k_dim * n_dim);
-  const std::vector<float> dy = UniformValues(StreamSeed(seed, 0, 12), tokens * n_dim);
+  // Mixed-magnitude inputs (kernels/random.h), the same on both backends.
+  const std::vector<float> x = MixedMagnitudeValues(StreamSeed(seed, 0, 10), tokens, k_dim);
+  const std::vector<float> w = MixedMagnitudeValues(StreamSeed(seed, 0, 11), e_count * k_dim, n_dim);
+  const std::vector<float> dy = MixedMagnitudeValues(StreamSeed(seed, 0, 12), tokens, n_dim);
   std::vector<float> y(tokens * n_dim), dx(tokens * k_dim), dw(e_count * k_dim * n_dim);
   std::vector<float> dense_out(std::max(tokens * std::max(n_dim, k_dim), k_dim * n_dim));
 
   struct Pass {
-    const char* name;
+    GemmPass pass;
     std::vector<GemmOp> grouped;
     GemmOp dense;
   };
@@ -152,7 +155,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
 
   std::vector<Pass> passes;
   if (p.forward) {  // Y_e[t,N] = X_e[t,K] W_e[K,N]
-    Pass pass{"fwd", {}, {false, false, tokens, n_dim, k_dim, x_fwd, k_dim, w_fwd, n_dim,
+    Pass pass{GemmPass::kFwd, {}, {false, false, tokens, n_dim, k_dim, x_fwd, k_dim, w_fwd, n_dim,
                           dense_out.data(), n_dim}};
     for (int64_t e = 0; e < e_count; ++e) {
       pass.grouped.push_back({false, false, counts[e], n_dim, k_dim, x_fwd + offsets[e] * k_dim,
@@ -162,7 +165,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
     passes.push_back(std::move(pass));
   }
   if (p.backward_data) {  // dX_e[t,K] = dY_e[t,N] W_e^T[N,K]
-    Pass pass{"bwd_data", {}, {false, true, tokens, k_dim, n_dim, dy_bd, n_dim, w_bd, n_dim,
+    Pass pass{GemmPass::kBwdData, {}, {false, true, tokens, k_dim, n_dim, dy_bd, n_dim, w_bd, n_dim,
                                dense_out.data(), k_dim}};
     for (int64_t e = 0; e < e_count; ++e) {
       pass.grouped.push_back({false, true, counts[e], k_dim, n_dim, dy_bd + offsets[e] * n_dim,
@@ -172,7 +175,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
     passes.push_back(std::move(pass));
   }
   if (p.backward_weight) {  // dW_e[K,N] = X_e^T[K,t] dY_e[t,N]
-    Pass pass{"bwd_weight", {}, {true, false, k_dim, n_dim, tokens, x_bw, k_dim, dy_bw, n_dim,
+    Pass pass{GemmPass::kBwdWeight, {}, {true, false, k_dim, n_dim, tokens, x_bw, k_dim, dy_bw, n_dim,
                                  dense_out.data(), n_dim}};
     for (int64_t e = 0; e < e_count; ++e) {
       pass.grouped.push_back({true, false, k_dim, n_dim, counts[e], x_bw + offsets[e] * k_dim,
@@ -189,12 +192,12 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
     const std::vector<GemmOp> dense_only(1, pass.dense);
     double dense_seconds = 0;
     std::vector<Measurement> ms;
-    for (Impl impl : {Impl::kDense, Impl::kLoop, Impl::kGrouped}) {
+    for (GemmImpl impl : {GemmImpl::kDenseRef, GemmImpl::kLoop, GemmImpl::kGrouped}) {
       std::function<void()> run;
-      const std::vector<GemmOp>& outputs = impl == Impl::kDense ? dense_only : pass.grouped;
-      if (impl == Impl::kDense) {
+      const std::vector<GemmOp>& outputs = impl == GemmImpl::kDenseRef ? dense_only : pass.grouped;
+      if (impl == GemmImpl::kDenseRef) {
         run = [&] { RunOp(pass.dense); };
-      } else if (impl == Impl::kLoop) {
+      } else if (impl == GemmImpl::kLoop) {
         run = [&] {
           for (const GemmOp& op : pass.grouped) RunOp(op);
         };
@@ -207,13 +210,14 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
         };
       }
       Measurement m;
-      m.name = std::string(pass.name) + "/" + ImplName(impl);
-      m.labels = {{"pass", pass.name},
-                  {"impl", ImplName(impl)},
-                  {"dtype", DTypeName(p.dtype)},
+      m.name = roles::GroupedGemmName(pass.pass, impl);
+      m.labels = {{roles::kLabelPass, roles::Name(pass.pass)},
+                  {roles::kLabelImpl, roles::Name(impl)},
+                  {roles::kLabelDType, DTypeName(p.dtype)},
                   {"compute_dtype", "fp32"},
-                  {"experts", std::to_string(e_count)},
                   {"tokens", std::to_string(tokens)}};
+      roles::SetGemmShapeLabels(roles::GroupedGemmShape(pass.pass, impl, e_count, tokens, max_tokens, k_dim, n_dim),
+                                &m.labels);
       if (mx) {
         m.labels["emulated"] =
             "mxfp8 numerics: inputs quantized to E4M3 with a UE8M0 scale per 32 along each GEMM's "
@@ -223,15 +227,20 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
       if (p.timing.verify) {
         for (const GemmOp& op : outputs) Poison(op);
         run();
+        GemmCheckResult all;
         for (size_t i = 0; i < outputs.size(); ++i) {
-          std::string worst;
-          const double err = Check(outputs[i], &worst);
-          m.max_rel_error = std::max(m.max_rel_error, err);
-          if (err > DTypeRelTolerance(DType::kFp32)) {
+          const GemmCheckResult r = Check(outputs[i]);
+          if (!r.ok()) {
             return DataLoss("grouped_gemm " + m.name + " (cpu, fp32): GEMM " + std::to_string(i) +
-                            " " + worst + ", relative error " + std::to_string(err));
+                            " (m " + std::to_string(outputs[i].m) + ", n " + std::to_string(outputs[i].n) +
+                            ", k " + std::to_string(outputs[i].k) + "): " + std::to_string(r.bad) + " of " +
+                            std::to_string(r.checked) + " checked elements outside tolerance, worst " +
+                            r.worst + ", relative error norm " + std::to_string(r.RelativeErrorNorm()));
           }
+          all.Merge(r);
         }
+        m.max_rel_error = all.RelativeErrorNorm();
+        m.values["checked_elements"] = static_cast<double>(all.checked);
         m.verified = true;
       }
       MOETUNE_PROBE_RETURN_IF_ERROR(TimeSamples(p.timing, nullptr, [&] {
@@ -240,7 +249,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, ProbeResult* result) {
       }, &m.samples_seconds));
       for (const GemmOp& op : outputs) m.flops += op.Flops();
       m.Finalize();
-      if (impl == Impl::kDense) dense_seconds = m.PlannerSeconds();
+      if (impl == GemmImpl::kDenseRef) dense_seconds = m.PlannerSeconds();
       if (m.PlannerSeconds() > 0) m.efficiency_vs_reference = dense_seconds / m.PlannerSeconds();
       ms.push_back(std::move(m));
     }

@@ -232,6 +232,56 @@ TEST(TwoRankOverlap, ReportsHiddenFraction) {
   }
 }
 
+// A rank that fails mid-probe -- here at the start of the timed dispatch,
+// while its peers are already inside the first exchange with it -- must end
+// every rank well before the 60 s transport timeout, each naming the rank
+// that failed and the phase.
+TEST(RankFailure, EveryRankStopsWithinADeadlineNamingTheFailingRank) {
+  for (const char* phase : {"verify", "time/dispatch"}) {
+    SCOPED_TRACE(phase);
+    const std::string store = FreshDir("store");
+    std::vector<std::vector<std::string>> args;
+    for (int r = 0; r < 4; ++r) {
+      args.push_back({BinaryPath(), "--probe=dispatch_combine", "--rank=" + std::to_string(r), "--world=4",
+                      "--store_dir=" + store, "--prefix=fail", "--mode=dedup_rank", "--tokens=96", "--hidden=24",
+                      "--experts=8", "--top_k=3", "--zipf=1.0", "--warmup=1", "--iters=3", "--timeout_ms=60000"});
+      if (r == 2) args.back().push_back(std::string("--inject_failure=") + phase);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto children = RunAll(args, std::chrono::seconds(120));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_LT(seconds, 20.0) << "ranks must not wait for the 60 s timeout";
+    EXPECT_EQ(children[2].exit_code, 1);
+    EXPECT_NE(children[2].err.find("injected failure at the start of phase '" + std::string(phase) + "'"),
+              std::string::npos)
+        << children[2].err;
+    for (int r : {0, 1, 3}) {
+      EXPECT_EQ(children[r].exit_code, 1) << "rank " << r << ": " << children[r].err;
+      EXPECT_NE(children[r].err.find("ABORTED: rank 2 failed in phase '" + std::string(phase) + "': INTERNAL"),
+                std::string::npos)
+          << "rank " << r << ": " << children[r].err;
+    }
+  }
+}
+
+TEST(RankFailure, CollectiveRanksAgreeOnAFailedCheck) {
+  const std::string store = FreshDir("store");
+  std::vector<std::vector<std::string>> args;
+  for (int r = 0; r < 3; ++r) {
+    args.push_back({BinaryPath(), "--probe=collective", "--op=all_reduce", "--rank=" + std::to_string(r),
+                    "--world=3", "--store_dir=" + store, "--prefix=cfail", "--sizes=1200,120000", "--warmup=1",
+                    "--iters=3", "--timeout_ms=60000"});
+    if (r == 0) args.back().push_back("--inject_failure=time");
+  }
+  const auto children = RunAll(args, std::chrono::seconds(120));
+  EXPECT_EQ(children[0].exit_code, 1);
+  for (int r : {1, 2}) {
+    EXPECT_EQ(children[r].exit_code, 1) << children[r].err;
+    EXPECT_NE(children[r].err.find("ABORTED: rank 0 failed in phase 'time/1200'"), std::string::npos)
+        << "rank " << r << ": " << children[r].err;
+  }
+}
+
 TEST(MissingPeer, TimesOutWithUnavailableNotAHang) {
   const std::string store = FreshDir("store");
   // World of 2 but only rank 0 starts: it must give up after --timeout_ms.

@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/cpu_probes_internal.h"
 #include "kernels/cpu/cpu_util.h"
+#include "kernels/measurement_roles.h"
 #include "kernels/random.h"
 
 namespace moetune::kernels::cpu {
@@ -71,8 +72,7 @@ ProbeStatus RunOffload(const OffloadParams& p, ProbeResult* result) {
         for (bool concurrent : {false, true}) {
           if (concurrent && !gemm) continue;
           Measurement m;
-          m.name = std::string(h2d ? "h2d" : "d2h") + "/" + (pinned ? "pinned" : "pageable") + "/" +
-                   std::to_string(size) + (concurrent ? "/under_gemm" : "");
+          m.name = roles::OffloadName({h2d, pinned, size, concurrent});
           m.labels = {{"direction", h2d ? "h2d" : "d2h"},
                       {"host_memory", pinned ? "pinned(mlock)" : "pageable"},
                       {"size_bytes", std::to_string(size)},

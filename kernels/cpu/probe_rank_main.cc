@@ -8,6 +8,8 @@
 //   probe_rank --probe=collective --op=all_gather --sizes=4096,1048576 ...
 //   probe_rank --probe=overlap --collective_bytes=1048576 --gemm=256 ...
 //   Common: --warmup=2 --iters=10 --timeout_ms=60000
+//   Testing: --inject_failure=PHASE makes this rank fail at the start of that
+//   phase (GroupSpec::inject_failure_at_phase, kernels/group_agreement.h).
 // Start one process per rank with the same flags except --rank; all share
 // --store_dir (a FileRendezvousStore) and --prefix.
 #include <cstdio>
@@ -71,6 +73,7 @@ int main(int argc, char** argv) {
   group.key_prefix = get("prefix", "probe");
   group.timeout = std::chrono::milliseconds(ints["timeout_ms"]);
   if (flags.count("store_dir")) group.store = mk::MakeFileRendezvousStore(flags["store_dir"]);
+  group.inject_failure_at_phase = get("inject_failure", "");
 
   const std::string probe = get("probe", "");
   mk::ProbeResult result;

@@ -30,9 +30,21 @@ inline ProbeStatus CudaError(cudaError_t e, const char* call) {
                                cudaGetErrorName(e) + ")");
 }
 
+// NOT_SUPPORTED (also what cublasLtMatmulAlgoGetHeuristic answers when it
+// has no algorithm for the problem) and ARCH_MISMATCH mean this library or
+// device cannot run the call: Unimplemented. ALLOC_FAILED is out of memory.
+inline ProbeCode CublasStatusCode(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+    case CUBLAS_STATUS_ARCH_MISMATCH: return ProbeCode::kUnimplemented;
+    case CUBLAS_STATUS_ALLOC_FAILED: return ProbeCode::kResourceExhausted;
+    default: return ProbeCode::kInternal;
+  }
+}
+
 inline ProbeStatus CublasError(cublasStatus_t s, const char* call) {
-  return Internal(std::string(call) + ": " + cublasGetStatusString(s) + " (" +
-                  cublasGetStatusName(s) + ")");
+  return ProbeStatus(CublasStatusCode(s), std::string(call) + ": " + cublasGetStatusString(s) + " (" +
+                                              cublasGetStatusName(s) + ")");
 }
 
 inline ProbeStatus NcclError(ncclResult_t r, const char* call, ncclComm_t comm = nullptr) {
@@ -57,10 +69,13 @@ inline ProbeStatus NcclError(ncclResult_t r, const char* call, ncclComm_t comm =
     if (_s != CUBLAS_STATUS_SUCCESS) return ::moetune::kernels::cuda::CublasError(_s, #call); \
   } while (false)
 
-#define MOETUNE_NCCL(call)                                                         \
-  do {                                                                             \
-    ncclResult_t _r = (call);                                                      \
-    if (_r != ncclSuccess) return ::moetune::kernels::cuda::NcclError(_r, #call);  \
+// ncclInProgress is a success of a non-blocking communicator's call: the
+// operation completes asynchronously and NcclGroup::Settle waits for it.
+#define MOETUNE_NCCL(call)                                                        \
+  do {                                                                            \
+    ncclResult_t _r = (call);                                                     \
+    if (_r != ncclSuccess && _r != ncclInProgress)                                \
+      return ::moetune::kernels::cuda::NcclError(_r, #call);                      \
   } while (false)
 
 namespace moetune::kernels::cuda {

@@ -11,7 +11,9 @@
 
 #include "kernels/cuda/cuda_probes_internal.h"
 #include "kernels/cuda/nccl_group.h"
+#include "kernels/cuda/timing.h"
 #include "kernels/dispatch_plan.h"
+#include "kernels/measurement_roles.h"
 
 namespace moetune::kernels::cuda {
 namespace {
@@ -145,7 +147,7 @@ class Runner {
           MOETUNE_CUDA(cudaGetLastError());
         }
       }
-      NcclGroupCall call;
+      NcclGroupCall call(group_);
       MOETUNE_PROBE_RETURN_IF_ERROR(call.Start());
       for (auto& st : states_) {
         const ExchangeStage& es = st->plan.stages[s];
@@ -173,7 +175,7 @@ class Runner {
   ProbeStatus Combine() {
     const size_t n = states_[0]->plan.stages.size();
     for (size_t s = n; s-- > 0;) {
-      NcclGroupCall call;
+      NcclGroupCall call(group_);
       MOETUNE_PROBE_RETURN_IF_ERROR(call.Start());
       for (auto& st : states_) {
         const ExchangeStage& es = st->plan.stages[s];
@@ -194,29 +196,15 @@ class Runner {
     return ProbeStatus::Ok();
   }
 
-  // Times `op` on every local rank (after a barrier); the sample is the
-  // slowest local rank.
-  ProbeStatus TimeOp(const TimingOptions& t, ProbeStatus (Runner::*op)(), std::vector<double>* samples) {
-    for (int i = 0; i < t.warmup_iters + t.timed_iters; ++i) {
-      MOETUNE_PROBE_RETURN_IF_ERROR(group_->Barrier());
-      for (auto& st : states_) {
-        MOETUNE_CUDA(cudaSetDevice(st->lr->device));
-        MOETUNE_CUDA(cudaEventRecord(st->start.get(), st->lr->stream.get()));
-      }
-      MOETUNE_PROBE_RETURN_IF_ERROR((this->*op)());
-      double worst = 0;
-      for (auto& st : states_) {
-        MOETUNE_CUDA(cudaSetDevice(st->lr->device));
-        MOETUNE_CUDA(cudaEventRecord(st->stop.get(), st->lr->stream.get()));
-      }
-      for (auto& st : states_) {
-        double s = 0;
-        MOETUNE_PROBE_RETURN_IF_ERROR(ElapsedSeconds(st->start, st->stop, &s));
-        worst = std::max(worst, s);
-      }
-      if (i >= t.warmup_iters) samples->push_back(worst);
-    }
-    return ProbeStatus::Ok();
+  // Times `op` on every local rank, t.iters_per_sample back to back per
+  // sample after a barrier (kernels/cuda/timing.h); the sample is the
+  // slowest local rank's.
+  ProbeStatus TimeOp(const TimingOptions& t, ProbeStatus (Runner::*op)(), Measurement* m) {
+    std::vector<TimedStream> streams;
+    for (auto& st : states_) streams.push_back({st->lr->stream.get(), st->lr->device, &st->start, &st->stop});
+    return TimeBackToBack(
+        t, streams, [&] { return group_->Barrier(); }, [&] { return (this->*op)(); },
+        [&](const Event& e) { return group_->Wait(e); }, m);
   }
 
   // Poisons the outputs, runs a round trip and checks every element against
@@ -231,7 +219,7 @@ class Runner {
     MOETUNE_PROBE_RETURN_IF_ERROR(Combine());
     for (auto& st : states_) {
       MOETUNE_CUDA(cudaSetDevice(st->lr->device));
-      MOETUNE_CUDA(cudaStreamSynchronize(st->lr->stream.get()));
+      MOETUNE_PROBE_RETURN_IF_ERROR(group_->WaitStream(st->lr->stream.get()));
       std::vector<uint16_t> out(st->tokens.size());
       MOETUNE_CUDA(cudaMemcpy(out.data(), st->cbufs[0].get(), out.size() * 2, cudaMemcpyDeviceToHost));
       const std::vector<double> want = ExpectedCombine(p_, routing[st->lr->rank], st->tokens);
@@ -251,7 +239,7 @@ class Runner {
     return ProbeStatus::Ok();
   }
 
-  const DispatchPlan& plan0() const { return states_[0]->plan; }
+  const std::vector<std::unique_ptr<RankState>>& states() const { return states_; }
 
  private:
   // Grouped send/recv of one rank: rows per peer, contiguous in peer order.
@@ -282,6 +270,40 @@ class Runner {
   std::vector<std::unique_ptr<RankState>> states_;
 };
 
+// This process's rank's own routing, all-gathered over NCCL: expert ids
+// (exact in fp32 below 2^24) then weights, tokens_per_rank * top_k each.
+ProbeStatus ExchangeRouting(const DispatchCombineParams& p, NcclGroup* g, std::vector<Routing>* routing) {
+  LocalRank* lr = g->ranks()[0].get();
+  const Routing mine = MakeRouting(p, lr->rank);
+  const size_t n = mine.experts.size();
+  std::vector<float> send(2 * n), all(2 * n * static_cast<size_t>(p.ep_size));
+  for (size_t i = 0; i < n; ++i) {
+    send[i] = static_cast<float>(mine.experts[i]);
+    send[n + i] = mine.weights[i];
+  }
+  MOETUNE_CUDA(cudaSetDevice(lr->device));
+  DeviceBuffer dsend, dall;
+  MOETUNE_PROBE_RETURN_IF_ERROR(UploadVector(send, &dsend));
+  MOETUNE_PROBE_RETURN_IF_ERROR(dall.Create(all.size() * sizeof(float)));
+  {
+    NcclGroupCall call(g);
+    MOETUNE_PROBE_RETURN_IF_ERROR(call.Start());
+    MOETUNE_NCCL(ncclAllGather(dsend.get(), dall.get(), send.size(), ncclFloat32, lr->comm, lr->stream.get()));
+    MOETUNE_PROBE_RETURN_IF_ERROR(call.End());
+  }
+  MOETUNE_PROBE_RETURN_IF_ERROR(g->WaitStream(lr->stream.get()));
+  MOETUNE_CUDA(cudaMemcpy(all.data(), dall.get(), all.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  routing->assign(static_cast<size_t>(p.ep_size), mine);
+  for (int64_t r = 0; r < p.ep_size; ++r) {
+    const float* src = all.data() + r * 2 * n;
+    for (size_t i = 0; i < n; ++i) {
+      (*routing)[r].experts[i] = static_cast<int32_t>(src[i]);
+      (*routing)[r].weights[i] = src[n + i];
+    }
+  }
+  return ProbeStatus::Ok();
+}
+
 }  // namespace
 
 ProbeStatus RunDispatchCombine(const DispatchCombineParams& p, const GroupSpec& group, ProbeResult* result) {
@@ -296,44 +318,76 @@ ProbeStatus RunDispatchCombine(const DispatchCombineParams& p, const GroupSpec& 
   }
   std::unique_ptr<NcclGroup> nccl;
   MOETUNE_PROBE_RETURN_IF_ERROR(NcclGroup::Create(group, &nccl));
+  // Routing: one process driving all ranks draws every rank's; ranks in
+  // separate processes draw their own and all-gather them once (untimed), so
+  // that every plan is built from the same routing whatever each host's libm
+  // makes of the Zipf weights.
   std::vector<Routing> routing;
-  for (int r = 0; r < p.ep_size; ++r) routing.push_back(MakeRouting(p, r));
+  MOETUNE_PROBE_RETURN_IF_ERROR(nccl->EndPhase("routing", [&]() -> ProbeStatus {
+    MOETUNE_PROBE_RETURN_IF_ERROR(nccl->agreement().InjectedFailure("routing"));
+    if (group.store == nullptr) {
+      for (int r = 0; r < p.ep_size; ++r) routing.push_back(MakeRouting(p, r));
+      return ProbeStatus::Ok();
+    }
+    return ExchangeRouting(p, nccl.get(), &routing);
+  }()));
   Runner runner(p, nccl.get());
-  MOETUNE_PROBE_RETURN_IF_ERROR(runner.Init(routing));
+  MOETUNE_PROBE_RETURN_IF_ERROR(nccl->EndPhase("setup", runner.Init(routing)));
   double max_err = 0;
-  if (p.timing.verify) MOETUNE_PROBE_RETURN_IF_ERROR(runner.Verify(routing, &max_err));
+  if (p.timing.verify) {
+    MOETUNE_PROBE_RETURN_IF_ERROR(nccl->EndPhase("verify", [&]() -> ProbeStatus {
+      MOETUNE_PROBE_RETURN_IF_ERROR(nccl->agreement().InjectedFailure("verify"));
+      return runner.Verify(routing, &max_err);
+    }()));
+  }
 
   Measurement dispatch, combine;
-  MOETUNE_PROBE_RETURN_IF_ERROR(runner.TimeOp(p.timing, &Runner::Dispatch, &dispatch.samples_seconds));
+  MOETUNE_PROBE_RETURN_IF_ERROR(nccl->EndPhase("time/dispatch", [&]() -> ProbeStatus {
+    MOETUNE_PROBE_RETURN_IF_ERROR(nccl->agreement().InjectedFailure("time/dispatch"));
+    return runner.TimeOp(p.timing, &Runner::Dispatch, &dispatch);
+  }()));
   MOETUNE_PROBE_RETURN_IF_ERROR(runner.Experts());
-  MOETUNE_PROBE_RETURN_IF_ERROR(runner.TimeOp(p.timing, &Runner::Combine, &combine.samples_seconds));
+  MOETUNE_PROBE_RETURN_IF_ERROR(nccl->EndPhase("time/combine", [&]() -> ProbeStatus {
+    MOETUNE_PROBE_RETURN_IF_ERROR(nccl->agreement().InjectedFailure("time/combine"));
+    return runner.TimeOp(p.timing, &Runner::Combine, &combine);
+  }()));
 
-  const DispatchPlan& plan = runner.plan0();
+  // Bytes: the samples are the slowest local rank's time, so the bytes are
+  // the busiest local rank's (the most rows sent; with Zipf routing ranks
+  // differ several-fold), not rank 0's.
+  const RankState* busiest = runner.states()[0].get();
+  int64_t busiest_rows = -1;
+  for (const auto& st : runner.states()) {
+    int64_t rows = 0;
+    for (const ExchangeStage& es : st->plan.stages) rows += es.RowsSent();
+    if (rows > busiest_rows) busiest_rows = rows, busiest = st.get();
+  }
+  const DispatchPlan& plan = busiest->plan;
   int64_t rows_sent = 0, rows_remote = 0;
   for (const ExchangeStage& st : plan.stages) {
     rows_sent += st.RowsSent();
     rows_remote += st.RowsSentRemote(plan.rank);
   }
   const double row_bytes = static_cast<double>(p.hidden) * 2;
-  for (auto [m, name] : {std::pair<Measurement*, const char*>{&dispatch, "dispatch"}, {&combine, "combine"}}) {
+  for (auto [m, name] : {std::pair<Measurement*, const char*>{&dispatch, roles::kDispatch}, {&combine, roles::kCombine}}) {
     m->name = name;
     m->labels = {{"phase", name},
                  {"mode", DispatchModeName(p.mode)},
                  {"dtype", "bf16"},
                  {"ep_size", std::to_string(p.ep_size)},
-                 {"ranks", group.store ? std::to_string(group.rank) : "all local (slowest)"}};
-    // Bytes of the first local rank's plan (the slowest rank's time).
+                 {"ranks", group.store ? std::to_string(group.rank) : "all local (slowest)"},
+                 {"bytes_of_rank", std::to_string(plan.rank)}};
     m->bytes = rows_sent * row_bytes;
     m->bus_factor = rows_sent > 0 ? static_cast<double>(rows_remote) / rows_sent : 0;
-    m->values = {{"rows_sent", static_cast<double>(rows_sent)},
-                 {"rows_sent_remote", static_cast<double>(rows_remote)},
-                 {"stages", static_cast<double>(plan.stages.size())}};
+    m->values["rows_sent"] = static_cast<double>(rows_sent);
+    m->values["rows_sent_remote"] = static_cast<double>(rows_remote);
+    m->values["stages"] = static_cast<double>(plan.stages.size());
     m->verified = p.timing.verify;
     m->max_rel_error = max_err;
     m->Finalize();
     result->measurements.push_back(*m);
   }
-  return ProbeStatus::Ok();
+  return nccl->Finish();
 }
 
 }  // namespace moetune::kernels::cuda

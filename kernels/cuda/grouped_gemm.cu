@@ -49,6 +49,8 @@
 #include "kernels/block_scale_layout.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_probes_internal.h"
+#include "kernels/cuda/timing.h"
+#include "kernels/measurement_roles.h"
 #include "kernels/random.h"
 #include "kernels/reference.h"
 
@@ -169,8 +171,16 @@ class LtMatmul {
     MOETUNE_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
                                                         &align_c, sizeof(align_c)));
     int found = 0;
-    MOETUNE_CUBLAS(cublasLtMatmulAlgoGetHeuristic(lt, desc_, a_, b_, c_, c_, pref.get(), 1, &heuristic_, &found));
-    if (found == 0) {
+    const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt, desc_, a_, b_, c_, c_, pref.get(), 1, &heuristic_,
+                                                             &found);
+    // "No algorithm" comes back as CUBLAS_STATUS_NOT_SUPPORTED (or, in
+    // principle, success with zero results): Unimplemented naming the
+    // problem. tools/gpu_check counts it as a failure, not a skip, where the
+    // device has the precision's tensor cores (kernels/check_outcome.h).
+    if (hs != CUBLAS_STATUS_SUCCESS && hs != CUBLAS_STATUS_NOT_SUPPORTED) {
+      return CublasError(hs, "cublasLtMatmulAlgoGetHeuristic");
+    }
+    if (hs == CUBLAS_STATUS_NOT_SUPPORTED || found == 0) {
       return Unimplemented("cublasLtMatmulAlgoGetHeuristic: no algorithm for m=" + std::to_string(g.m) +
                            " n=" + std::to_string(g.n) + " k=" + std::to_string(g.k) +
                            (g.a_scale_offset >= 0 ? " (mxfp8 block scaling)" : ""));
@@ -255,14 +265,20 @@ ProbeStatus Download(const DeviceBuffer& dev, size_t n, cudaDataType_t type, std
 // The three implementations; measurement names use the role ("<pass>/loop",
 // "<pass>/grouped", "<pass>/dense_ref": the CPU twin's names, which the
 // server's fitting reads), the "impl" label the library call.
+// (kernels/measurement_roles.h).
 enum class Impl { kDense, kLtLoop, kGroupedEx };
-const char* RoleName(Impl i) { return i == Impl::kDense ? "dense_ref" : i == Impl::kLtLoop ? "loop" : "grouped"; }
+roles::GemmImpl RoleOf(Impl i) {
+  return i == Impl::kDense ? roles::GemmImpl::kDenseRef : i == Impl::kLtLoop ? roles::GemmImpl::kLoop
+                                                                              : roles::GemmImpl::kGrouped;
+}
+const char* RoleName(Impl i) { return roles::Name(RoleOf(i)); }
 const char* ImplName(Impl i) {
   return i == Impl::kDense ? "cublaslt_dense" : i == Impl::kLtLoop ? "cublaslt_loop" : "cublas_grouped_batched_ex";
 }
 
 struct Pass {
-  const char* name;
+  const char* name;  // roles::Name(pass)
+  roles::GemmPass pass;
   std::vector<ColGemm> experts;  // non-empty GEMMs only
   std::vector<std::pair<void*, size_t>> zero_fill;  // outputs of empty experts (bytes)
   ColGemm dense;
@@ -355,7 +371,7 @@ ProbeStatus BuildMxPasses(const GroupedGemmParams& p, const std::vector<float>& 
     }
     MOETUNE_PROBE_RETURN_IF_ERROR(UploadBytes(qx.elements, &mx->x_k));
     MOETUNE_PROBE_RETURN_IF_ERROR(UploadBytes(wt_bytes, &mx->wt_k));
-    Pass pass{"fwd", {}, {}, {}, y, size_t(tokens) * nd};
+    Pass pass{"fwd", roles::GemmPass::kFwd, {}, {}, {}, y, size_t(tokens) * nd};
     pass.dense = TnGemm(n_i, t_all, k_i, mx->wt_k.get(), k_i, mx->x_k.get(), k_i, dense_out->get(), n_i);
     SetCheck(&pass.dense, false, false, tokens, nd, kd, mx->x_fwd.data(), kd, mx->w_fwd.data(), nd, 0, nd);
     pass.dense.a_scale_offset = mx->AddScales(qwt[0], 0, nd, 0, kb);
@@ -382,7 +398,7 @@ ProbeStatus BuildMxPasses(const GroupedGemmParams& p, const std::vector<float>& 
     DequantizeMx(qw, mx->w_bd.data(), nd, 1);
     MOETUNE_PROBE_RETURN_IF_ERROR(UploadBytes(qdy.elements, &mx->dy_n));
     MOETUNE_PROBE_RETURN_IF_ERROR(UploadBytes(qw.elements, &mx->w_n));
-    Pass pass{"bwd_data", {}, {}, {}, dx, size_t(tokens) * kd};
+    Pass pass{"bwd_data", roles::GemmPass::kBwdData, {}, {}, {}, dx, size_t(tokens) * kd};
     pass.dense = TnGemm(k_i, t_all, n_i, mx->w_n.get(), n_i, mx->dy_n.get(), n_i, dense_out->get(), k_i);
     SetCheck(&pass.dense, false, true, tokens, kd, nd, mx->dy_bd.data(), nd, mx->w_bd.data(), nd, 0, kd);
     pass.dense.a_scale_offset = mx->AddScales(qw, 0, kd, 0, nb);
@@ -426,7 +442,7 @@ ProbeStatus BuildMxPasses(const GroupedGemmParams& p, const std::vector<float>& 
     MOETUNE_PROBE_RETURN_IF_ERROR(UploadBytes(qxt.elements, &mx->xt_t));
     MOETUNE_PROBE_RETURN_IF_ERROR(UploadBytes(qdyt.elements, &mx->dyt_t));
     const int pd = static_cast<int>(padded);
-    Pass pass{"bwd_weight", {}, {}, {}, dw, size_t(e_count) * kd * nd};
+    Pass pass{"bwd_weight", roles::GemmPass::kBwdWeight, {}, {}, {}, dw, size_t(e_count) * kd * nd};
     pass.dense = TnGemm(n_i, k_i, pd, mx->dyt_t.get(), pd, mx->xt_t.get(), pd, dense_out->get(), n_i);
     SetCheck(&pass.dense, true, false, kd, nd, tokens, mx->x_bw.data(), kd, mx->dy_bw.data(), nd, 0, nd);
     pass.dense.a_scale_offset = mx->AddScales(qdyt, 0, nd, 0, pb);
@@ -495,6 +511,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
   std::vector<int64_t> off(e_count + 1, 0);
   for (int64_t e = 0; e < e_count; ++e) off[e + 1] = off[e] + counts[e];
   const int64_t tokens = off[e_count];
+  const int64_t max_tokens = counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end());
   // fp8 / mxfp8 weight gradient: each expert's token range padded to 16 / 32.
   const int64_t pad_to = mx ? kMxBlockElems : 16;
   std::vector<int64_t> poff(e_count + 1, 0);
@@ -506,9 +523,12 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
   }
 
   const uint64_t seed = p.timing.seed;
-  std::vector<float> hx = UniformValues(StreamSeed(seed, 0, 10), tokens * k_dim);
-  std::vector<float> hw = UniformValues(StreamSeed(seed, 0, 11), e_count * k_dim * n_dim);
-  std::vector<float> hdy = UniformValues(StreamSeed(seed, 0, 12), tokens * n_dim);
+  // Mixed-magnitude inputs (kernels/random.h): MX blocks, experts and tiles
+  // get different scales, so a scale applied to the wrong block shows; the
+  // same values as the CPU twin's.
+  std::vector<float> hx = MixedMagnitudeValues(StreamSeed(seed, 0, 10), tokens, k_dim);
+  std::vector<float> hw = MixedMagnitudeValues(StreamSeed(seed, 0, 11), e_count * k_dim, n_dim);
+  std::vector<float> hdy = MixedMagnitudeValues(StreamSeed(seed, 0, 12), tokens, n_dim);
   DeviceBuffer x, w, dy, y, dx, dw, dense_out, workspace;
   MOETUNE_PROBE_RETURN_IF_ERROR(y.Create(tokens * n_dim * type.out_bytes));
   MOETUNE_PROBE_RETURN_IF_ERROR(dx.Create(tokens * k_dim * type.out_bytes));
@@ -556,7 +576,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
     }
     const int pd = static_cast<int>(padded);
     if (p.forward) {  // Y[t,N] = X[t,K] W[K,N]  ->  col: Y^T = W^T X^T
-      Pass pass{"fwd", {}, {}, {}, &y, size_t(tokens) * nd};
+      Pass pass{"fwd", roles::GemmPass::kFwd, {}, {}, {}, &y, size_t(tokens) * nd};
       // fp8: A = Wt stored [K x N] col-major, op T.
       const cublasOperation_t ta = fp8 ? CUBLAS_OP_T : CUBLAS_OP_N;
       const DeviceBuffer& wa = fp8 ? wt : w;
@@ -573,7 +593,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
       passes.push_back(std::move(pass));
     }
     if (p.backward_data) {  // dX[t,K] = dY[t,N] W^T  ->  col: dX^T = W dY^T (already TN)
-      Pass pass{"bwd_data", {}, {}, {}, &dx, size_t(tokens) * kd};
+      Pass pass{"bwd_data", roles::GemmPass::kBwdData, {}, {}, {}, &dx, size_t(tokens) * kd};
       pass.dense = {CUBLAS_OP_T, CUBLAS_OP_N, kd, t_all, nd, w.get(), nd, dy.get(), nd, dense_out.get(), kd,
                     false, true, tokens, kd, nd, hdy.data(), nd, hw.data(), nd, 0, kd};
       for (int64_t e = 0; e < e_count; ++e) {
@@ -586,7 +606,7 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
       passes.push_back(std::move(pass));
     }
     if (p.backward_weight) {  // dW[K,N] = X^T dY  ->  col: dW^T = dY^T X
-      Pass pass{"bwd_weight", {}, {}, {}, &dw, size_t(e_count) * kd * nd};
+      Pass pass{"bwd_weight", roles::GemmPass::kBwdWeight, {}, {}, {}, &dw, size_t(e_count) * kd * nd};
       if (fp8) {  // A = dY^T stored [P x N] col-major (ld P), op T; B = X^T stored [P x K] (ld P)
         pass.dense = {CUBLAS_OP_T, CUBLAS_OP_N, nd, kd, pd, dyt.get(), pd, xt.get(), pd, dense_out.get(), nd,
                       true, false, kd, nd, tokens, hx.data(), kd, hdy.data(), nd, 0, nd};
@@ -631,7 +651,9 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
   Event start, stop;
   MOETUNE_PROBE_RETURN_IF_ERROR(start.Create());
   MOETUNE_PROBE_RETURN_IF_ERROR(stop.Create());
-  const double tol = DTypeRelTolerance(p.dtype);
+  // Output rounding of the stored type (bf16 for fp8/mxfp8) plus fp32
+  // accumulation, per element (kernels/reference.h GemmTolerance).
+  const GemmTolerance tol{DTypeUnitRoundoff(fp8 || mx ? DType::kBf16 : p.dtype), kFp32UnitRoundoff, 8};
   const uint8_t* scales = mx ? mxo.scales.get<uint8_t>() : nullptr;
   const char* grouped_ex_unsupported =
       mx ? "cublasGemmGroupedBatchedEx cannot run mxfp8: its declaration (cublas_api.h) has no parameter for "
@@ -711,8 +733,10 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
                   {"dtype", DTypeName(p.dtype)},
                   {"compute_dtype", "fp32_accumulate"},
                   {"output_dtype", fp8 || mx ? "bf16" : DTypeName(p.dtype)},
-                  {"experts", std::to_string(e_count)},
                   {"tokens", std::to_string(tokens)}};
+      roles::SetGemmShapeLabels(roles::GroupedGemmShape(pass.pass, RoleOf(impl), e_count, tokens, max_tokens,
+                                                        k_dim, n_dim),
+                                &m.labels);
       if (mx) m.labels["scales"] = "ue8m0 per 32 along the reduction axis";
       if (impl == Impl::kGroupedEx && grouped_ex_unsupported != nullptr) {
         // Reported, not timed: no samples, so nothing downstream fits it.
@@ -739,17 +763,22 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
         // Sampled rows of every GEMM (fewer per GEMM when there are many, to
         // keep the double-precision reference within seconds).
         const int rows_per_gemm = checks.size() > 16 ? 2 : 4;
+        GemmCheckResult all;
         for (const ColGemm* g : checks) {
-          std::string worst;
-          const double err =
+          const GemmCheckResult r =
               CheckGemmRows(g->r_ta, g->r_tb, g->rm, g->rn, g->rk, g->ra, g->rlda, g->rb, g->rldb,
-                            host.data() + g->c_offset_elems, g->rldc, SampleRows(g->rm, rows_per_gemm), &worst);
-          m.max_rel_error = std::max(m.max_rel_error, err);
-          if (err > tol) {
+                            host.data() + g->c_offset_elems, g->rldc, SampleRows(g->rm, rows_per_gemm), tol);
+          if (!r.ok()) {
             return DataLoss("grouped_gemm " + m.name + " (cuda, " + DTypeName(p.dtype) + ", " + ImplName(impl) +
-                            "): " + worst + ", relative error " + std::to_string(err) + " > " + std::to_string(tol));
+                            ", m " + std::to_string(g->rm) + " n " + std::to_string(g->rn) + " k " +
+                            std::to_string(g->rk) + "): " + std::to_string(r.bad) + " of " +
+                            std::to_string(r.checked) + " checked elements outside tolerance, worst " + r.worst +
+                            ", relative error norm " + std::to_string(r.RelativeErrorNorm()));
           }
+          all.Merge(r);
         }
+        m.max_rel_error = all.RelativeErrorNorm();
+        m.values["checked_elements"] = static_cast<double>(all.checked);
         if (!dense) {  // empty experts' gradients must be zero
           for (int64_t e = 0; e < e_count && pass.name == std::string("bwd_weight"); ++e) {
             if (counts[e] != 0) continue;
@@ -763,14 +792,11 @@ ProbeStatus RunGroupedGemm(const GroupedGemmParams& p, int device, ProbeResult* 
         }
         m.verified = true;
       }
-      for (int i = 0; i < p.timing.warmup_iters + p.timing.timed_iters; ++i) {
-        MOETUNE_CUDA(cudaEventRecord(start.get(), stream.get()));
-        MOETUNE_PROBE_RETURN_IF_ERROR(run(impl));
-        MOETUNE_CUDA(cudaEventRecord(stop.get(), stream.get()));
-        double s = 0;
-        MOETUNE_PROBE_RETURN_IF_ERROR(ElapsedSeconds(start, stop, &s));
-        if (i >= p.timing.warmup_iters) m.samples_seconds.push_back(s);
-      }
+      // Back-to-back iterations between one pair of events (kernels/cuda/
+      // timing.h): the loop's 64 cuBLASLt launches are not in the samples
+      // unless the host cannot keep up (then host_bound says so).
+      MOETUNE_PROBE_RETURN_IF_ERROR(TimeBackToBack(p.timing, {TimedStream{stream.get(), device, &start, &stop}},
+                                                   nullptr, [&] { return run(impl); }, SynchronizeEvent, &m));
       // Useful FLOPs (the row-major problem): the real token counts, not the
       // zero padding of fp8's and mxfp8's weight gradient.
       if (dense) {

@@ -8,6 +8,8 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_probes_internal.h"
+#include "kernels/cuda/fill.h"
+#include "kernels/measurement_roles.h"
 #include "kernels/random.h"
 
 namespace moetune::kernels::cuda {
@@ -39,9 +41,12 @@ ProbeStatus RunOffload(const OffloadParams& p, int device, ProbeResult* result) 
     MOETUNE_PROBE_RETURN_IF_ERROR(ga.Create(p.gemm_m * p.gemm_k * 2));
     MOETUNE_PROBE_RETURN_IF_ERROR(gb.Create(p.gemm_k * p.gemm_n * 2));
     MOETUNE_PROBE_RETURN_IF_ERROR(gc.Create(p.gemm_m * p.gemm_n * 2));
-    MOETUNE_CUDA(cudaMemset(ga.get(), 0, ga.bytes()));
-    MOETUNE_CUDA(cudaMemset(gb.get(), 0, gb.bytes()));
-    MOETUNE_CUDA(cudaDeviceSynchronize());  // the memsets ran on the legacy stream
+    // Random, not zero, inputs: tensor-core power and clocks depend on data.
+    MOETUNE_PROBE_RETURN_IF_ERROR(
+        FillUniformBf16(ga.get(), p.gemm_m * p.gemm_k, StreamSeed(p.timing.seed, 0, 21), compute.get()));
+    MOETUNE_PROBE_RETURN_IF_ERROR(
+        FillUniformBf16(gb.get(), p.gemm_k * p.gemm_n, StreamSeed(p.timing.seed, 0, 22), compute.get()));
+    MOETUNE_CUDA(cudaStreamSynchronize(compute.get()));
   }
   auto gemm = [&]() -> ProbeStatus {
     const float alpha = 1.0f, beta = 0.0f;
@@ -75,20 +80,31 @@ ProbeStatus RunOffload(const OffloadParams& p, int device, ProbeResult* result) 
         for (bool concurrent : {false, true}) {
           if (concurrent && !p.under_gemm) continue;
           Measurement m;
-          m.name = std::string(h2d ? "h2d" : "d2h") + "/" + (pinned ? "pinned" : "pageable") + "/" +
-                   std::to_string(size) + (concurrent ? "/under_gemm" : "");
+          m.name = roles::OffloadName({h2d, pinned, size, concurrent});
           m.labels = {{"direction", h2d ? "h2d" : "d2h"},
                       {"host_memory", pinned ? "pinned" : "pageable"},
                       {"size_bytes", std::to_string(size)},
                       {"under_gemm", concurrent ? "true" : "false"}};
           if (p.timing.verify) {
-            // Round trip host -> device -> host through a poisoned buffer.
-            std::vector<char> back(size, 0);
-            MOETUNE_CUDA(cudaMemset(dev.get(), 0xff, size));
-            MOETUNE_CUDA(cudaMemcpy(dev.get(), host.get(), size, cudaMemcpyHostToDevice));
-            MOETUNE_CUDA(cudaMemcpy(back.data(), dev.get(), size, cudaMemcpyDeviceToHost));
-            if (std::memcmp(back.data(), host.get(), size) != 0) {
-              return DataLoss("offload " + m.name + " (cuda): round trip differs from the source");
+            // The timed call itself (cudaMemcpyAsync on the copy stream, this
+            // direction and host memory) into a poisoned destination, then
+            // compared with its source.
+            const char* source = static_cast<const char*>(host.get());
+            std::vector<char> expect(source, source + size), got(size);
+            if (h2d) {
+              MOETUNE_CUDA(cudaMemset(dev.get(), 0xff, size));
+              MOETUNE_CUDA(cudaMemcpyAsync(dst, src, size, kind, copy.get()));
+              MOETUNE_CUDA(cudaStreamSynchronize(copy.get()));
+              MOETUNE_CUDA(cudaMemcpy(got.data(), dev.get(), size, cudaMemcpyDeviceToHost));
+            } else {
+              MOETUNE_CUDA(cudaMemcpy(dev.get(), expect.data(), size, cudaMemcpyHostToDevice));
+              std::memset(host.get(), 0xff, size);
+              MOETUNE_CUDA(cudaMemcpyAsync(dst, src, size, kind, copy.get()));
+              MOETUNE_CUDA(cudaStreamSynchronize(copy.get()));
+              std::memcpy(got.data(), host.get(), size);
+            }
+            if (std::memcmp(got.data(), expect.data(), size) != 0) {
+              return DataLoss("offload " + m.name + " (cuda): the copy differs from its source");
             }
             m.verified = true;
           }

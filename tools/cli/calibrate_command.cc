@@ -81,6 +81,8 @@ int RunCalibrate(const std::vector<std::string>& argv) {
   if (!wait_timeout.ok()) return BadInput("calibrate", std::string(wait_timeout.status().message()));
   const absl::Time give_up = absl::Now() + absl::Seconds(wait_timeout->value_or(3600));
   const bool tty = StderrIsTerminal() && format == "text";
+  const absl::Time wait_start = absl::Now();
+  size_t last_width = 0;
   std::string summary;
   while (true) {
     v1::GetCalibrationRequest req;
@@ -99,10 +101,12 @@ int RunCalibrate(const std::vector<std::string>& argv) {
     campaign = resp.campaign();
     summary = resp.calibration_json();
     if (!args.Has("wait") || campaign.state() != v1::CAMPAIGN_STATE_RUNNING) break;
-    if (tty) {
-      std::cerr << "\r" << ProgressBar(campaign.tasks_done() + campaign.tasks_failed(),
-                                       campaign.tasks_total())
-                << " tasks, " << campaign.tasks_running() << " running   " << std::flush;
+    if (tty) {  // progress on a terminal only; --format json and pipes stay quiet
+      const std::string line = CampaignProgressLine(campaign, absl::ToDoubleSeconds(absl::Now() - wait_start));
+      // Pad over a longer previous line; "\r" returns to its start.
+      std::cerr << "\r" << line << std::string(line.size() < last_width ? last_width - line.size() : 0, ' ')
+                << std::flush;
+      last_width = line.size();
     }
     if (absl::Now() > give_up) {
       std::cerr << (tty ? "\n" : "") << "moetune calibrate: campaign " << campaign_id

@@ -1,5 +1,7 @@
 #include "tools/cli/rpc_client.h"
 
+#include <cctype>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -171,6 +173,28 @@ std::string JobSummary(const moetune::v1::Job& job) {
                         HumanBytes(static_cast<double>(pr.peak_memory_bytes_per_gpu()))));
   }
   return out;
+}
+
+std::string CampaignProgressLine(const moetune::v1::Campaign& c, double elapsed_seconds) {
+  namespace v1 = ::moetune::v1;
+  std::string line = ProgressBar(c.tasks_done() + c.tasks_failed(), c.tasks_total()) + " tasks";
+  if (c.tasks_failed() > 0) absl::StrAppend(&line, ", ", c.tasks_failed(), " failed");
+  std::string running;
+  for (const v1::CampaignTaskStatus& t : c.tasks()) {
+    if (t.state() != "running") continue;
+    std::string kind = v1::ProbeKind_Name(t.kind());
+    if (kind.rfind("PROBE_KIND_", 0) == 0) kind = kind.substr(11);
+    for (char& ch : kind) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (t.world_size() > 1) absl::StrAppend(&kind, " (", t.world_size(), " ranks)");
+    absl::StrAppend(&running, running.empty() ? "" : ", ", kind);
+  }
+  if (running.empty() && c.tasks_running() > 0) running = absl::StrCat(c.tasks_running(), " tasks");
+  absl::StrAppend(&line, " | running: ", running.empty() ? "-" : running);
+  const int64_t s = static_cast<int64_t>(elapsed_seconds);
+  absl::StrAppend(&line, " | ", s >= 3600 ? absl::StrFormat("%dh%02dm%02ds", s / 3600, s / 60 % 60, s % 60)
+                                          : s >= 60 ? absl::StrFormat("%dm%02ds", s / 60, s % 60)
+                                                    : absl::StrFormat("%ds", s));
+  return line;
 }
 
 }  // namespace moetune::cli

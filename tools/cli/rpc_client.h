@@ -56,4 +56,10 @@ bool StderrIsTerminal();
 namespace moetune::cli {
 // Text summary of a plan job: state, progress, best plans and predictions.
 std::string JobSummary(const moetune::v1::Job& job);
+
+// One terminal line of a running campaign for `calibrate --wait`: tasks
+// done (and failed) of the total, the probes running now with their world
+// size, and the time since waiting began, e.g.
+//   [##########....................] 4/12 tasks, 1 failed | running: grouped_gemm, collective (3 ranks) | 1m05s
+std::string CampaignProgressLine(const moetune::v1::Campaign& campaign, double elapsed_seconds);
 }  // namespace moetune::cli

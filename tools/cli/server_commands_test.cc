@@ -69,6 +69,20 @@ TEST(ServerCommandsTest, BadInputExitsTwoWithOneLineNamingTheProblem) {
 
   r = Call("status", {});
   EXPECT_EQ(r.code, kExitBadInput);
+
+  r = Call("measurements", {"import", "x.log"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_THAT(r.err, HasSubstr("--cluster NAME is required"));
+  r = Call("measurements", {"import", "--cluster", "pod-a"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_THAT(r.err, HasSubstr("give at least one nccl-tests LOG file"));
+  r = Call("measurements", {"import", "--cluster", "pod-a", "--span", "rack", "x.log"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_THAT(r.err, HasSubstr("--span must be intra_node or inter_node, got 'rack'"));
+  r = Call("measurements", {"import", "--cluster", "pod-a", "/nonexistent/ar.log"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_THAT(r.err, HasSubstr("cannot read /nonexistent/ar.log"));
+  EXPECT_EQ(Lines(r.err), 1);
 }
 
 TEST(ServerCommandsTest, UnreachableServerExitsOneNamingIt) {
