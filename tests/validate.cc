@@ -55,6 +55,7 @@
 #include "planner/training_config.h"
 #include "tests/internal/contradictions.h"
 #include "tests/internal/cross_validation.h"
+#include "tests/internal/knob_ladder.h"
 #include "tests/internal/layout_ranking.h"
 
 ABSL_FLAG(std::string, runs, "", "path to runs.json");
@@ -800,6 +801,54 @@ int main(int argc, char** argv) {
     }
     PrintRanking("every stack (other stacks predicted as 26.02), shipped constants", any_stack,
                  any_predicted, true);
+  }
+
+  // --- Knob ladder: DeepSeek-V3 on 256 GB200, one named optimization per
+  // step (tests/internal/knob_ladder.h), each step predicted with its knobs.
+  {
+    const std::vector<mt::LadderStep> steps = mt::DeepSeekV3Gb200Ladder();
+    std::vector<double> meas, pred;
+    std::vector<const mt::LadderStep*> found;
+    for (const mt::LadderStep& step : steps) {
+      const Evaluated* row = nullptr;
+      for (const Evaluated& e : all) {
+        if (e.spec.id == step.id) row = &e;
+      }
+      if (row == nullptr || !row->spec.measured_tflops) continue;
+      absl::StatusOr<mp::StepModel> sm = row_model.Model(row->spec, default_constants);
+      if (!sm.ok()) continue;
+      absl::StatusOr<mp::Prediction> p = sm->Predict(row->spec.parallel, step.knobs);
+      if (!p.ok()) continue;
+      meas.push_back(*row->spec.measured_tflops);
+      pred.push_back(p->model_tflops_per_gpu);
+      found.push_back(&step);
+    }
+    if (!found.empty()) {
+      const std::vector<double> gm = mt::StepGains(meas);
+      const std::vector<double> gp = mt::StepGains(pred);
+      int right_sign = 0, steps_with_gain = 0;
+      std::printf("\n== Knob ladder: DeepSeek-V3, 256 GB200, TP1 PP8 VP4 EP32, MXFP8 "
+                  "(Megatron-LM deepseek-v3-gb200-optimization; software predicted as %s) ==\n",
+                  std::string(mp::StackGenerationName(mp::StackGeneration::k2602)).c_str());
+      std::printf("  %-4s %-44s %8s %8s %8s %8s  %s\n", "step", "optimization", "meas TF",
+                  "pred TF", "meas x", "pred x", "model knob");
+      for (size_t i = 0; i < found.size(); ++i) {
+        if (i > 0) {
+          ++steps_with_gain;
+          right_sign += (gp[i] > 1.0 + 1e-9) == (gm[i] > 1.0) ? 1 : 0;
+        }
+        std::printf("  %-4s %-44s %8.1f %8.1f %8.3f %8.3f  %s\n",
+                    found[i]->id.substr(found[i]->id.size() - 2).c_str(),
+                    found[i]->name.substr(0, 44).c_str(), meas[i], pred[i], gm[i], gp[i],
+                    found[i]->mapping.c_str());
+      }
+      const double cm = meas.back() / meas.front();
+      const double cp = pred.back() / pred.front();
+      std::printf("  cumulative: measured %.3fx, predicted %.3fx (%+.1f%%); per-step gain sign "
+                  "right %d / %d; baseline absolute %+.1f%%, final %+.1f%%\n",
+                  cm, cp, 100 * (cp / cm - 1), right_sign, steps_with_gain,
+                  100 * (pred.front() / meas.front() - 1), 100 * (pred.back() / meas.back() - 1));
+    }
   }
   return 0;
 }
