@@ -12,6 +12,7 @@
 #include "planner/report/what_if.h"
 #include "planner/search.h"
 #include "planner/search_space.h"
+#include "planner/software_stack.h"
 #include "planner/step_model.h"
 
 namespace moetune::server {
@@ -27,6 +28,16 @@ absl::Status InField(const std::string& field, const absl::Status& s) {
                               ? absl::StatusCode::kInvalidArgument
                               : s.code();
   return absl::Status(code, absl::StrCat(field, ": ", s.message()));
+}
+
+// software_stack: a container version or "latest"/empty (planner/software_stack.h).
+absl::StatusOr<p::SoftwareStack> ResolveStack(const std::string& text) {
+  if (text.size() > 32) {
+    return absl::InvalidArgumentError("software_stack is longer than 32 characters");
+  }
+  absl::StatusOr<p::SoftwareStack> s = p::ParseSoftwareStack(text);
+  if (!s.ok()) return InField("software_stack", s.status());
+  return s;
 }
 
 constexpr int kMaxTopK = 20;
@@ -205,6 +216,8 @@ absl::Status PlannerAdapter::ValidatePlan(const v1::SubmitPlanRequest& r) const 
   if (r.cluster().calibration_cluster().size() > 128) {
     return absl::InvalidArgumentError("cluster.calibration_cluster is longer than 128 characters");
   }
+  absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.software_stack());
+  if (!stack.ok()) return stack.status();
   return absl::OkStatus();
 }
 
@@ -252,6 +265,8 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
   if (!shape.ok()) return shape.status();
   absl::StatusOr<p::SearchOptions> options = ToSearchOptions(r.constraints(), *cluster);
   if (!options.ok()) return options.status();
+  absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.software_stack());
+  if (!stack.ok()) return stack.status();
   PlanOutput out;
   auto cost = CostModelFor(*cluster, r.cluster().calibration_cluster(), &out.calibration_note);
   if (!cost.ok()) return cost.status();
@@ -261,7 +276,8 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
     progress(static_cast<int64_t>(sp.candidates_done), static_cast<int64_t>(sp.candidates_total));
   };
   p::SearchProblem problem{*model, *cluster, *shape};
-  absl::StatusOr<p::SearchResult> result = p::Search(problem, *cost, *options);
+  absl::StatusOr<p::SearchResult> result =
+      p::SearchForStack(problem, *cost, *options, stack->generation);
   if (!result.ok()) return result.status();
   out.method = absl::StrFormat(
       "planner search (%s): %d candidates, %d evaluated, %d feasible, %.2f s",
@@ -270,7 +286,7 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
 
   p::EmitContext ctx;
   ctx.generated_at = NowRfc3339();
-  ctx.problem = p::ToString(problem);
+  ctx.problem = p::ToString(problem) + ", software stack " + p::ToString(*stack);
   int rank = 0;
   for (const p::RankedPlan& rp : result->top) {
     ++rank;
@@ -320,10 +336,13 @@ absl::StatusOr<v1::Prediction> PlannerAdapter::Predict(const v1::PredictRequest&
   if (!cluster.ok()) return cluster.status();
   absl::StatusOr<p::TrainingShape> shape = ResolveShape(r.shape());
   if (!shape.ok()) return shape.status();
+  absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.software_stack());
+  if (!stack.ok()) return stack.status();
   std::string note;
   auto cost = CostModelFor(*cluster, r.cluster().calibration_cluster(), &note);
   if (!cost.ok()) return cost.status();
-  absl::StatusOr<p::StepModel> step = p::StepModel::Create(*model, *cluster, *shape, *cost);
+  absl::StatusOr<p::StepModel> step = p::StepModel::Create(
+      *model, *cluster, *shape, *cost, p::StackConstantsFor(stack->generation));
   if (!step.ok()) return step.status();
   p::ParallelConfig pc;
   const v1::ParallelConfig& in = r.parallel();

@@ -9,7 +9,13 @@
 //       [--grouped-gemm true|false] [--cuda-graphs true|false]
 //       [--overlap tp,ep,dp,pp|none] [--comm-streams K] [--moe-imbalance X]
 //       [--shard-params] [--first-stage-layers L] [--last-stage-layers L]
-//       [--objective pretrain|finetune|lora] [--format json|text]
+//       [--objective pretrain|finetune|lora] [--stack CONTAINER|latest]
+//       [--format json|text]
+//
+// --stack: the software the run uses, a Megatron-Core/Bridge container
+// version (26.02, 26.04.01, 26.06, ...; default latest); it selects the step
+// model's software generation (planner/software_stack.h) and is echoed as
+// "software_stack" in the JSON.
 //
 // Knobs not given take the values the autotuner would choose with the given
 // ones fixed: the search (planner/search.h) runs with every given flag pinned
@@ -44,6 +50,7 @@
 #include "planner/prediction.h"
 #include "planner/search.h"
 #include "planner/search_space.h"
+#include "planner/software_stack.h"
 #include "planner/step_model.h"
 #include "planner/training_config.h"
 #include "planner/units.h"
@@ -89,6 +96,7 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"first-stage-layers", false, "layers on the first pipeline stage"},
       {"last-stage-layers", false, "layers on the last pipeline stage"},
       {"objective", false, "pretrain (default), finetune or lora"},
+      {"stack", false, "software stack: container version (26.02, 26.04.01, 26.06, ...) or latest (default)"},
       {"format", false, "json (default) or text"},
       {"help", true, "show this help"},
   };
@@ -319,6 +327,9 @@ int RunPredict(const std::vector<std::string>& argv) {
     shape.objective = *o;
   }
 
+  absl::StatusOr<pl::SoftwareStack> stack = pl::ParseSoftwareStack(args.GetOr("stack", ""));
+  if (!stack.ok()) return Fail(kExitBadInput, absl::StrCat("--stack: ", stack.status().message()));
+
   pl::ParallelConfig p;
   for (auto [flag, field] : {std::pair<const char*, int*>{"tp", &p.tp},
                              {"pp", &p.pp},
@@ -431,8 +442,9 @@ int RunPredict(const std::vector<std::string>& argv) {
   if (absl::Status s = pl::Validate(*model, shape, p); !s.ok()) {
     return Fail(kExitBadInput, std::string(s.message()));
   }
-  absl::StatusOr<pl::StepModel> sm = pl::StepModel::Create(
-      *model, *cluster, shape, std::make_shared<pl::DatasheetCostModel>(*cluster));
+  absl::StatusOr<pl::StepModel> sm =
+      pl::StepModel::Create(*model, *cluster, shape, std::make_shared<pl::DatasheetCostModel>(*cluster),
+                            pl::StackConstantsFor(stack->generation));
   if (!sm.ok()) return Fail(kExitBadInput, std::string(sm.status().message()));
   absl::StatusOr<pl::Prediction> pred = absl::UnknownError("no prediction");
   const std::optional<pl::FixedKnobs> fixed = GivenKnobs(args, p, knobs, ladder);
@@ -442,9 +454,9 @@ int RunPredict(const std::vector<std::string>& argv) {
     options.top_k = 1;
     options.constraints.fixed = *fixed;
     options.constraints.precisions = {knobs.precision};
-    absl::StatusOr<pl::SearchResult> searched =
-        pl::Search(pl::SearchProblem{*model, *cluster, shape},
-                   std::make_shared<pl::DatasheetCostModel>(*cluster), options);
+    absl::StatusOr<pl::SearchResult> searched = pl::SearchForStack(
+        pl::SearchProblem{*model, *cluster, shape},
+        std::make_shared<pl::DatasheetCostModel>(*cluster), options, stack->generation);
     if (!searched.ok()) {
       const int code = searched.status().code() == absl::StatusCode::kFailedPrecondition
                            ? kExitInfeasible
@@ -468,9 +480,12 @@ int RunPredict(const std::vector<std::string>& argv) {
   if (!pred.ok()) return Fail(kExitBadInput, std::string(pred.status().message()));
   const std::string format = args.GetOr("format", "json");
   if (format == "json") {
-    std::cout << pl::ToJson(*pred).dump(2) << "\n";
+    nlohmann::json j = pl::ToJson(*pred);
+    j["software_stack"] = {{"container", stack->container},
+                           {"generation", std::string(pl::StackGenerationName(stack->generation))}};
+    std::cout << j.dump(2) << "\n";
   } else if (format == "text") {
-    std::cout << TextReport(*pred);
+    std::cout << TextReport(*pred) << "software stack: " << pl::ToString(*stack) << "\n";
   } else {
     return Fail(kExitBadInput, absl::StrCat("--format: expected json or text, got '", format, "'"));
   }
