@@ -21,11 +21,13 @@ using units::kMicrosecond;
 
 // BF16 activations: 2 bytes per element.
 constexpr double kActivationBytes = 2.0;
-// Megatron keeps fp32 main gradients (4 B/param) and a distributed Adam
-// optimizer with fp32 master weights and two moments (12 B/param, sharded
-// over the data-parallel group) -- Megatron-LM docs, distributed optimizer.
-constexpr double kMainGradBytes = 4.0;
+// A distributed Adam optimizer with fp32 master weights and two moments
+// (12 B/param, sharded over the data-parallel group) -- Megatron-LM docs,
+// distributed optimizer. Its step casts the local shard's gradients to fp32
+// (4 B/param of the shard). The gradient buffer itself holds
+// StackConstants::grad_buffer_bytes_per_param per local parameter.
 constexpr double kOptimizerStateBytes = 12.0;
+constexpr double kShardMainGradBytes = 4.0;
 // Gradient reduce-scatter and parameter all-gather in BF16 (Megatron-Bridge
 // performance recipes: grad_reduce_in_fp32 off).
 constexpr double kDpCommBytesPerParam = 2.0;
@@ -1149,6 +1151,11 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
     const Cost send = pc != nullptr ? pc->pp_send : PpSendRecv(c, model_, shape_, p.pp);
     const double per_mb = 2.0 * p.vp * send.seconds;
     pp_slots.Add(knobs.overlap.pp_comm ? kSPpHidden : kSPpExposed, {per_mb, send.source});
+    // Each virtual-stage visit (forward and backward) also waits on its
+    // peer's matching send/recv, exposed whatever the overlap.
+    if (stack_.pp_stage_visit_s > 0) {
+      pp_slots.AddSeconds(kSPpExposed, 2.0 * p.vp * stack_.pp_stage_visit_s, kPriorBit);
+    }
   }
   const double pp_exposed = pp_slots.s[kSPpExposed];
   const double t_max = rank_time[bottleneck] + pp_exposed;
@@ -1276,9 +1283,10 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
     const double gathered = p.shard_params ? 2.0 * (dense + expert) / layers : 0.0;
     mem.weights_bytes = (local + gathered) * weight_bytes_per_param;
     if (!lora) {
-      mem.grads_bytes = (local + gathered) * kMainGradBytes;
-      mem.optimizer_bytes = (dense / std::max(1, dp_dense) +
-                             expert / std::max(1, dp_expert)) * kOptimizerStateBytes;
+      const double shard = dense / std::max(1, dp_dense) + expert / std::max(1, dp_expert);
+      mem.grads_bytes = (local + gathered) * stack_.grad_buffer_bytes_per_param +
+                        shard * kShardMainGradBytes;
+      mem.optimizer_bytes = shard * kOptimizerStateBytes;
     }
     // In-flight micro-batches (in virtual-stage units): 1F1B holds pp - r;
     // interleaved 1F1B warms up (pp - r - 1) x 2 + (vp - 1) x pp chunks.

@@ -183,6 +183,7 @@ bool SetStackConstant(const std::string& key, double v, mp::StackConstants* k) {
   else if (key == "host_op_us") k->host_op_s = v * 1e-6;
   else if (key == "moe_host_hidden_by_ep_overlap") k->moe_host_hidden_by_ep_overlap = v != 0;
   else if (key == "lora_adapter_hbm_passes") k->lora_adapter_hbm_passes = v;
+  else if (key == "grad_buffer_bytes_per_param") k->grad_buffer_bytes_per_param = v;
   else if (key == "unfused_sink_layers")  // 0 none, 1 sliding window, 2 all
     k->unfused_sink_layers = static_cast<mp::StackConstants::UnfusedSinkLayers>(int(v));
   else return false;
@@ -197,6 +198,7 @@ struct FittedConstants {
   double ep_overlap_fraction = 0;
   double host_op_s = 0;
   int unfused_sink_layers = 0;
+  double pp_stage_visit_s = 0;
 };
 
 enum FitIndex : int {
@@ -206,6 +208,7 @@ enum FitIndex : int {
   kFitEpOverlap,
   kFitHostOp,
   kFitUnfusedSinks,
+  kFitPpVisit,
   kNumFit
 };
 
@@ -236,6 +239,8 @@ std::vector<mt::FitParameter> FitParameters() {
   // Which sink-attention layers run unfused: 0 none, 1 sliding, 2 all.
   p[kFitUnfusedSinks] = {"unfused_sink_layers", double(int(s.unfused_sink_layers)),
                          {0, 1, 2}};
+  // Exposed P2P handshake per virtual-stage visit, us: 0 .. 400.
+  p[kFitPpVisit] = {"pp_stage_visit_us", s.pp_stage_visit_s * 1e6, Grid(0, 400, 25)};
   return p;
 }
 
@@ -247,6 +252,7 @@ FittedConstants FromValues(const std::vector<double>& v) {
   f.ep_overlap_fraction = v[kFitEpOverlap];
   f.host_op_s = v[kFitHostOp] * 1e-6;
   f.unfused_sink_layers = int(v[kFitUnfusedSinks]);
+  f.pp_stage_visit_s = v[kFitPpVisit] * 1e-6;
   return f;
 }
 
@@ -428,6 +434,7 @@ class RowModel {
     s.host_op_s = f.host_op_s;
     s.unfused_sink_layers = static_cast<mp::StackConstants::UnfusedSinkLayers>(
         f.unfused_sink_layers);
+    s.pp_stage_visit_s = f.pp_stage_visit_s;
     for (const auto& [key, v] : o_.stack) SetStackConstant(key, v, &s);
     return s;
   }
@@ -732,6 +739,9 @@ int main(int argc, char** argv) {
       std::printf("  %-28s %10g %18s %14g\n", p.name.c_str(), p.prior, grid.c_str(),
                   fitted_all[k]);
     }
+    const bool shipped_is_fit = fitted_all == defaults;
+    std::printf("  shipped constants %s the rule's choice on all rows\n",
+                shipped_is_fit ? "equal" : "DIFFER FROM");
     std::printf("\n== Errors, stack %s (tokens/s/GPU) ==\n", stack.c_str());
     PrintSummaryLine("in-sample, shipped constants", in_sample);
     std::vector<double> refit_errors;
@@ -758,6 +768,22 @@ int main(int argc, char** argv) {
                            .c_str(),
                        results.back().second.pooled);
     }
+    // The same pooled figures without the rows of contradictory groups
+    // (identical inputs measured > 25% apart): no model predicts both.
+    {
+      std::vector<bool> contradictory(specs.size(), false);
+      for (const mt::Contradiction& g : mt::FindContradictions(measured_rows, 0.25)) {
+        for (size_t i : g.rows) contradictory[i] = true;
+      }
+      for (const auto& [name, cv] : results) {
+        std::vector<double> kept;
+        for (size_t i = 0; i < specs.size(); ++i) {
+          if (!contradictory[i] && cv.held_out_error[i]) kept.push_back(*cv.held_out_error[i]);
+        }
+        PrintSummaryLine(absl::StrFormat("leave-one-%s-out, w/o contradictory rows", name).c_str(),
+                         mt::Summarize(kept));
+      }
+    }
     std::printf("\n== Folds: held-out group, its rows, held-out errors, constants fitted on "
                 "the other groups (%s) ==\n",
                 absl::StrJoin(fit_params, " ",
@@ -774,6 +800,17 @@ int main(int argc, char** argv) {
                     f.test_error.over_25, 100 * f.train_error.mape,
                     FormatValues(f.values).c_str());
       }
+    }
+    std::printf("\n== Held-out rows beyond 20%% (scheme: error) ==\n");
+    for (size_t i = 0; i < specs.size(); ++i) {
+      std::string line;
+      bool any = false;
+      for (const auto& [name, cv] : results) {
+        const std::optional<double>& e = cv.held_out_error[i];
+        any = any || (e && std::abs(*e) > 0.20);
+        line += absl::StrFormat("  %s %+6.1f%%", name, e ? 100 * *e : 0.0);
+      }
+      if (any) std::printf("  %-64s%s\n", specs[i].id.substr(0, 64).c_str(), line.c_str());
     }
     const mt::CrossValidation& gpu_cv = results.back().second;
     for (size_t i = 0; i < specs.size(); ++i) {
