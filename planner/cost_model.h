@@ -159,7 +159,7 @@ struct DataSetPriors {
   // Blackwell on BF16/FP8/MXFP8 GEMMs at equal nominal peaks (see
   // PriorConstantsFor). Range 1.0-1.25: the 1,100/1,400 W vs 1,000/1,200 W
   // power limits allow up to ~1.2x more clock under sustained load.
-  double blackwell_ultra_clock_gain = 1.16;
+  double blackwell_ultra_clock_gain = 1.18;
   // Ceiling on the inter-node EP dispatch/combine rate per GPU on Blackwell
   // (bytes/s), whatever the NIC. Range 15-60 GB/s (a 400G port: 50 GB/s).
   double blackwell_dispatch_scaleout_max_bytes_per_sec = 30e9;

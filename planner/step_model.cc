@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -592,6 +593,25 @@ double LayerActivationBytes(const StepModel::LayerKindTables& k,
 }
 
 }  // namespace
+
+Cost HierarchicalCollective(const CostModel& cost, CollectiveKind kind, double bytes,
+                            int group_size, LinkSpan span, int members_per_domain) {
+  const Cost flat = cost.Collective(kind, bytes, group_size, span);
+  if (span != LinkSpan::kScaleOut || members_per_domain <= 1 ||
+      flat.source == CostSource::kCalibrated) {
+    return flat;
+  }
+  // NCCL builds one ring per NIC: each crosses every domain boundary once,
+  // so the m members of a domain share the inter-domain traffic over their
+  // m NICs (one per GPU in every preset), while the hops inside a domain
+  // carry the whole buffer over NVLink; the slower of the two bounds.
+  // nccl-tests all_reduce busbw across H100 nodes with one 400G NIC per GPU:
+  // 400-450 GB/s, ~8x one NIC's 50 GB/s (Saturn Cloud / Crusoe, "Validating
+  // Multi-Node GPU Clusters with NCCL Tests").
+  const Cost nics = cost.Collective(kind, bytes / members_per_domain, group_size, span);
+  const Cost nvlink = cost.Collective(kind, bytes, group_size, LinkSpan::kNvlinkDomain);
+  return {std::max(nics.seconds, nvlink.seconds), CostSource::kDatasheetPrior};
+}
 
 std::string_view StackGenerationName(StackGeneration generation) {
   switch (generation) {
@@ -1212,12 +1232,20 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
   if (!lora) {
     double dp_total = 0;
     uint8_t src = 0;
-    for (auto [params, group] : {std::pair<double, int>{dense_b, dp_dense},
-                                 std::pair<double, int>{expert_b, dp_expert}}) {
+    // Group members per NVLink domain: the dense DP (x CP) group strides
+    // over tp ranks, the expert DP group over ep x etp.
+    const int dense_per_domain = std::max(1, std::min(dp_dense, domain / std::max(1, p.tp)));
+    const int expert_per_domain =
+        std::max(1, std::min(dp_expert, domain / std::max(1, p.ep * p.etp)));
+    for (auto [params, group, per_domain] :
+         {std::tuple<double, int, int>{dense_b, dp_dense, dense_per_domain},
+          std::tuple<double, int, int>{expert_b, dp_expert, expert_per_domain}}) {
       if (group <= 1 || params <= 0) continue;
       const double bytes = params * kDpCommBytesPerParam;
-      const Cost rs = cost_->Collective(CollectiveKind::kReduceScatter, bytes, group, dp_span);
-      const Cost ag = cost_->Collective(CollectiveKind::kAllGather, bytes, group, dp_span);
+      const Cost rs = HierarchicalCollective(*cost_, CollectiveKind::kReduceScatter, bytes, group,
+                                             dp_span, per_domain);
+      const Cost ag = HierarchicalCollective(*cost_, CollectiveKind::kAllGather, bytes, group,
+                                             dp_span, per_domain);
       // Distributed optimizer: one reduce-scatter and one all-gather per
       // step. FSDP: per micro-batch, gather for forward and for backward,
       // reduce-scatter after backward.

@@ -130,12 +130,22 @@ struct StackConstants {
   // wait), which the interleaved schedule pays vp times per micro-batch
   // (Narayanan et al. 2021, sec. 2.2.2: interleaving multiplies the
   // pipeline communication by vp). Set from data by the rule in
-  // tests/internal/cross_validation.h (grid 0-400 us): 225 us.
-  double pp_stage_visit_s = 225e-6;
+  // tests/internal/cross_validation.h (grid 0-400 us): 275 us.
+  double pp_stage_visit_s = 275e-6;
 };
 
 // The constants of one generation (the defaults above are the latest's).
 StackConstants StackConstantsFor(StackGeneration generation);
+
+// A ring collective over `group_size` ranks, `members_per_domain` of them in
+// each NVLink domain. Inside one domain (span kNvlinkDomain), or with one
+// member per domain, or measured (calibrated): cost.Collective as is.
+// Otherwise the members of a domain share the inter-domain traffic over
+// their NICs (one ring per NIC) while the intra-domain hops carry the whole
+// buffer: max(Collective(bytes / members, scale-out), Collective(bytes,
+// NVLink)). Used for the data-parallel (and FSDP) collectives.
+Cost HierarchicalCollective(const CostModel& cost, CollectiveKind kind, double bytes,
+                            int group_size, LinkSpan span, int members_per_domain);
 
 // The fast path's answer. reason != kNone: the layout cannot run and the
 // numbers are meaningless.

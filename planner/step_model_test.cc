@@ -419,7 +419,7 @@ TEST(StepModelKnownErrorTest, Llama3LoraOn8Gb200) {
   // mbridge 26.06 LoRA, GB200 x 8, pp 4 x vp 20 (one layer per virtual
   // stage), MXFP8, gbs 32: measured 5,958. With the adapters' HBM traffic
   // the model was ~13% high (6,736; before that 7,775, +30%); with the
-  // exposed P2P handshake per virtual-stage visit (pp_stage_visit_s) ~7%.
+  // exposed P2P handshake per virtual-stage visit (pp_stage_visit_s) ~5%.
   TrainingShape shape{8, 4096, 32};
   shape.objective = Objective::kLora;
   const StepModel sm =
@@ -427,7 +427,7 @@ TEST(StepModelKnownErrorTest, Llama3LoraOn8Gb200) {
   Knobs k;
   k.precision = Precision::kMxfp8;
   const double t = TokensPerSec(sm, Layout(1, 4, 20, 1, 1, 1), k);
-  EXPECT_NEAR(t, 6357, 0.03 * 6357);  // true: 5,958
+  EXPECT_NEAR(t, 6278, 0.03 * 6278);  // true: 5,958
 }
 
 TEST(StepModelKnownErrorTest, DeepSeekV3On256Gb300) {
@@ -484,11 +484,19 @@ class UnitCostModel : public CostModel {
   double memory_bytes_per_s_;
 };
 
+// The P2P handshake per virtual-stage visit is a data-set constant; these
+// tests pin it at a round 0.25 ms.
+StackConstants RoundStack() {
+  StackConstants s;
+  s.pp_stage_visit_s = 0.25e-3;
+  return s;
+}
+
 double StepSeconds(const TrainingShape& shape, const ParallelConfig& p,
                    const Knobs& k, double collective_ms = 0) {
   const ClusterSpec c = Cluster("h100-sxm");
   absl::StatusOr<StepModel> sm = StepModel::Create(
-      TinyDense(), c, shape, std::make_shared<UnitCostModel>(c, collective_ms));
+      TinyDense(), c, shape, std::make_shared<UnitCostModel>(c, collective_ms), RoundStack());
   EXPECT_TRUE(sm.ok()) << sm.status();
   absl::StatusOr<Prediction> pr = sm->Predict(p, k);
   EXPECT_TRUE(pr.ok()) << pr.status();
@@ -509,29 +517,29 @@ TEST(StepModelByHandTest, OneFOneBWithBalancedStages) {
   // units: target (4 + 0.25) / 2 = 2.125 layers per stage; first stage
   // round(2.125) = 2, last round(2.125 - 0.25) = 2. Rank 0: 24 ms, rank 1:
   // 24 + 3 = 27 ms. Each micro-batch also pays the P2P handshake of its
-  // virtual-stage visits, 2 x vp x 0.225 ms = 0.45 ms, on every rank.
-  // Step = 8 x 27.45 + (pp - 1) x mean(24.45, 27.45) = 219.6 + 25.95.
-  EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(1, 2, 1, 1, 1, 1), Knobs{}), 0.24555,
+  // virtual-stage visits, 2 x vp x 0.25 ms = 0.5 ms, on every rank.
+  // Step = 8 x 27.5 + (pp - 1) x mean(24.5, 27.5) = 220 + 26 = 246 ms.
+  EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(1, 2, 1, 1, 1, 1), Knobs{}), 0.246,
               1e-12);
 }
 
 TEST(StepModelByHandTest, InterleavedStages) {
   // pp 2, vp 2: 4 virtual stages of one layer each (target 1.0625; last
   // round(0.8125) = 1, first 1). Rank times as above (24 and 27 ms) plus
-  // the handshakes 2 x 2 x 0.225 = 0.9 ms, the bubble divided by vp:
-  // 8 x 27.9 + 26.4 / 2 = 223.2 + 13.2 = 236.4 ms.
-  EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(1, 2, 2, 1, 1, 1), Knobs{}), 0.2364,
+  // the handshakes 2 x 2 x 0.25 = 1 ms, the bubble divided by vp:
+  // 8 x 28 + 26.5 / 2 = 224 + 13.25 = 237.25 ms.
+  EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(1, 2, 2, 1, 1, 1), Knobs{}), 0.23725,
               1e-12);
 }
 
 TEST(StepModelByHandTest, UnevenFirstAndLastStages) {
   // first_stage_layers 1, last 3: rank 0 12 ms, rank 1 3 x 12 + 3 = 39 ms,
-  // each + 0.45 ms of handshakes: 8 x 39.45 + mean(12.45, 39.45) = 315.6 +
-  // 25.95 = 341.55 ms.
+  // each + 0.5 ms of handshakes: 8 x 39.5 + mean(12.5, 39.5) = 316 + 26 =
+  // 342 ms.
   ParallelConfig p = Layout(1, 2, 1, 1, 1, 1);
   p.first_stage_layers = 1;
   p.last_stage_layers = 3;
-  EXPECT_NEAR(StepSeconds({2, 2048, 8}, p, Knobs{}), 0.34155, 1e-12);
+  EXPECT_NEAR(StepSeconds({2, 2048, 8}, p, Knobs{}), 0.342, 1e-12);
 }
 
 TEST(StepModelByHandTest, FullRecomputeAndLora) {
@@ -642,6 +650,29 @@ TEST(StepModelByHandTest, LoraAdapterTraffic) {
   absl::StatusOr<Prediction> pp = pre->Predict(Layout(1, 1, 1, 1, 1, 1), Knobs{});
   ASSERT_TRUE(pp.ok()) << pp.status();
   for (const Term& t : pp->breakdown) EXPECT_NE(t.name, "lora.adapters");
+}
+
+TEST(StepModelByHandTest, HierarchicalDataParallelCollective) {
+  // All-gather of 8 GB over 16 ranks on two h100-sxm nodes (NVLink 450 GB/s
+  // x 0.78, 3 us steps; NIC 50 GB/s x 0.8, 5 us steps; 2 log2(16) = 8
+  // steps). One rank per node: the flat scale-out cost, 8 x 5 us + 15/16 x
+  // 8 GB / 40 GB/s = 187.54 ms. Eight per node: the NICs share the traffic,
+  // 8 x 5 us + 15/16 x 1 GB / 40 GB/s = 23.48 ms, vs the NVLink hops
+  // 8 x 3 us + 15/16 x 8 GB / 351 GB/s = 21.39 ms: 23.48 ms.
+  const ClusterSpec c = Cluster("h100-sxm");
+  const DatasheetCostModel cm(c);
+  const double one = HierarchicalCollective(cm, CollectiveKind::kAllGather, 8e9, 16,
+                                            LinkSpan::kScaleOut, 1).seconds;
+  const double eight = HierarchicalCollective(cm, CollectiveKind::kAllGather, 8e9, 16,
+                                              LinkSpan::kScaleOut, 8).seconds;
+  EXPECT_NEAR(one * 1e3, 40e-3 + 15.0 / 16 * 8e9 / 40e9 * 1e3, 1e-9);
+  EXPECT_NEAR(eight * 1e3, 40e-3 + 15.0 / 16 * 1e9 / 40e9 * 1e3, 1e-9);
+  EXPECT_NEAR(eight * 1e3, 23.4775, 1e-4);
+  // Inside one NVLink domain nothing changes.
+  EXPECT_DOUBLE_EQ(HierarchicalCollective(cm, CollectiveKind::kAllGather, 8e9, 8,
+                                          LinkSpan::kNvlinkDomain, 8).seconds,
+                   cm.Collective(CollectiveKind::kAllGather, 8e9, 8,
+                                 LinkSpan::kNvlinkDomain).seconds);
 }
 
 TEST(StepModelByHandTest, DataParallelOverlapWindow) {
