@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "planner/internal/strings.h"
+#include "planner/prediction_interval.h"
 #include "planner/units.h"
 
 namespace moetune::planner {
@@ -1420,6 +1421,9 @@ absl::StatusOr<Prediction> StepModel::Predict(const ParallelConfig& parallel,
     pr.breakdown.push_back(std::move(t));
   }
   pr.fully_calibrated = all_calibrated;
+  pr.interval = IntervalFor(
+      pr.tokens_per_sec_per_gpu, model_.IsMoe(),
+      UnmeasuredSettings(model_, cost_->cluster(), shape_, parallel, knobs));
   pr.model = model_;
   pr.cluster_name = cost_->cluster().name;
   pr.shape = shape_;

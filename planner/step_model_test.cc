@@ -6,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/internal/status_matchers.h"
+#include "planner/prediction_interval.h"
 #include "planner/units.h"
 
 namespace moetune::planner {
@@ -650,6 +651,28 @@ TEST(StepModelByHandTest, LoraAdapterTraffic) {
   absl::StatusOr<Prediction> pp = pre->Predict(Layout(1, 1, 1, 1, 1, 1), Knobs{});
   ASSERT_TRUE(pp.ok()) << pp.status();
   for (const Term& t : pp->breakdown) EXPECT_NE(t.name, "lora.adapters");
+}
+
+TEST(StepModelTest, PredictionCarriesAnInterval) {
+  // A dense model with the stack's defaults: the dense-row interval
+  // (planner/prediction_interval.h) around the prediction; CUDA graphs off
+  // is a setting no published row measured: the wider one, naming it.
+  const StepModel sm = Make(TinyDense(), "h100-sxm", {8, 2048, 64});
+  absl::StatusOr<Prediction> p = sm.Predict(Layout(1, 1, 1, 1, 1, 1), Knobs{});
+  ASSERT_TRUE(p.ok());
+  const IntervalTable& t = ShippedIntervalTable();
+  EXPECT_DOUBLE_EQ(p->interval.coverage, 0.8);
+  EXPECT_DOUBLE_EQ(p->interval.tokens_per_sec_per_gpu_low,
+                   p->tokens_per_sec_per_gpu / (1 + t.dense.q90));
+  EXPECT_DOUBLE_EQ(p->interval.tokens_per_sec_per_gpu_high,
+                   p->tokens_per_sec_per_gpu / (1 + t.dense.q10));
+  Knobs eager;
+  eager.cuda_graphs = false;
+  absl::StatusOr<Prediction> e = sm.Predict(Layout(1, 1, 1, 1, 1, 1), eager);
+  ASSERT_TRUE(e.ok());
+  EXPECT_THAT(e->interval.unmeasured, ::testing::ElementsAre("cuda_graphs off"));
+  EXPECT_DOUBLE_EQ(e->interval.tokens_per_sec_per_gpu_high,
+                   e->tokens_per_sec_per_gpu / (1 + t.unmeasured.q10));
 }
 
 TEST(StepModelByHandTest, HierarchicalDataParallelCollective) {

@@ -43,6 +43,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "planner/cost_model.h"
 #include "planner/hardware.h"
@@ -285,6 +286,15 @@ std::string TextReport(const pl::Prediction& p) {
     absl::StrAppend(&out, absl::StrFormat("  %-30s %-22s %9.3f s  %s\n", t.name,
                                           std::string(pl::TermKindName(t.kind)), t.seconds,
                                           std::string(pl::CostSourceName(t.source))));
+  }
+  if (p.interval.coverage > 0) {
+    absl::StrAppend(&out, absl::StrFormat("\n%.0f%% interval: %.1f .. %.1f tokens/s/GPU (%s%s)\n",
+                                          100 * p.interval.coverage,
+                                          p.interval.tokens_per_sec_per_gpu_low,
+                                          p.interval.tokens_per_sec_per_gpu_high, p.interval.basis,
+                                          p.interval.unmeasured.empty()
+                                              ? ""
+                                              : "; " + absl::StrJoin(p.interval.unmeasured, ", ")));
   }
   absl::StrAppend(&out, "\nAll terms from datasheet priors unless marked calibrated.\n");
   return out;
