@@ -44,12 +44,9 @@ constexpr double kDispatchScaleoutEfficiency = 0.7;
 // it. Applied to every Blackwell GPU (no NVL72 row of runs.json spreads EP
 // beyond its NVLink domain, so none tests it there). Hopper rows (H100, EP
 // 32 over 8 nodes, NCCL all-to-all) fit the plain
-// kDispatchScaleoutEfficiency x NIC and get no ceiling.
-constexpr double kBlackwellDispatchScaleoutMaxBytesPerSec = 29e9;
-
-// Sustained-clock advantage of Blackwell Ultra over Blackwell at equal
-// nominal dense peaks (see PriorConstantsFor).
-constexpr double kBlackwellUltraClockGain = 1.12;
+// kDispatchScaleoutEfficiency x NIC and get no ceiling. The value is
+// DataSetPriors::blackwell_dispatch_scaleout_max_bytes_per_sec (set from
+// those rows by the cross-validated rule).
 
 // Unfused attention moves each BF16 score through HBM four times in the
 // forward pass (write QK^T, read for softmax, write probabilities, read
@@ -118,6 +115,10 @@ std::string_view LinkSpanName(LinkSpan span) {
 // placed within their quoted ranges by checking the whole of
 // shared/validation/runs.json (tests/validate.cc, --set for sensitivity).
 PriorConstants PriorConstantsFor(const GpuSpec& gpu) {
+  return PriorConstantsFor(gpu, DataSetPriors());
+}
+
+PriorConstants PriorConstantsFor(const GpuSpec& gpu, const DataSetPriors& fitted) {
   PriorConstants k;
   const bool hopper = gpu.generation == "hopper";
   const bool ultra = gpu.generation == "blackwell_ultra";
@@ -151,7 +152,7 @@ PriorConstants PriorConstantsFor(const GpuSpec& gpu) {
       // Its NVFP4 peak was raised instead (15 vs 10 PF dense), so that
       // figure already carries the gain.
       for (Precision p : {Precision::kBf16, Precision::kFp8, Precision::kMxfp8}) {
-        k.gemm_efficiency[int(p)] *= kBlackwellUltraClockGain;
+        k.gemm_efficiency[int(p)] *= fitted.blackwell_ultra_clock_gain;
       }
     }
     // cuDNN flash attention on B200: ~1.3-1.5 PF BF16 forward; Blackwell
@@ -160,7 +161,8 @@ PriorConstants PriorConstantsFor(const GpuSpec& gpu) {
     // HybridEP/DeepEP on NVLink5: ~0.7 of 900 GB/s per direction.
     k.dispatch_nvlink_efficiency = 0.70;
     k.dispatch_scaleout_efficiency = kDispatchScaleoutEfficiency;
-    k.dispatch_scaleout_max_bytes_per_sec = kBlackwellDispatchScaleoutMaxBytesPerSec;
+    k.dispatch_scaleout_max_bytes_per_sec =
+        fitted.blackwell_dispatch_scaleout_max_bytes_per_sec;
     k.comm_sm_fraction = 20.0 / 148.0;
   }
   // One GEMM kernel: ~3 us of prologue/epilogue and tail wave on a full GPU.
@@ -185,6 +187,7 @@ PriorConstants PriorConstantsFor(const GpuSpec& gpu) {
   // CUDA graph ~1-1.5 us.
   k.kernel_launch_s = 4 * kMicrosecond;
   k.kernel_launch_graphs_s = 1.5 * kMicrosecond;
+  for (double& e : k.gemm_efficiency) e *= fitted.gemm_efficiency_scale;
   return k;
 }
 

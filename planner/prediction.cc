@@ -134,6 +134,13 @@ nlohmann::json ToJson(const Prediction& p) {
     any_calibrated = any_calibrated || t.source == CostSource::kCalibrated;
   }
   j["breakdown"] = terms;
+  if (p.interval.coverage > 0) {
+    j["interval"] = {{"coverage", p.interval.coverage},
+                     {"tokens_per_sec_per_gpu_low", p.interval.tokens_per_sec_per_gpu_low},
+                     {"tokens_per_sec_per_gpu_high", p.interval.tokens_per_sec_per_gpu_high},
+                     {"basis", p.interval.basis},
+                     {"unmeasured", p.interval.unmeasured}};
+  }
   j["cost_source"] = p.fully_calibrated ? "calibrated"
                      : any_calibrated   ? "mixed"
                                         : "datasheet_prior";

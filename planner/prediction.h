@@ -58,6 +58,20 @@ struct MemoryBreakdown {
   }
 };
 
+// The range the measured tokens/s/GPU is expected to fall in, with the
+// given coverage (0.8: an 80% interval), from the cross-validated errors of
+// comparable published runs (planner/prediction_interval.h). coverage 0:
+// not computed.
+struct PredictionInterval {
+  double coverage = 0;
+  double tokens_per_sec_per_gpu_low = 0;
+  double tokens_per_sec_per_gpu_high = 0;
+  std::string basis;  // which rows' errors set it
+  // Settings of this plan that no published run measured; non-empty: the
+  // interval is the wider one (see prediction_interval.h).
+  std::vector<std::string> unmeasured;
+};
+
 struct Prediction {
   double step_time_s = 0;
   double tokens_per_sec_per_gpu = 0;
@@ -71,6 +85,7 @@ struct Prediction {
   std::vector<Term> breakdown;  // exposed terms sum to step_time_s
   // True when every term came from calibration data.
   bool fully_calibrated = false;
+  PredictionInterval interval;
 
   // The resolved inputs, echoed in ToJson.
   ModelSpec model;

@@ -34,7 +34,8 @@ SearchOptions OptionsOf(const PlanRequest& r) {
 
 absl::StatusOr<SearchResult> PlanSearch(const PlanRequest& r,
                                         std::shared_ptr<const CostModel> cost_model) {
-  return Search(ProblemOf(r), std::move(cost_model), OptionsOf(r));
+  return SearchForStack(ProblemOf(r), std::move(cost_model), OptionsOf(r),
+                        r.stack.generation);
 }
 
 namespace {
@@ -91,7 +92,8 @@ absl::StatusOr<Prediction> PredictPinned(const PlanRequest& r,
                                                  r.constraints.fixed, single->second);
   if (n.violation) return absl::InvalidArgumentError(RuleText(*n.violation));
   absl::StatusOr<StepModel> sm =
-      StepModel::Create(r.model, r.cluster, r.shape, std::move(cost_model));
+      StepModel::Create(r.model, r.cluster, r.shape, std::move(cost_model),
+                        StackConstantsFor(r.stack.generation));
   if (!sm.ok()) return sm.status();
   return sm->Predict(single->first, n.knobs);
 }

@@ -19,6 +19,7 @@
 #include "planner/prediction.h"
 #include "planner/search.h"
 #include "planner/search_space.h"
+#include "planner/software_stack.h"
 #include "planner/training_config.h"
 
 namespace moetune::planner {
@@ -33,13 +34,15 @@ struct PlanRequest {
   int top_k = 5;
   bool exhaustive = false;
   int threads = 0;  // 0: one per core
+  SoftwareStack stack;  // what the user runs (default: the latest generation)
 };
 
 // The search the request asks for.
 SearchProblem ProblemOf(const PlanRequest& request);
 SearchOptions OptionsOf(const PlanRequest& request);
 
-// The plan search over `cost_model`.
+// The plan search over `cost_model`, with the step model of the request's
+// software generation.
 absl::StatusOr<SearchResult> PlanSearch(const PlanRequest& request,
                                         std::shared_ptr<const CostModel> cost_model);
 

@@ -4,10 +4,12 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "planner/internal/strings.h"
+#include "planner/prediction_interval.h"
 #include "planner/units.h"
 
 namespace moetune::planner {
@@ -21,11 +23,13 @@ using units::kMicrosecond;
 
 // BF16 activations: 2 bytes per element.
 constexpr double kActivationBytes = 2.0;
-// Megatron keeps fp32 main gradients (4 B/param) and a distributed Adam
-// optimizer with fp32 master weights and two moments (12 B/param, sharded
-// over the data-parallel group) -- Megatron-LM docs, distributed optimizer.
-constexpr double kMainGradBytes = 4.0;
+// A distributed Adam optimizer with fp32 master weights and two moments
+// (12 B/param, sharded over the data-parallel group) -- Megatron-LM docs,
+// distributed optimizer. Its step casts the local shard's gradients to fp32
+// (4 B/param of the shard). The gradient buffer itself holds
+// StackConstants::grad_buffer_bytes_per_param per local parameter.
 constexpr double kOptimizerStateBytes = 12.0;
+constexpr double kShardMainGradBytes = 4.0;
 // Gradient reduce-scatter and parameter all-gather in BF16 (Megatron-Bridge
 // performance recipes: grad_reduce_in_fp32 off).
 constexpr double kDpCommBytesPerParam = 2.0;
@@ -596,6 +600,25 @@ double LayerActivationBytes(const StepModel::LayerKindTables& k,
 
 }  // namespace
 
+Cost HierarchicalCollective(const CostModel& cost, CollectiveKind kind, double bytes,
+                            int group_size, LinkSpan span, int members_per_domain) {
+  const Cost flat = cost.Collective(kind, bytes, group_size, span);
+  if (span != LinkSpan::kScaleOut || members_per_domain <= 1 ||
+      flat.source == CostSource::kCalibrated) {
+    return flat;
+  }
+  // NCCL builds one ring per NIC: each crosses every domain boundary once,
+  // so the m members of a domain share the inter-domain traffic over their
+  // m NICs (one per GPU in every preset), while the hops inside a domain
+  // carry the whole buffer over NVLink; the slower of the two bounds.
+  // nccl-tests all_reduce busbw across H100 nodes with one 400G NIC per GPU:
+  // 400-450 GB/s, ~8x one NIC's 50 GB/s (Saturn Cloud / Crusoe, "Validating
+  // Multi-Node GPU Clusters with NCCL Tests").
+  const Cost nics = cost.Collective(kind, bytes / members_per_domain, group_size, span);
+  const Cost nvlink = cost.Collective(kind, bytes, group_size, LinkSpan::kNvlinkDomain);
+  return {std::max(nics.seconds, nvlink.seconds), CostSource::kDatasheetPrior};
+}
+
 std::string_view StackGenerationName(StackGeneration generation) {
   switch (generation) {
     case StackGeneration::k2602:
@@ -1159,6 +1182,11 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
     // non-interleaved one turns overlap_p2p_comm off (validate_args).
     const bool hidden = knobs.overlap.pp_comm && p.vp > 1;
     pp_slots.Add(hidden ? kSPpHidden : kSPpExposed, {per_mb, send.source});
+    // Each virtual-stage visit (forward and backward) also waits on its
+    // peer's matching send/recv, exposed whatever the overlap.
+    if (stack_.pp_stage_visit_s > 0) {
+      pp_slots.AddSeconds(kSPpExposed, 2.0 * p.vp * stack_.pp_stage_visit_s, kPriorBit);
+    }
   }
   const double pp_exposed = pp_slots.s[kSPpExposed];
   const double t_max = rank_time[bottleneck] + pp_exposed;
@@ -1215,12 +1243,20 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
   if (!lora) {
     double dp_total = 0;
     uint8_t src = 0;
-    for (auto [params, group] : {std::pair<double, int>{dense_b, dp_dense},
-                                 std::pair<double, int>{expert_b, dp_expert}}) {
+    // Group members per NVLink domain: the dense DP (x CP) group strides
+    // over tp ranks, the expert DP group over ep x etp.
+    const int dense_per_domain = std::max(1, std::min(dp_dense, domain / std::max(1, p.tp)));
+    const int expert_per_domain =
+        std::max(1, std::min(dp_expert, domain / std::max(1, p.ep * p.etp)));
+    for (auto [params, group, per_domain] :
+         {std::tuple<double, int, int>{dense_b, dp_dense, dense_per_domain},
+          std::tuple<double, int, int>{expert_b, dp_expert, expert_per_domain}}) {
       if (group <= 1 || params <= 0) continue;
       const double bytes = params * kDpCommBytesPerParam;
-      const Cost rs = cost_->Collective(CollectiveKind::kReduceScatter, bytes, group, dp_span);
-      const Cost ag = cost_->Collective(CollectiveKind::kAllGather, bytes, group, dp_span);
+      const Cost rs = HierarchicalCollective(*cost_, CollectiveKind::kReduceScatter, bytes, group,
+                                             dp_span, per_domain);
+      const Cost ag = HierarchicalCollective(*cost_, CollectiveKind::kAllGather, bytes, group,
+                                             dp_span, per_domain);
       // Distributed optimizer: one reduce-scatter and one all-gather per
       // step. FSDP: per micro-batch, gather for forward and for backward,
       // reduce-scatter after backward.
@@ -1286,9 +1322,10 @@ Infeasibility StepModel::Evaluate(const ParallelConfig& p_in, const Knobs& knobs
     const double gathered = p.shard_params ? 2.0 * (dense + expert) / layers : 0.0;
     mem.weights_bytes = (local + gathered) * weight_bytes_per_param;
     if (!lora) {
-      mem.grads_bytes = (local + gathered) * kMainGradBytes;
-      mem.optimizer_bytes = (dense / std::max(1, dp_dense) +
-                             expert / std::max(1, dp_expert)) * kOptimizerStateBytes;
+      const double shard = dense / std::max(1, dp_dense) + expert / std::max(1, dp_expert);
+      mem.grads_bytes = (local + gathered) * stack_.grad_buffer_bytes_per_param +
+                        shard * kShardMainGradBytes;
+      mem.optimizer_bytes = shard * kOptimizerStateBytes;
     }
     // In-flight micro-batches (in virtual-stage units): 1F1B holds pp - r;
     // interleaved 1F1B warms up (pp - r - 1) x 2 + (vp - 1) x pp chunks.
@@ -1394,6 +1431,9 @@ absl::StatusOr<Prediction> StepModel::Predict(const ParallelConfig& parallel,
     pr.breakdown.push_back(std::move(t));
   }
   pr.fully_calibrated = all_calibrated;
+  pr.interval = IntervalFor(
+      pr.tokens_per_sec_per_gpu, model_.IsMoe(),
+      UnmeasuredSettings(model_, cost_->cluster(), shape_, parallel, knobs));
   pr.model = model_;
   pr.cluster_name = cost_->cluster().name;
   pr.cluster = cost_->cluster();

@@ -114,10 +114,38 @@ struct StackConstants {
   // replaces it.
   enum class UnfusedSinkLayers { kNone, kSlidingWindow, kAll };
   UnfusedSinkLayers unfused_sink_layers = UnfusedSinkLayers::kSlidingWindow;
+  // Bytes per local parameter of the gradient buffer. Megatron-Core
+  // allocates it in fp32 only with grad_reduce_in_fp32, else in the
+  // parameter dtype (megatron/core/distributed/distributed_data_parallel.py:
+  // grad_dtype = torch.float if grad_reduce_in_fp32 else param.dtype), and
+  // the Megatron-Bridge performance recipes turn it off
+  // (scripts/performance/utils/helpers.py set_basic_perf_overrides:
+  // ddp.grad_reduce_in_fp32 = False): BF16, 2 bytes -- the same choice the
+  // DP traffic assumes (kDpCommBytesPerParam). 4.0 for recipes that reduce
+  // in fp32.
+  double grad_buffer_bytes_per_param = 2.0;
+  // Exposed time per virtual-stage visit per micro-batch (forward and
+  // backward each) of a pipelined step, beyond the send/recv transfer: the
+  // P2P handshake between neighbouring stages (NCCL send/recv launch and
+  // wait), which the interleaved schedule pays vp times per micro-batch
+  // (Narayanan et al. 2021, sec. 2.2.2: interleaving multiplies the
+  // pipeline communication by vp). Set from data by the rule in
+  // tests/internal/cross_validation.h (grid 0-400 us): 275 us.
+  double pp_stage_visit_s = 275e-6;
 };
 
 // The constants of one generation (the defaults above are the latest's).
 StackConstants StackConstantsFor(StackGeneration generation);
+
+// A ring collective over `group_size` ranks, `members_per_domain` of them in
+// each NVLink domain. Inside one domain (span kNvlinkDomain), or with one
+// member per domain, or measured (calibrated): cost.Collective as is.
+// Otherwise the members of a domain share the inter-domain traffic over
+// their NICs (one ring per NIC) while the intra-domain hops carry the whole
+// buffer: max(Collective(bytes / members, scale-out), Collective(bytes,
+// NVLink)). Used for the data-parallel (and FSDP) collectives.
+Cost HierarchicalCollective(const CostModel& cost, CollectiveKind kind, double bytes,
+                            int group_size, LinkSpan span, int members_per_domain);
 
 // The fast path's answer. reason != kNone: the layout cannot run and the
 // numbers are meaningless.

@@ -14,6 +14,7 @@
 #include "planner/request.h"
 #include "planner/search.h"
 #include "planner/search_space.h"
+#include "planner/software_stack.h"
 #include "planner/step_model.h"
 
 namespace moetune::server {
@@ -29,6 +30,16 @@ absl::Status InField(const std::string& field, const absl::Status& s) {
                               ? absl::StatusCode::kInvalidArgument
                               : s.code();
   return absl::Status(code, absl::StrCat(field, ": ", s.message()));
+}
+
+// software_stack: a container version or "latest"/empty (planner/software_stack.h).
+absl::StatusOr<p::SoftwareStack> ResolveStack(const std::string& text) {
+  if (text.size() > 32) {
+    return absl::InvalidArgumentError("software_stack is longer than 32 characters");
+  }
+  absl::StatusOr<p::SoftwareStack> s = p::ParseSoftwareStack(text);
+  if (!s.ok()) return InField("software_stack", s.status());
+  return s;
 }
 
 constexpr int kMaxTopK = 20;
@@ -236,6 +247,8 @@ absl::Status PlannerAdapter::ValidatePlan(const v1::SubmitPlanRequest& r) const 
   if (r.cluster().calibration_cluster().size() > 128) {
     return absl::InvalidArgumentError("cluster.calibration_cluster is longer than 128 characters");
   }
+  absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.software_stack());
+  if (!stack.ok()) return stack.status();
   return absl::OkStatus();
 }
 
@@ -283,6 +296,8 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
   if (!shape.ok()) return shape.status();
   absl::StatusOr<p::SearchOptions> options = ToSearchOptions(r.constraints(), *cluster);
   if (!options.ok()) return options.status();
+  absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.software_stack());
+  if (!stack.ok()) return stack.status();
   PlanOutput out;
   auto cost = CostModelFor(*cluster, r.cluster().calibration_cluster(), &out.calibration_note);
   if (!cost.ok()) return cost.status();
@@ -292,7 +307,8 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
     progress(static_cast<int64_t>(sp.candidates_done), static_cast<int64_t>(sp.candidates_total));
   };
   p::SearchProblem problem{*model, *cluster, *shape};
-  absl::StatusOr<p::SearchResult> result = p::Search(problem, *cost, *options);
+  absl::StatusOr<p::SearchResult> result =
+      p::SearchForStack(problem, *cost, *options, stack->generation);
   if (!result.ok()) return result.status();
   out.method = absl::StrFormat(
       "planner search (%s): %d candidates, %d evaluated, %d feasible, %.2f s",
@@ -301,7 +317,7 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
 
   p::EmitContext ctx;
   ctx.generated_at = NowRfc3339();
-  ctx.problem = p::ToString(problem);
+  ctx.problem = p::ToString(problem) + ", software stack " + p::ToString(*stack);
   int rank = 0;
   for (const p::RankedPlan& rp : result->top) {
     ++rank;
@@ -387,9 +403,12 @@ absl::StatusOr<v1::Prediction> PlannerAdapter::Predict(const v1::PredictRequest&
   }
   absl::StatusOr<p::SearchOptions> options = ToSearchOptions(constraints, *cluster);
   if (!options.ok()) return options.status();
+  absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.software_stack());
+  if (!stack.ok()) return stack.status();
   absl::StatusOr<p::PlanRequest> request = ToPlanRequest(*model, *cluster, *shape, *options);
   if (!request.ok()) return request.status();
   request->threads = options_.search_threads;
+  request->stack = *stack;
   std::string note;
   auto cost = CostModelFor(*cluster, r.cluster().calibration_cluster(), &note);
   if (!cost.ok()) return cost.status();

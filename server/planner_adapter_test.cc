@@ -106,6 +106,41 @@ TEST_F(PlannerAdapterTest, PlanRendersEveryFormatForEachPlan) {
   }
 }
 
+TEST_F(PlannerAdapterTest, SoftwareStackIsAnInput) {
+  // A bad container version names the field; a good one is in the emitted
+  // Megatron header and selects the generation: Qwen3-30B-A3B on 8 GB300
+  // (measured 31,744 tokens/s/GPU in 26.04.01, 45,275 in 26.06) is predicted
+  // slower under 26.04.01 than under the latest.
+  v1::SubmitPlanRequest bad = Request("llama3-8b", "h100-sxm", 8);
+  bad.set_software_stack("nemo-24.07");
+  EXPECT_THAT(adapter_->ValidatePlan(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("software_stack: ")));
+  v1::SubmitPlanRequest r = Request("llama3-8b", "h100-sxm", 8);
+  r.set_software_stack("26.04.01");
+  auto out = adapter_->Plan(r, [](int64_t, int64_t) {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->configs.at({1, v1::CONFIG_FORMAT_MEGATRON}),
+              HasSubstr("software stack 26.04.01 (modelled as generation 26.02)"));
+
+  v1::PredictRequest pr;
+  pr.mutable_model()->set_preset("qwen3-30b-a3b");
+  pr.mutable_cluster()->set_preset("gb300-nvl72");
+  pr.mutable_shape()->set_gpus(16);
+  pr.mutable_shape()->set_seq_len(4096);
+  pr.mutable_shape()->set_global_batch_size(512);
+  pr.mutable_parallel()->set_expert_parallel(8);
+  pr.mutable_parallel()->set_micro_batch_size(8);
+  pr.set_precision(v1::PRECISION_MXFP8);
+  auto latest = adapter_->Predict(pr);
+  pr.set_software_stack("26.04.01");
+  auto old = adapter_->Predict(pr);
+  ASSERT_TRUE(latest.ok() && old.ok());
+  EXPECT_LT(old->tokens_per_sec_per_gpu(), latest->tokens_per_sec_per_gpu());
+  pr.set_software_stack("2604");
+  EXPECT_THAT(adapter_->Predict(pr),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("software_stack: ")));
+}
+
 TEST_F(PlannerAdapterTest, CalibrationIsUsedOnlyForTheSameGpuModel) {
   // Grouped-GEMM results measured by cluster "pod-a" on a device CUDA names
   // "NVIDIA H100 80GB HBM3": the h100-sxm preset's GPU model.
@@ -135,7 +170,7 @@ TEST_F(PlannerAdapterTest, CalibrationIsUsedOnlyForTheSameGpuModel) {
   pr.mutable_model()->set_preset("qwen3-30b-a3b");
   pr.mutable_cluster()->set_preset("h100-sxm");
   pr.mutable_cluster()->set_calibration_cluster("pod-a");
-  pr.mutable_shape()->set_gpus(8);
+  pr.mutable_shape()->set_gpus(16);
   pr.mutable_shape()->set_seq_len(4096);
   pr.mutable_shape()->set_global_batch_size(64);
   pr.mutable_parallel()->set_expert_parallel(8);

@@ -197,7 +197,7 @@ TEST_F(ServiceIntegrationTest, CalibrateSurviveServerKillPlanAndFetch) {
     std::cerr << "malformed spec answered: " << s.error_message() << "\n";
     // The CLI carries the server's message and exits 2 for bad input.
     std::ofstream(dir_ + "/bad_config.json") << req.model().hf_config_json();
-    CliResult bad = Cli({"submit", "--server", address_, "--model_file", dir_ + "/bad_config.json",
+    CliResult bad = Cli({"submit", "--server", address_, "--model", dir_ + "/bad_config.json",
                          "--cluster", "gb200-nvl72", "--gpus", "1024", "--seq", "4096", "--gbs",
                          "8192"});
     EXPECT_EQ(bad.exit_code, 2) << bad.err;

@@ -6,7 +6,7 @@
 //       [--precision P|auto] [--fix k=v,...] [--top K] [--exhaustive]
 //       [--explain] [--format json|megatron|maxtext|text|html] [--out FILE]
 //       [--max-memory-fraction F] [--dispatchers alltoall,fused_dedup]
-//       [--threads N] [--objective pretrain|finetune|lora]
+//       [--threads N] [--objective pretrain|finetune|lora] [--stack CONTAINER]
 //
 // Exit codes: 0 ok, 1 internal failure, 2 bad input (one line on stderr),
 // 3 no feasible plan (the tightest constraint on stderr).
@@ -36,6 +36,7 @@
 #include "planner/request.h"
 #include "planner/report/what_if.h"
 #include "planner/search.h"
+#include "planner/software_stack.h"
 #include "planner/training_config.h"
 #include "planner/units.h"
 #include "tools/cli/args.h"
@@ -64,6 +65,7 @@ const std::vector<FlagSpec>& PlanFlags() {
       {"dispatchers", false, "allowed MoE dispatchers: alltoall, fused_dedup (default both)"},
       {"threads", false, "worker threads (default: one per core)"},
       {"objective", false, "pretrain (default), finetune or lora"},
+      {"stack", false, "software stack: container version (26.02, 26.04.01, 26.06, ...) or latest (default)"},
       {"help", true, "show this help"},
   };
   return specs;
@@ -294,8 +296,11 @@ int RunPlan(const std::vector<std::string>& argv) {
     };
   }
 
+  absl::StatusOr<pl::SoftwareStack> stack = pl::ParseSoftwareStack(args.GetOr("stack", ""));
+  if (!stack.ok()) return Fail(kExitBadInput, "--stack: " + OneLine(stack.status().message()));
   auto cost = std::make_shared<pl::DatasheetCostModel>(problem.cluster);
-  absl::StatusOr<pl::SearchResult> result = pl::Search(problem, cost, options);
+  absl::StatusOr<pl::SearchResult> result =
+      pl::SearchForStack(problem, cost, options, stack->generation);
   if (progress_shown) std::fprintf(stderr, "\n");
   if (!result.ok()) {
     return Fail(ExitCodeFor(result.status()), OneLine(result.status().message()));
@@ -303,7 +308,7 @@ int RunPlan(const std::vector<std::string>& argv) {
 
   pl::EmitContext ctx;
   ctx.generated_at = UtcNow();
-  ctx.problem = pl::ToString(problem);
+  ctx.problem = pl::ToString(problem) + ", software stack " + pl::ToString(*stack);
   std::string text;
   if (format == "json") {
     nlohmann::json j = pl::ToJson(*result);

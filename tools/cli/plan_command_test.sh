@@ -113,5 +113,13 @@ expect_in "infeasible message" "$TMP/err" "gradients alone need"
 check "infeasible by fraction" 3 $?
 expect_in "infeasible by fraction message" "$TMP/err" "no plan fits in memory"
 
+# --stack: the software generation, named in the emitted file's header.
+"$BIN" plan "${SMALL[@]}" --stack 26.04 --format megatron > "$TMP/stack.sh" 2> "$TMP/err"
+check "--stack megatron" 0 $?
+expect_in "--stack in header" "$TMP/stack.sh" "^# problem: .*software stack 26.04 (modelled as generation 26.02)"
+"$BIN" plan "${SMALL[@]}" --stack v26 > /dev/null 2> "$TMP/err"
+check "bad --stack" 2 $?
+one_line "bad --stack" "$TMP/err"
+
 if [ "$fails" -ne 0 ]; then echo "$fails failure(s)"; exit 1; fi
 echo "all passed"

@@ -9,7 +9,13 @@
 //       [--grouped-gemm true|false] [--cuda-graphs true|false]
 //       [--overlap tp,ep,dp,pp|none] [--comm-streams K] [--moe-imbalance X]
 //       [--shard-params] [--first-stage-layers L] [--last-stage-layers L]
-//       [--objective pretrain|finetune|lora] [--format json|text]
+//       [--objective pretrain|finetune|lora] [--stack CONTAINER|latest]
+//       [--format json|text]
+//
+// --stack: the software the run uses, a Megatron-Core/Bridge container
+// version (26.02, 26.04.01, 26.06, ...; default latest); it selects the step
+// model's software generation (planner/software_stack.h) and is echoed as
+// "software_stack" in the JSON.
 //
 // Predict is the search with the given knobs pinned (planner/request.h, the
 // same translation the server's Predict RPC uses): knobs not given take the
@@ -39,6 +45,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "planner/request.h"
 #include "planner/cost_model.h"
@@ -47,6 +54,7 @@
 #include "planner/prediction.h"
 #include "planner/search.h"
 #include "planner/search_space.h"
+#include "planner/software_stack.h"
 #include "planner/step_model.h"
 #include "planner/training_config.h"
 #include "planner/units.h"
@@ -88,6 +96,7 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"first-stage-layers", false, "layers on the first pipeline stage"},
       {"last-stage-layers", false, "layers on the last pipeline stage"},
       {"objective", false, "pretrain (default), finetune or lora"},
+      {"stack", false, "software stack: container version (26.02, 26.04.01, 26.06, ...) or latest (default)"},
       {"format", false, "json (default) or text"},
       {"help", true, "show this help"},
   };
@@ -234,6 +243,15 @@ std::string TextReport(const pl::Prediction& p) {
                                           std::string(pl::TermKindName(t.kind)), t.seconds,
                                           std::string(pl::CostSourceName(t.source))));
   }
+  if (p.interval.coverage > 0) {
+    absl::StrAppend(&out, absl::StrFormat("\n%.0f%% interval: %.1f .. %.1f tokens/s/GPU (%s%s)\n",
+                                          100 * p.interval.coverage,
+                                          p.interval.tokens_per_sec_per_gpu_low,
+                                          p.interval.tokens_per_sec_per_gpu_high, p.interval.basis,
+                                          p.interval.unmeasured.empty()
+                                              ? ""
+                                              : "; " + absl::StrJoin(p.interval.unmeasured, ", ")));
+  }
   absl::StrAppend(&out, "\nAll terms from datasheet priors unless marked calibrated.\n");
   return out;
 }
@@ -274,6 +292,9 @@ int RunPredict(const std::vector<std::string>& argv) {
     if (!o.ok()) return Fail(kExitBadInput, std::string(o.status().message()));
     shape.objective = *o;
   }
+
+  absl::StatusOr<pl::SoftwareStack> stack = pl::ParseSoftwareStack(args.GetOr("stack", ""));
+  if (!stack.ok()) return Fail(kExitBadInput, absl::StrCat("--stack: ", stack.status().message()));
 
   pl::ParallelConfig p;
   for (auto [flag, field] : {std::pair<const char*, int*>{"tp", &p.tp},
@@ -393,6 +414,7 @@ int RunPredict(const std::vector<std::string>& argv) {
   if (args.Has("overlap")) request.constraints.fixed.overlap_exact = knobs.overlap;
   request.constraints.precisions = {knobs.precision};
   request.constraints.moe_load_imbalance = knobs.moe_load_imbalance;
+  request.stack = *stack;
   absl::StatusOr<pl::Prediction> pred =
       pl::PredictPinned(request, std::make_shared<pl::DatasheetCostModel>(*cluster));
   if (!pred.ok()) {
@@ -402,9 +424,12 @@ int RunPredict(const std::vector<std::string>& argv) {
   }
   const std::string format = args.GetOr("format", "json");
   if (format == "json") {
-    std::cout << pl::ToJson(*pred).dump(2) << "\n";
+    nlohmann::json j = pl::ToJson(*pred);
+    j["software_stack"] = {{"container", stack->container},
+                           {"generation", std::string(pl::StackGenerationName(stack->generation))}};
+    std::cout << j.dump(2) << "\n";
   } else if (format == "text") {
-    std::cout << TextReport(*pred);
+    std::cout << TextReport(*pred) << "software stack: " << pl::ToString(*stack) << "\n";
   } else {
     return Fail(kExitBadInput, absl::StrCat("--format: expected json or text, got '", format, "'"));
   }

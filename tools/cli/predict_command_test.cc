@@ -90,6 +90,43 @@ TEST(PredictCommandTest, EveryKnobGivenSkipsTheSearch) {
   EXPECT_EQ(j["config"]["knobs"]["grouped_gemm"], false);
 }
 
+TEST(PredictCommandTest, StackSelectsTheSoftwareGeneration) {
+  // Qwen3-30B-A3B on 8 GB300 with the Megatron-Bridge layout (tp1 pp1 ep8
+  // mbs8): measured 31,744 tokens/s/GPU in container 26.04.01 and 45,275 in
+  // 26.06 (shared/validation/runs.json). --stack 26.04.01 predicts the
+  // 26.02 generation (MoE host time not hidden), slower than 26.06; no
+  // --stack is the latest.
+  const std::vector<std::string> base = {
+      "--model", "qwen3-30b-a3b", "--cluster", "gb300-nvl72", "--gpus", "8", "--seq", "4096",
+      "--gbs", "512", "--precision", "mxfp8", "--tp", "1", "--pp", "1", "--vp", "1", "--ep",
+      "8", "--etp", "1", "--cp", "1", "--mbs", "8", "--recompute", "none", "--offload", "none",
+      "--dispatcher", "fused_dedup", "--grouped-gemm", "true", "--cuda-graphs", "true",
+      "--overlap", "tp,ep,dp,pp", "--comm-streams", "2"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return RunPredict(a);
+  };
+  const Result old = with({"--stack", "26.04.01"});
+  const Result current = with({"--stack", "26.06"});
+  const Result latest = with({});
+  ASSERT_EQ(old.code, kExitOk) << old.err;
+  ASSERT_EQ(current.code, kExitOk) << current.err;
+  ASSERT_EQ(latest.code, kExitOk) << latest.err;
+  const nlohmann::json o = nlohmann::json::parse(old.out);
+  const nlohmann::json c = nlohmann::json::parse(current.out);
+  const nlohmann::json l = nlohmann::json::parse(latest.out);
+  EXPECT_EQ(o["software_stack"]["container"], "26.04.01");
+  EXPECT_EQ(o["software_stack"]["generation"], "26.02");
+  EXPECT_EQ(l["software_stack"]["container"], "latest");
+  EXPECT_LT(o["tokens_per_sec_per_gpu"].get<double>(), c["tokens_per_sec_per_gpu"].get<double>());
+  EXPECT_DOUBLE_EQ(c["tokens_per_sec_per_gpu"].get<double>(),
+                   l["tokens_per_sec_per_gpu"].get<double>());
+  const Result bad = with({"--stack", "nemo-24"});
+  EXPECT_EQ(bad.code, kExitBadInput);
+  EXPECT_NE(bad.err.find("--stack"), std::string::npos) << bad.err;
+}
+
 TEST(PredictCommandTest, InvalidCombinationsExitTwoWithOneLine) {
   const std::vector<std::vector<std::string>> cases = {
       {"--model", "deepseek-v3", "--cluster", "h100-sxm", "--gpus", "64", "--seq", "4096",

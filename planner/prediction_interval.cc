@@ -1,0 +1,73 @@
+#include "planner/prediction_interval.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace moetune::planner {
+
+const IntervalTable& ShippedIntervalTable() {
+  // From tests/validate (leave-one-container-out, megatron-core-2026 rows;
+  // other-stack rows at the shipped constants), 2026-12-01.
+  static const IntervalTable kTable = [] {
+    IntervalTable t;
+    t.dense = {-0.0865, 0.0824, 43};
+    t.moe = {-0.1139, 0.1814, 45};
+    t.unmeasured = {-0.1363, 0.3795, 83};
+    return t;
+  }();
+  return kTable;
+}
+
+std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const ClusterSpec& cluster,
+                                            const TrainingShape& shape,
+                                            const ParallelConfig& p, const Knobs& k) {
+  // The envelope of the megatron-core-2026 rows as tests/validate predicts
+  // them: CUDA graphs, grouped GEMM, fused de-duplicated dispatch, every
+  // overlap on, no offload, forced-balanced routing; tp <= 8, pp <= 16,
+  // cp <= 2, etp 1, 8..1,024 GPUs, FSDP only inside one NVLink domain, the
+  // five GPU presets with rows (h100-sxm, b200, b300, gb200-nvl72,
+  // gb300-nvl72).
+  std::vector<std::string> u;
+  const bool moe = model.IsMoe();
+  if (!k.cuda_graphs) u.push_back("cuda_graphs off");
+  if (moe && !k.grouped_gemm) u.push_back("grouped_gemm off");
+  if (moe && p.ep > 1 && k.dispatcher == Dispatcher::kAllToAll) u.push_back("alltoall dispatcher");
+  if (k.offload_activations) u.push_back("activation offload");
+  if (moe && k.moe_load_imbalance > 1.0) u.push_back("moe_load_imbalance > 1");
+  if (!k.overlap.tp_comm || !k.overlap.ep_comm || !k.overlap.dp_comm || !k.overlap.pp_comm) {
+    u.push_back("an overlap off");
+  }
+  if (p.tp > 8) u.push_back("tp > 8");
+  if (p.pp > 16) u.push_back("pp > 16");
+  if (p.cp > 2) u.push_back("cp > 2");
+  if (p.etp > 1) u.push_back("etp > 1");
+  if (shape.gpus > 1024) u.push_back("more than 1,024 GPUs");
+  const int dp = p.dp > 0 ? p.dp : ResolvedDp(shape, p);
+  if (p.shard_params && p.tp * p.cp * dp > cluster.nvlink_domain_gpus) {
+    u.push_back("FSDP across NVLink domains");
+  }
+  const std::string& c = cluster.name;
+  if (c != "h100-sxm" && c != "b200" && c != "b300" && c != "gb200-nvl72" &&
+      c != "gb300-nvl72") {
+    u.push_back(absl::StrCat("cluster ", c, " (no published rows)"));
+  }
+  return u;
+}
+
+PredictionInterval IntervalFor(double tokens, bool moe, const std::vector<std::string>& unmeasured,
+                               const IntervalTable& table) {
+  PredictionInterval r;
+  const ErrorPercentiles& q =
+      !unmeasured.empty() ? table.unmeasured : (moe ? table.moe : table.dense);
+  r.coverage = kIntervalCoverage;
+  r.tokens_per_sec_per_gpu_low = tokens / (1 + q.q90);
+  r.tokens_per_sec_per_gpu_high = tokens / (1 + q.q10);
+  r.basis = !unmeasured.empty()
+                ? absl::StrCat("settings no published run measured: errors of ", q.rows,
+                               " other-stack rows")
+                : absl::StrCat("cross-validated errors of ", q.rows, moe ? " MoE" : " dense",
+                               " megatron-core-2026 rows");
+  r.unmeasured = unmeasured;
+  return r;
+}
+
+}  // namespace moetune::planner

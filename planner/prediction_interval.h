@@ -1,0 +1,56 @@
+// 80% intervals on predictions, from the cross-validated errors of
+// comparable published runs, wider where the plan uses settings no
+// published run measured.
+//
+// Where the numbers come from (tests/validate.cc prints and checks them):
+// a held-out row's signed error e = predicted / measured - 1, from
+// leave-one-container-out cross-validation on the megatron-core-2026 rows of
+// shared/validation/runs.json (the data-set constants refit without the
+// row's container). For a class of rows (dense, MoE) the 10th and 90th
+// percentiles q10, q90 of e give measured in [predicted / (1 + q90),
+// predicted / (1 + q10)]. Plans using a setting none of those rows used
+// (UnmeasuredSettings) get the percentiles of the errors on the other-stack
+// rows of runs.json instead (older containers and other frameworks, never
+// used to set any constant): the model's error where it was not tuned.
+// tests/validate also checks, on held-out folds, that such intervals cover
+// about 80% (NestedIntervalCoverage, tests/internal/intervals.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planner/hardware.h"
+#include "planner/model_spec.h"
+#include "planner/prediction.h"
+#include "planner/training_config.h"
+
+namespace moetune::planner {
+
+inline constexpr double kIntervalCoverage = 0.8;
+
+struct ErrorPercentiles {
+  double q10 = 0;  // signed error e = predicted / measured - 1
+  double q90 = 0;
+  int rows = 0;    // held-out rows behind them
+};
+
+// The shipped percentiles (regenerate: tests/validate prints them).
+struct IntervalTable {
+  ErrorPercentiles dense;
+  ErrorPercentiles moe;
+  ErrorPercentiles unmeasured;
+};
+const IntervalTable& ShippedIntervalTable();
+
+// Settings of the plan outside what the megatron-core-2026 rows measured
+// ("cuda_graphs off", "etp > 1", ...), each as a short phrase.
+std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const ClusterSpec& cluster,
+                                            const TrainingShape& shape,
+                                            const ParallelConfig& parallel, const Knobs& knobs);
+
+// The interval for a prediction of `tokens_per_sec_per_gpu`.
+PredictionInterval IntervalFor(double tokens_per_sec_per_gpu, bool moe,
+                               const std::vector<std::string>& unmeasured,
+                               const IntervalTable& table = ShippedIntervalTable());
+
+}  // namespace moetune::planner

@@ -1,0 +1,73 @@
+#include "planner/prediction_interval.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace moetune::planner {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+IntervalTable RoundTable() {
+  IntervalTable t;
+  t.dense = {-0.1, 0.1, 40};
+  t.moe = {-0.2, 0.25, 40};
+  t.unmeasured = {-0.5, 0.6, 80};
+  return t;
+}
+
+TEST(PredictionIntervalTest, ByHand) {
+  // MoE, errors -20% .. +25%: 1,000 predicted -> 1,000 / 1.25 = 800 ..
+  // 1,000 / 0.8 = 1,250. Dense: 1,000 / 1.1 = 909.09 .. 1,000 / 0.9 = 1,111.1.
+  // An unmeasured setting: 1,000 / 1.6 = 625 .. 1,000 / 0.5 = 2,000.
+  const PredictionInterval moe = IntervalFor(1000, true, {}, RoundTable());
+  EXPECT_DOUBLE_EQ(moe.coverage, 0.8);
+  EXPECT_DOUBLE_EQ(moe.tokens_per_sec_per_gpu_low, 800);
+  EXPECT_DOUBLE_EQ(moe.tokens_per_sec_per_gpu_high, 1250);
+  EXPECT_THAT(moe.basis, HasSubstr("40 MoE"));
+  const PredictionInterval dense = IntervalFor(1000, false, {}, RoundTable());
+  EXPECT_NEAR(dense.tokens_per_sec_per_gpu_low, 909.0909, 1e-3);
+  EXPECT_NEAR(dense.tokens_per_sec_per_gpu_high, 1111.111, 1e-3);
+  const PredictionInterval wide = IntervalFor(1000, true, {"cuda_graphs off"}, RoundTable());
+  EXPECT_DOUBLE_EQ(wide.tokens_per_sec_per_gpu_low, 625);
+  EXPECT_DOUBLE_EQ(wide.tokens_per_sec_per_gpu_high, 2000);
+  EXPECT_THAT(wide.unmeasured, ElementsAre("cuda_graphs off"));
+}
+
+TEST(PredictionIntervalTest, UnmeasuredSettings) {
+  const ModelSpec m = *LoadModelPreset("deepseek-v3");
+  const ClusterSpec gb200 = *LoadClusterPreset("gb200-nvl72");
+  TrainingShape shape{1024, 4096, 8192};
+  ParallelConfig p;
+  p.pp = 8;
+  p.ep = 64;
+  Knobs k;  // defaults: CUDA graphs, fused dispatch, overlap on
+  EXPECT_TRUE(UnmeasuredSettings(m, gb200, shape, p, k).empty());
+  k.cuda_graphs = false;
+  k.moe_load_imbalance = 1.2;
+  p.etp = 2;
+  shape.gpus = 4096;
+  EXPECT_THAT(UnmeasuredSettings(m, gb200, shape, p, k),
+              ElementsAre("cuda_graphs off", "moe_load_imbalance > 1", "etp > 1",
+                          "more than 1,024 GPUs"));
+  // H200: no published megatron-core-2026 rows.
+  EXPECT_THAT(UnmeasuredSettings(m, *LoadClusterPreset("h200"), {256, 4096, 1024},
+                                 ParallelConfig{}, Knobs{}),
+              ElementsAre(HasSubstr("h200")));
+}
+
+TEST(PredictionIntervalTest, ShippedTableIsOrdered) {
+  const IntervalTable& t = ShippedIntervalTable();
+  for (const ErrorPercentiles& q : {t.dense, t.moe, t.unmeasured}) {
+    EXPECT_LT(q.q10, 0);
+    EXPECT_GT(q.q90, 0);
+    EXPECT_GT(q.rows, 0);
+  }
+  // Settings no published run measured get the wider interval.
+  EXPECT_LT(t.unmeasured.q10, t.moe.q10);
+  EXPECT_GT(t.unmeasured.q90, t.moe.q90);
+}
+
+}  // namespace
+}  // namespace moetune::planner

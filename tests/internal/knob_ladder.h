@@ -1,0 +1,39 @@
+// Published optimization ladders: one job measured after each of a series
+// of named optimizations, each step adding one. Each step is mapped to the
+// step model's knobs -- honestly: where the model has no knob for the named
+// optimization, the step changes nothing and says so, and the model then
+// predicts no gain for it.
+//
+// The DeepSeek-V3 GB200 ladder (runs.json mlm-dsv3-gb200-opt-step00..12):
+// NVIDIA/Megatron-LM docs/discussions/deepseek-v3-gb200-optimization/
+// deepseek-v3-gb200-optimization.md, section 3 table (dev branch; 256 GB200,
+// TP1 PP8 VPP4 EP32, MBS1 GBS2048, MXFP8) and its reproduce guide (the final
+// launch flags: no --overlap-moe-expert-parallel-comm, so EP overlap is off
+// at every step; --overlap-grad-reduce/--overlap-param-gather on).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planner/training_config.h"
+
+namespace moetune::tests {
+
+struct LadderStep {
+  std::string id;    // runs.json row id
+  std::string name;  // the optimization as the source names it
+  // The knobs after this step (cumulative).
+  planner::Knobs knobs;
+  // Which knob the step changes, or "no knob: <what the model lacks>".
+  std::string mapping;
+  bool has_knob = false;
+};
+
+// The 13 DeepSeek-V3 GB200 steps, baseline first.
+std::vector<LadderStep> DeepSeekV3Gb200Ladder();
+
+// Gains between consecutive values (v[i] / v[i-1], first = 1) and the
+// cumulative gain v.back() / v.front().
+std::vector<double> StepGains(const std::vector<double>& values);
+
+}  // namespace moetune::tests
