@@ -116,8 +116,8 @@ std::string_view LinkSpanName(LinkSpan span) {
 // shared/validation/runs.json (tests/validate.cc, --set for sensitivity).
 PriorConstants PriorConstantsFor(const GpuSpec& gpu) {
   PriorConstants k;
-  const bool hopper = gpu.generation == "hopper";
-  const bool ultra = gpu.generation == "blackwell_ultra";
+  const bool hopper = gpu.generation == GpuGeneration::kHopper;
+  const bool ultra = gpu.generation == GpuGeneration::kBlackwellUltra;
   if (hopper) {
     // cuBLAS BF16 large GEMMs on H100 SXM: ~700-750 of 989 TFLOPS; FP8
     // (per-tensor or blockwise scaling): ~1,200-1,300 of 1,979.
