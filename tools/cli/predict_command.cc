@@ -13,10 +13,14 @@
 //
 // Knobs not given take the values the autotuner would choose with the given
 // ones fixed: the search (planner/search.h) runs with every given flag pinned
-// (--fix) and the best plan is predicted. With every knob given, the search
-// is skipped and the step is predicted as given. Precision is bf16 unless
-// --precision is given. --overlap with only some communications, and
-// --moe-imbalance, are applied to the plan the search chose.
+// (--fix) and the best plan that fits in HBM is predicted (recompute and
+// offload included). With every layout and knob flag given (tp pp vp ep etp
+// cp mbs recompute offload dispatcher grouped-gemm cuda-graphs overlap
+// comm-streams), the search is skipped and the step is predicted as given,
+// whether it fits or not (the output says).
+// Precision is bf16 unless --precision is given. --overlap with only some
+// communications, and --moe-imbalance, are applied to the plan the search
+// chose.
 //
 // Exit codes: 0 ok, 2 bad input or invalid combination, 3 nothing fits in
 // memory (one line on stderr, naming the tightest constraint).
@@ -56,10 +60,6 @@ namespace {
 
 namespace pl = ::moetune::planner;
 
-// Fraction of HBM the default recompute choice leaves the step (allocator
-// spikes and fragmentation the memory model does not see).
-constexpr double kDefaultMemoryHeadroom = 0.9;
-
 const std::vector<FlagSpec>& PredictFlags() {
   static const std::vector<FlagSpec> specs = {
       {"model", false, "model preset (e.g. deepseek-v3) or a config.json / native JSON file"},
@@ -68,23 +68,26 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"seq", false, "sequence length (tokens)"},
       {"gbs", false, "global batch (sequences per step)"},
       {"precision", false, "bf16 (default), fp8, mxfp8, nvfp4"},
-      {"tp", false, "tensor parallel (default 1)"},
-      {"pp", false, "pipeline stages (default 1)"},
-      {"vp", false, "virtual stages per pipeline rank (default 1)"},
-      {"ep", false, "expert parallel (default: see above)"},
-      {"etp", false, "expert tensor parallel (default 1)"},
-      {"cp", false, "context parallel (default 1)"},
-      {"mbs", false, "micro-batch size (default 1)"},
-      {"recompute", false, "none, selective or full (default: lightest that fits)"},
+      {"tp", false, "tensor parallel (default: the search's choice)"},
+      {"pp", false, "pipeline stages (default: the search's choice)"},
+      {"vp", false, "virtual stages per pipeline rank (default: the search's choice)"},
+      {"ep", false, "expert parallel (default: the search's choice)"},
+      {"etp", false, "expert tensor parallel (default: the search's choice)"},
+      {"cp", false, "context parallel (default: the search's choice)"},
+      {"mbs", false, "micro-batch size (default: the search's choice)"},
+      {"recompute", false, "none, selective or full (default: the search's choice)"},
       {"recompute-modules", false,
        "selective modules: core_attn,mla_up_proj,layernorm,moe_act,mlp,moe,shared_experts"},
       {"recompute-layers", false, "full recompute: layers per stage (default all)"},
-      {"offload", false, "none or modules: attn_norm,core_attn,attn_proj,mlp_norm,expert_fc1,moe_act"},
-      {"dispatcher", false, "alltoall or fused_dedup (default)"},
-      {"grouped-gemm", false, "true (default) or false (a loop of GEMMs)"},
-      {"cuda-graphs", false, "true (default) or false"},
-      {"overlap", false, "communications overlapped with compute: tp,ep,dp,pp (default all) or none"},
-      {"comm-streams", false, "communication streams (default 2)"},
+      {"offload", false,
+       "none or modules: attn_norm,core_attn,attn_proj,mlp_norm,expert_fc1,moe_act "
+       "(default: the search's choice)"},
+      {"dispatcher", false, "alltoall or fused_dedup (default: the search's choice)"},
+      {"grouped-gemm", false, "true or false (a loop of GEMMs) (default: the search's choice)"},
+      {"cuda-graphs", false, "true or false (default: the search's choice)"},
+      {"overlap", false,
+       "communications overlapped with compute: tp,ep,dp,pp or none (default: the search's choice)"},
+      {"comm-streams", false, "communication streams (default: the search's choice)"},
       {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean (default 1.0)"},
       {"shard-params", true, "shard parameters and gradients over DP (FSDP)"},
       {"first-stage-layers", false, "layers on the first pipeline stage"},
@@ -179,27 +182,10 @@ int DefaultEp(const pl::ModelSpec& m, const pl::ClusterSpec& c,
   return best;
 }
 
-std::vector<pl::Recompute> DefaultRecomputeLadder() {
-  auto sel = [](uint32_t modules) {
-    pl::Recompute r;
-    r.mode = pl::RecomputeMode::kSelective;
-    r.modules = modules;
-    return r;
-  };
-  const uint32_t a = pl::kRecomputeLayerNorm | pl::kRecomputeMoeAct;
-  const uint32_t b = a | pl::kRecomputeCoreAttn | pl::kRecomputeMlaUpProj;
-  const uint32_t c = b | pl::kRecomputeMlp | pl::kRecomputeSharedExperts;
-  const uint32_t d = c | pl::kRecomputeMoe;
-  pl::Recompute full;
-  full.mode = pl::RecomputeMode::kFull;
-  return {pl::Recompute{}, sel(a), sel(b), sel(c), sel(d), full};
-}
-
 // The knobs the user pinned, as the search's FixedKnobs; nullopt when every
 // searchable knob was given (then there is nothing to choose).
 std::optional<pl::FixedKnobs> GivenKnobs(const Args& args, const pl::ParallelConfig& p,
-                                         const pl::Knobs& knobs,
-                                         const std::vector<pl::Recompute>& ladder) {
+                                         const pl::Knobs& knobs) {
   pl::FixedKnobs f;
   bool all = true;
   auto pin_int = [&](const char* flag, int value, std::optional<int>* field) {
@@ -220,7 +206,7 @@ std::optional<pl::FixedKnobs> GivenKnobs(const Args& args, const pl::ParallelCon
   if (p.last_stage_layers) f.last_stage_layers = p.last_stage_layers;
   if (args.Has("shard-params")) f.shard_params = true;
   if (args.Has("recompute") || args.Has("recompute-modules")) {
-    f.recompute = ladder.front();
+    f.recompute = knobs.recompute;
   } else {
     all = false;
   }
@@ -305,7 +291,16 @@ std::string TextReport(const pl::Prediction& p) {
                                           std::string(pl::TermKindName(t.kind)), t.seconds,
                                           std::string(pl::CostSourceName(t.source))));
   }
-  absl::StrAppend(&out, "\nAll terms from datasheet priors unless marked calibrated.\n");
+  int calibrated = 0;
+  for (const pl::Term& t : p.breakdown) calibrated += t.source == pl::CostSource::kCalibrated;
+  absl::StrAppend(&out, absl::StrFormat("\ncost source: %d of %d terms calibrated, %d from datasheet "
+                                        "priors%s\n",
+                                        calibrated, p.breakdown.size(),
+                                        p.breakdown.size() - calibrated,
+                                        calibrated == 0 ? " (predict has no measurements; a server "
+                                                          "plan job with a calibration cluster "
+                                                          "uses them)"
+                                                        : ""));
   return out;
 }
 
@@ -316,6 +311,9 @@ int RunPredict(const std::vector<std::string>& argv) {
   if (args.Has("help")) {
     std::cout << "usage: moetune predict --model M --cluster C --gpus N --seq S --gbs G "
                  "[--precision P] [layout and knob flags]\n\n"
+                 "Layout and knob flags not given are chosen by the search (the fastest plan "
+                 "that fits in HBM,\nwith the given ones pinned); with all of them given, the "
+                 "step is predicted as given.\n\n"
               << Args::Usage(PredictFlags());
     return kExitOk;
   }
@@ -428,7 +426,6 @@ int RunPredict(const std::vector<std::string>& argv) {
       knobs.offload_modules = *mods;
     }
   }
-  std::vector<pl::Recompute> ladder;
   if (args.Has("recompute") || args.Has("recompute-modules")) {
     pl::Recompute r;
     if (args.Has("recompute")) {
@@ -450,9 +447,7 @@ int RunPredict(const std::vector<std::string>& argv) {
     absl::StatusOr<std::optional<int>> layers = OptionalPositiveInt(args, "recompute-layers");
     if (!layers.ok()) return Fail(kExitBadInput, std::string(layers.status().message()));
     if (layers->has_value()) r.num_layers = **layers;
-    ladder.push_back(r);
-  } else {
-    ladder = DefaultRecomputeLadder();
+    knobs.recompute = r;
   }
 
   if (absl::Status s = pl::Validate(*model, shape, p); !s.ok()) {
@@ -462,7 +457,7 @@ int RunPredict(const std::vector<std::string>& argv) {
       *model, *cluster, shape, std::make_shared<pl::DatasheetCostModel>(*cluster));
   if (!sm.ok()) return Fail(kExitBadInput, std::string(sm.status().message()));
   absl::StatusOr<pl::Prediction> pred = absl::UnknownError("no prediction");
-  const std::optional<pl::FixedKnobs> fixed = GivenKnobs(args, p, knobs, ladder);
+  const std::optional<pl::FixedKnobs> fixed = GivenKnobs(args, p, knobs);
   if (fixed.has_value()) {
     // Some knob was not given: the autotuner chooses it.
     pl::SearchOptions options;
@@ -484,13 +479,8 @@ int RunPredict(const std::vector<std::string>& argv) {
     chosen.moe_load_imbalance = knobs.moe_load_imbalance;
     pred = PredictAsFrameworkRuns(*sm, *model, p, *fixed, chosen);
   } else {
-    for (const pl::Recompute& r : ladder) {
-      knobs.recompute = r;
-      pred = PredictAsFrameworkRuns(*sm, *model, p, PinAll(knobs), knobs);
-      if (!pred.ok() || pred->peak_memory_bytes <= kDefaultMemoryHeadroom * pred->hbm_bytes) {
-        break;
-      }
-    }
+    // Every knob given: predicted as given (fits or not, the output says).
+    pred = PredictAsFrameworkRuns(*sm, *model, p, PinAll(knobs), knobs);
   }
   if (!pred.ok()) return Fail(kExitBadInput, std::string(pred.status().message()));
   const std::string format = args.GetOr("format", "json");
