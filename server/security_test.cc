@@ -1,7 +1,7 @@
 // The server's security and limits over real gRPC on 127.0.0.1: the guarded
 // services (server/security.h) in front of the real AgentService and
 // PlannerService implementations, a real SQLite store, clients built with
-// tools/security (as moetune-agent and the CLI build theirs). Certificates
+// security (as moetune-agent and the CLI build theirs). Certificates
 // are made with openssl at test time.
 #include "server/security.h"
 
@@ -23,7 +23,7 @@
 #include "server/job_runner.h"
 #include "server/planner_service.h"
 #include "server/sqlite_store.h"
-#include "tools/security/client_credentials.h"
+#include "security/client_credentials.h"
 
 namespace moetune::server {
 namespace {
