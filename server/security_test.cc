@@ -24,13 +24,14 @@
 #include "server/planner_service.h"
 #include "server/sqlite_store.h"
 #include "security/client_credentials.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::server {
 namespace {
 
 namespace v1 = ::moetune::v1;
 using ::moetune::security::ClientSecurityOptions;
-using ::moetune::server::testing::StatusIs;
+using ::moetune::testing::StatusIs;
 using ::moetune::server::testing::TempDbPath;
 using ::testing::HasSubstr;
 using ::testing::Not;
