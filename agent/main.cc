@@ -17,7 +17,7 @@
 #include "agent/spool.h"
 #include "kernels/cuda/cuda_probes.h"
 #include "kernels/probes.h"
-#include "tools/security/client_flags.h"
+#include "security/client_flags.h"
 
 ABSL_FLAG(std::string, server, "", "planner server, HOST:PORT");
 ABSL_FLAG(std::string, cluster, "", "cluster label this node belongs to");
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   // also uses it as the shortest time a connection attempt (TCP + TLS
   // handshake) may take. Set to 100 ms it made every attempt whose handshake
   // took longer fail forever ("tcp handshaker shutdown"; found under TSan).
-  // --token_file, --tls_ca, --tls_cert, --tls_key (tools/security/client_flags.h).
+  // --token_file, --tls_ca, --tls_cert, --tls_key (security/client_flags.h).
   auto channel = moetune::security::MakeChannel(
       server, moetune::security::ClientSecurityFromFlags(), args);
   if (!channel.ok()) return Fail(channel.status().ToString(), 2);

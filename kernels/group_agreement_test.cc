@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kernels/internal/status_matchers.h"
+#include "testing/status_matchers.h"
 #include "kernels/rendezvous.h"
 
 namespace moetune::kernels {
@@ -14,6 +14,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::moetune::testing::StatusIs;
 
 GroupSpec Rank(int r, int world, std::shared_ptr<RendezvousStore> store, int timeout_ms = 10000) {
   GroupSpec g;

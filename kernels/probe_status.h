@@ -4,6 +4,7 @@
 // must build with a plain nvcc command line, hence no Abseil here.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <utility>
 
@@ -50,6 +51,10 @@ class ProbeStatus {
   const std::string& message() const { return message_; }
   // "INVALID_ARGUMENT: num_experts must be > 0, got 0".
   std::string ToString() const;
+  // Prints ToString() (also how gtest prints a ProbeStatus).
+  friend std::ostream& operator<<(std::ostream& os, const ProbeStatus& s) {
+    return os << s.ToString();
+  }
 
  private:
   ProbeCode code_ = ProbeCode::kOk;

@@ -5,11 +5,12 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "kernels/internal/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::kernels {
 namespace {
 
+using ::moetune::testing::StatusIs;
 using ::testing::HasSubstr;
 
 std::string TempDir() {

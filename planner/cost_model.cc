@@ -120,8 +120,8 @@ PriorConstants PriorConstantsFor(const GpuSpec& gpu) {
 
 PriorConstants PriorConstantsFor(const GpuSpec& gpu, const DataSetPriors& fitted) {
   PriorConstants k;
-  const bool hopper = gpu.generation == "hopper";
-  const bool ultra = gpu.generation == "blackwell_ultra";
+  const bool hopper = gpu.generation == GpuGeneration::kHopper;
+  const bool ultra = gpu.generation == GpuGeneration::kBlackwellUltra;
   if (hopper) {
     // cuBLAS BF16 large GEMMs on H100 SXM: ~700-750 of 989 TFLOPS; FP8
     // (per-tensor or blockwise scaling): ~1,200-1,300 of 1,979.

@@ -442,7 +442,7 @@ std::vector<std::string> MegatronEnvironment(const Prediction& p) {
   }
   // Hopper orders TP/CP communication ahead of compute only with one
   // hardware queue; Blackwell has no such need, and FSDP needs several.
-  if (p.cluster.gpu.generation == "hopper" && (par.tp > 1 || par.cp > 1) &&
+  if (p.cluster.gpu.generation == GpuGeneration::kHopper && (par.tp > 1 || par.cp > 1) &&
       !par.shard_params) {
     env.push_back(EpOverlapActive(p.model, par, k)
                       ? "export CUDA_DEVICE_MAX_CONNECTIONS=32  # EP A2A overlap first"

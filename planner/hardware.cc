@@ -77,7 +77,7 @@ constexpr double kC2cBytesPerSecPerGpu = 900 * kGB / 2 / 2;
 GpuSpec Hopper(std::string name, double hbm_gb, double hbm_tb_s) {
   GpuSpec g;
   g.name = std::move(name);
-  g.generation = "hopper";
+  g.generation = GpuGeneration::kHopper;
   // NVIDIA's MFU denominators (dgxc-benchmarking): 989 BF16, 1979 FP8.
   g.bf16_dense_flops_per_sec = 989 * kTFLOP;
   g.fp8_dense_flops_per_sec = 1979 * kTFLOP;
@@ -88,12 +88,12 @@ GpuSpec Hopper(std::string name, double hbm_gb, double hbm_tb_s) {
   return g;
 }
 
-GpuSpec Blackwell(std::string name, std::string generation, double bf16_tf,
+GpuSpec Blackwell(std::string name, GpuGeneration generation, double bf16_tf,
                   double nvfp4_tf, double hbm_gb, double hbm_tb_s,
                   double tdp_watts) {
   GpuSpec g;
   g.name = std::move(name);
-  g.generation = std::move(generation);
+  g.generation = generation;
   g.bf16_dense_flops_per_sec = bf16_tf * kTFLOP;
   // FP8 and MXFP8 run at twice the BF16 rate (NVIDIA MFU denominators).
   g.fp8_dense_flops_per_sec = 2 * bf16_tf * kTFLOP;
@@ -154,19 +154,20 @@ std::vector<ClusterSpec> BuildPresets() {
   p.push_back(Hgx("h200", Hopper("NVIDIA H200 SXM (141GB)", 141, 4.8), 450,
                   400, 2000.0 / 8, {kSrcH200}));
   p.push_back(Hgx("b200",
-                  Blackwell("NVIDIA B200 (HGX, 1000 W)", "blackwell", 2250,
+                  Blackwell("NVIDIA B200 (HGX, 1000 W)", GpuGeneration::kBlackwell, 2250,
                             9000, 180, 7.7, 1000),
                   900, 400, 2000.0 / 8, {kSrcDgxc, kSrcB200}));
   p.push_back(Hgx("b300",
-                  Blackwell("NVIDIA B300 (HGX)", "blackwell_ultra", 2250,
+                  Blackwell("NVIDIA B300 (HGX)", GpuGeneration::kBlackwellUltra, 2250,
                             13500, 270, 7.7, 1100),
                   900, 800, 2000.0 / 8, {kSrcDgxc, kSrcB300}));
   p.push_back(Nvl72("gb200-nvl72",
-                    Blackwell("NVIDIA GB200 (NVL72, 1200 W)", "blackwell",
+                    Blackwell("NVIDIA GB200 (NVL72, 1200 W)", GpuGeneration::kBlackwell,
                               2450, 9800, 186, 8.0, 1200),
                     400, {kSrcDgxc, kSrcGb200}));
   p.push_back(Nvl72("gb300-nvl72",
-                    Blackwell("NVIDIA GB300 (NVL72, 1400 W)", "blackwell_ultra",
+                    Blackwell("NVIDIA GB300 (NVL72, 1400 W)",
+                              GpuGeneration::kBlackwellUltra,
                               2450, 14700, 279, 8.0, 1400),
                     800, {kSrcDgxc, kSrcGb300}));
   return p;
@@ -198,6 +199,30 @@ absl::Status ReadPositive(const json& j, const char* key, bool required,
 }
 
 }  // namespace
+
+std::string_view GpuGenerationName(GpuGeneration generation) {
+  switch (generation) {
+    case GpuGeneration::kHopper:
+      return "hopper";
+    case GpuGeneration::kBlackwell:
+      return "blackwell";
+    case GpuGeneration::kBlackwellUltra:
+      return "blackwell_ultra";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<GpuGeneration> ParseGpuGeneration(std::string_view name) {
+  const std::string lower = internal::Lower(name);
+  std::vector<std::string> known;
+  for (GpuGeneration g : kGpuGenerations) {
+    if (lower == GpuGenerationName(g)) return g;
+    known.emplace_back(GpuGenerationName(g));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown GPU generation '", internal::Sv(name),
+                   "' (known: ", absl::StrJoin(known, ", "), ")"));
+}
 
 std::optional<double> PeakDenseFlopsPerSec(const GpuSpec& gpu,
                                            Precision precision) {
@@ -263,10 +288,25 @@ absl::StatusOr<ClusterSpec> ParseClusterJson(std::string_view text) {
     if (g.contains("name") && g.at("name").is_string()) {
       c.gpu.name = g.at("name").get<std::string>();
     }
-    if (g.contains("generation") && g.at("generation").is_string()) {
-      c.gpu.generation = g.at("generation").get<std::string>();
-    }
     const bool req = !from_preset;
+    if (g.contains("generation")) {
+      if (!g.at("generation").is_string()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "field 'generation' in cluster JSON must be a string, got ",
+            g.at("generation").dump()));
+      }
+      absl::StatusOr<GpuGeneration> generation =
+          ParseGpuGeneration(g.at("generation").get<std::string>());
+      if (!generation.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("field 'generation' in cluster JSON: ",
+                         generation.status().message()));
+      }
+      c.gpu.generation = *generation;
+    } else if (req) {
+      return absl::InvalidArgumentError(
+          "missing field 'generation' in cluster JSON");
+    }
     if (absl::Status s = ReadPositive(g, "bf16_dense_flops_per_sec", req,
                                       &c.gpu.bf16_dense_flops_per_sec);
         !s.ok())
@@ -362,7 +402,7 @@ absl::StatusOr<ClusterSpec> ParseClusterJson(std::string_view text) {
 std::string ClusterSpecToJson(const ClusterSpec& c) {
   json g;
   g["name"] = c.gpu.name;
-  g["generation"] = c.gpu.generation;
+  g["generation"] = std::string(GpuGenerationName(c.gpu.generation));
   g["bf16_dense_flops_per_sec"] = c.gpu.bf16_dense_flops_per_sec;
   g["fp8_dense_flops_per_sec"] = c.gpu.fp8_dense_flops_per_sec;
   if (c.gpu.mxfp8_dense_flops_per_sec) {

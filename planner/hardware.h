@@ -14,9 +14,24 @@
 
 namespace moetune::planner {
 
+// The GPU architecture generation: it selects the datasheet prior constants
+// (cost_model.cc PriorConstantsFor) and generation-specific launch settings
+// (emitters.cc). Hopper: H100/H200/H800; Blackwell: B200/GB200; Blackwell
+// Ultra: B300/GB300.
+enum class GpuGeneration { kHopper, kBlackwell, kBlackwellUltra };
+inline constexpr GpuGeneration kGpuGenerations[] = {
+    GpuGeneration::kHopper, GpuGeneration::kBlackwell,
+    GpuGeneration::kBlackwellUltra};
+
+// "hopper", "blackwell", "blackwell_ultra".
+std::string_view GpuGenerationName(GpuGeneration generation);
+// Accepts the names above (case-insensitive); InvalidArgument naming the
+// value and the known ones otherwise.
+absl::StatusOr<GpuGeneration> ParseGpuGeneration(std::string_view name);
+
 struct GpuSpec {
-  std::string name;        // "NVIDIA H100 SXM5 (80GB)"
-  std::string generation;  // "hopper", "blackwell", "blackwell_ultra"
+  std::string name;  // "NVIDIA H100 SXM5 (80GB)"
+  GpuGeneration generation = GpuGeneration::kHopper;
   // Dense (non-sparse) tensor-core peaks, the MFU denominators NVIDIA uses.
   double bf16_dense_flops_per_sec = 0;
   double fp8_dense_flops_per_sec = 0;
@@ -68,7 +83,9 @@ std::vector<std::string> ClusterPresetNames();
 //    "host_link_bytes_per_sec": 6.4e10 (opt), "host_memory_bytes_per_gpu": (opt),
 //    "sources": ["..."] (opt)}
 // Or {"preset": "h100-sxm", ...overrides of top-level numeric keys}.
-// Missing required key or non-positive value: InvalidArgument naming it.
+// "generation" is one of GpuGenerationName's names (required unless from a
+// preset). Missing required key, non-positive value or unknown generation:
+// InvalidArgument naming it.
 absl::StatusOr<ClusterSpec> ParseClusterJson(std::string_view json);
 std::string ClusterSpecToJson(const ClusterSpec& cluster);
 

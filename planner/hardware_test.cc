@@ -1,14 +1,18 @@
 #include "planner/hardware.h"
 
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner/internal/status_matchers.h"
 #include "planner/units.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::planner {
 namespace {
 
-using ::moetune::planner::testing::StatusIs;
+using ::moetune::testing::StatusIs;
 using ::testing::HasSubstr;
 using units::kGB;
 using units::kTFLOP;
@@ -65,7 +69,72 @@ TEST(HardwareTest, JsonRoundTrip) {
               c->gpu.nvfp4_dense_flops_per_sec);
     EXPECT_EQ(back->scaleout_bytes_per_sec, c->scaleout_bytes_per_sec);
     EXPECT_EQ(back->host_link_bytes_per_sec, c->host_link_bytes_per_sec);
+    EXPECT_EQ(back->gpu.generation, c->gpu.generation) << name;
   }
+}
+
+TEST(HardwareTest, PresetGenerations) {
+  const std::pair<const char*, GpuGeneration> rows[] = {
+      {"h100-sxm", GpuGeneration::kHopper},
+      {"h800", GpuGeneration::kHopper},
+      {"h200", GpuGeneration::kHopper},
+      {"b200", GpuGeneration::kBlackwell},
+      {"gb200-nvl72", GpuGeneration::kBlackwell},
+      {"b300", GpuGeneration::kBlackwellUltra},
+      {"gb300-nvl72", GpuGeneration::kBlackwellUltra},
+  };
+  for (const auto& [name, generation] : rows) {
+    absl::StatusOr<ClusterSpec> c = LoadClusterPreset(name);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->gpu.generation, generation) << name;
+  }
+}
+
+TEST(HardwareTest, GpuGenerationNames) {
+  for (GpuGeneration g : kGpuGenerations) {
+    absl::StatusOr<GpuGeneration> back = ParseGpuGeneration(GpuGenerationName(g));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, g);
+  }
+  EXPECT_EQ(GpuGenerationName(GpuGeneration::kBlackwellUltra), "blackwell_ultra");
+  EXPECT_EQ(*ParseGpuGeneration("Hopper"), GpuGeneration::kHopper);
+  EXPECT_THAT(ParseGpuGeneration("ampere"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown GPU generation 'ampere' (known: hopper, "
+                                 "blackwell, blackwell_ultra)")));
+}
+
+// Before the enum, any generation but "hopper" (a typo, "ampere", none at
+// all) silently got Blackwell priors; now the cluster JSON is refused.
+TEST(HardwareTest, UnknownGpuGenerationIsRejected) {
+  auto cluster = [](const std::string& generation_entry) {
+    return absl::StrCat(R"({"name": "my-cluster", "gpu": {"name": "X100", )",
+                        generation_entry, R"(
+        "bf16_dense_flops_per_sec": 1e15, "fp8_dense_flops_per_sec": 2e15,
+        "hbm_bytes": 8e10, "hbm_bytes_per_sec": 3e12},
+      "gpus_per_node": 8, "nvlink_domain_gpus": 8,
+      "nvlink_bytes_per_sec": 4.5e11, "scaleout_bytes_per_sec": 5e10})");
+  };
+  absl::StatusOr<ClusterSpec> ok = ParseClusterJson(cluster(R"("generation": "blackwell_ultra",)"));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->gpu.generation, GpuGeneration::kBlackwellUltra);
+  EXPECT_THAT(ParseClusterJson(cluster(R"("generation": "hoper",)")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("field 'generation' in cluster JSON: unknown GPU generation "
+                                 "'hoper' (known: hopper, blackwell, blackwell_ultra)")));
+  EXPECT_THAT(ParseClusterJson(cluster(R"("generation": 9,)")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("field 'generation' in cluster JSON must be a string, got 9")));
+  EXPECT_THAT(ParseClusterJson(cluster("")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("missing field 'generation'")));
+  // A preset keeps its generation unless the JSON names another.
+  absl::StatusOr<ClusterSpec> preset =
+      ParseClusterJson(R"({"preset": "h100-sxm", "gpu": {"hbm_bytes": 9.6e10}})");
+  ASSERT_TRUE(preset.ok()) << preset.status();
+  EXPECT_EQ(preset->gpu.generation, GpuGeneration::kHopper);
+  EXPECT_THAT(ParseClusterJson(R"({"preset": "b200", "gpu": {"generation": "rubin"}})"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'rubin'")));
 }
 
 // Regression (cluster_fuzzer): a cluster JSON without the optional

@@ -2,12 +2,12 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner/internal/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::planner {
 namespace {
 
-using ::moetune::planner::testing::StatusIs;
+using ::moetune::testing::StatusIs;
 using ::testing::HasSubstr;
 
 TEST(PrecisionTest, RoundTripsEveryName) {

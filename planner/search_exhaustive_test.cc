@@ -12,17 +12,18 @@
 #include "gtest/gtest.h"
 #include "planner/cost_model.h"
 #include "planner/hardware.h"
-#include "planner/internal/status_matchers.h"
 #include "planner/model_spec.h"
 #include "planner/search.h"
 #include "planner/search_space.h"
 #include "planner/step_model.h"
 #include "planner/units.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::planner {
 namespace {
 
-using ::moetune::planner::testing::IsOk;
+using ::moetune::testing::IsOk;
+using ::moetune::testing::StatusIs;
 
 struct Case {
   std::string model;
@@ -187,8 +188,8 @@ TEST(ExhaustiveEqualsDefaultInfeasibleTest, BothReportNoFeasiblePlan) {
   for (bool exhaustive : {false, true}) {
     options.exhaustive = exhaustive;
     EXPECT_THAT(Search(problem, cost, options),
-                testing::StatusIs(absl::StatusCode::kFailedPrecondition,
-                                  ::testing::HasSubstr("no plan fits in memory")));
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         ::testing::HasSubstr("no plan fits in memory")));
   }
 }
 

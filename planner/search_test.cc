@@ -11,14 +11,14 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner/internal/status_matchers.h"
 #include "planner/units.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::planner {
 namespace {
 
-using ::moetune::planner::testing::IsOk;
-using ::moetune::planner::testing::StatusIs;
+using ::moetune::testing::IsOk;
+using ::moetune::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // A 2-layer dense model with 4 heads: on 4 GPUs at seq 1024 its space has 19

@@ -5,14 +5,14 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner/internal/status_matchers.h"
 #include "planner/prediction_interval.h"
 #include "planner/units.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::planner {
 namespace {
 
-using ::moetune::planner::testing::StatusIs;
+using ::moetune::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // 4 layers, h 1024, 8 heads of 128, SwiGLU ffn 4096, vocab 32000 (a

@@ -130,13 +130,4 @@ bool AgentRegistry::IsLive(const std::string& agent_id) const {
   return it != agents_.end() && it->second.info.state() == v1::AGENT_STATE_LIVE;
 }
 
-void AgentRegistry::SetStragglers(const std::string& agent_id,
-                                  std::vector<v1::StragglerFlag> flags) {
-  absl::MutexLock lock(&mu_);
-  auto it = agents_.find(agent_id);
-  if (it == agents_.end()) return;
-  it->second.info.clear_stragglers();
-  for (auto& f : flags) *it->second.info.add_stragglers() = std::move(f);
-}
-
 }  // namespace moetune::server

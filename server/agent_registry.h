@@ -55,8 +55,6 @@ class AgentRegistry {
   // Live agents of a cluster, ordered by id.
   std::vector<moetune::v1::AgentInfo> Live(const std::string& cluster) const;
   bool IsLive(const std::string& agent_id) const;
-  void SetStragglers(const std::string& agent_id,
-                     std::vector<moetune::v1::StragglerFlag> flags);
 
   const Options& options() const { return options_; }
 

@@ -54,6 +54,12 @@ struct ClusterFit {
   std::map<std::string, std::vector<moetune::v1::StragglerFlag>> stragglers;
   int results_used = 0;
   int results_failed = 0;
+  // When the newest successful result of the fit reached the server (RFC
+  // 3339, the server's clock; empty: none). The fit is a function of the
+  // stored results only, so its tables are what they became then, whenever
+  // (and however often) the server recomputes them. Set by the caller of
+  // FitCluster (PlannerAdapter); the plan report states the age from it.
+  std::string fitted_at;
   std::map<std::string, std::string> compute_dtypes;  // gpu -> what ran
 };
 

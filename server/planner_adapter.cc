@@ -1,7 +1,10 @@
 #include "server/planner_adapter.h"
 
+#include <algorithm>
 #include <limits>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -167,7 +170,17 @@ v1::ParallelConfig ToProto(const p::ParallelConfig& pc) {
   return out;
 }
 
-std::string NowRfc3339() { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()); }
+std::string Rfc3339(absl::Time t) { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone()); }
+std::string NowRfc3339() { return Rfc3339(absl::Now()); }
+
+// ClusterFit::fitted_at: when the newest successful result arrived.
+std::string NewestResultTime(const std::vector<v1::ProbeResult>& results) {
+  int64_t newest_ms = 0;
+  for (const v1::ProbeResult& r : results) {
+    if (r.error_code() == 0) newest_ms = std::max(newest_ms, r.received_unix_ms());
+  }
+  return newest_ms > 0 ? Rfc3339(absl::FromUnixMillis(newest_ms)) : "";
+}
 
 }  // namespace
 
@@ -253,8 +266,8 @@ absl::Status PlannerAdapter::ValidatePlan(const v1::SubmitPlanRequest& r) const 
 }
 
 absl::StatusOr<std::shared_ptr<const p::CostModel>> PlannerAdapter::CostModelFor(
-    const p::ClusterSpec& hardware, const std::string& calibration_cluster,
-    std::string* note) const {
+    const p::ClusterSpec& hardware, const std::string& calibration_cluster, std::string* note,
+    std::string* fitted_at) const {
   auto prior = std::make_shared<const p::DatasheetCostModel>(hardware);
   if (calibration_cluster.empty()) {
     *note = absl::StrCat("datasheet priors for ", hardware.name, " (no calibration cluster given)");
@@ -263,6 +276,7 @@ absl::StatusOr<std::shared_ptr<const p::CostModel>> PlannerAdapter::CostModelFor
   absl::StatusOr<std::shared_ptr<const ClusterFit>> fitted = FitOf(calibration_cluster);
   if (!fitted.ok()) return fitted.status();
   const ClusterFit& fit = **fitted;
+  if (fitted_at != nullptr) *fitted_at = fit.fitted_at;
   std::vector<std::string> gpus;
   for (const p::CalibrationTables& t : fit.tables) {
     gpus.push_back(t.gpu_name);
@@ -299,7 +313,9 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
   absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.software_stack());
   if (!stack.ok()) return stack.status();
   PlanOutput out;
-  auto cost = CostModelFor(*cluster, r.cluster().calibration_cluster(), &out.calibration_note);
+  std::string fitted_at;
+  auto cost =
+      CostModelFor(*cluster, r.cluster().calibration_cluster(), &out.calibration_note, &fitted_at);
   if (!cost.ok()) return cost.status();
 
   options->threads = options_.search_threads;
@@ -341,6 +357,7 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
   report.generated_at = ctx.generated_at;
   report.calibration.cluster = r.cluster().calibration_cluster();
   report.calibration.note = out.calibration_note;
+  report.calibration.fitted_at = fitted_at;
   if (options_.report_what_ifs) {
     p::SearchOptions what_if_options = *options;
     what_if_options.top_k = 1;
@@ -428,7 +445,9 @@ absl::StatusOr<std::shared_ptr<const ClusterFit>> PlannerAdapter::FitOf(
   }
   absl::StatusOr<std::vector<v1::ProbeResult>> results = store_->ListResults({cluster, "", 0});
   if (!results.ok()) return results.status();
-  auto fit = std::make_shared<const ClusterFit>(FitCluster(cluster, *results, options_.fit));
+  ClusterFit fitted = FitCluster(cluster, *results, options_.fit);
+  fitted.fitted_at = NewestResultTime(*results);
+  auto fit = std::make_shared<const ClusterFit>(std::move(fitted));
   absl::MutexLock lock(&fit_mu_);
   // Results only ever grow, so the count identifies the set.
   fits_[cluster] = {static_cast<int64_t>(results->size()), fit};

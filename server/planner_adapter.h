@@ -65,10 +65,11 @@ class PlannerAdapter {
 
  private:
   // The cost model for `hardware`, calibrated from `calibration_cluster` when
-  // its tables hold this GPU model. *note says which was used.
+  // its tables hold this GPU model. *note says which was used; *fitted_at
+  // (when given) is set to the calibration cluster's ClusterFit::fitted_at.
   absl::StatusOr<std::shared_ptr<const moetune::planner::CostModel>> CostModelFor(
       const moetune::planner::ClusterSpec& hardware, const std::string& calibration_cluster,
-      std::string* note) const;
+      std::string* note, std::string* fitted_at = nullptr) const;
 
   // The cluster's fit, recomputed only when its stored result count changed
   // (ListAgents asks for stragglers on every call).

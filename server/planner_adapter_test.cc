@@ -5,13 +5,14 @@
 #include "kernels/measurement_roles.h"
 #include "server/internal/test_util.h"
 #include "server/sqlite_store.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::server {
 namespace {
 
 namespace v1 = ::moetune::v1;
 namespace roles = ::moetune::kernels::roles;
-using ::moetune::server::testing::StatusIs;
+using ::moetune::testing::StatusIs;
 using ::moetune::server::testing::TempDbPath;
 using ::testing::HasSubstr;
 
@@ -216,6 +217,59 @@ TEST_F(PlannerAdapterTest, StragglerFitFollowsNewResults) {
   auto flags = adapter_->Stragglers("pod");
   ASSERT_EQ(flags.count("pod/c"), 1u);
   EXPECT_DOUBLE_EQ(flags["pod/c"][0].ratio(), 4.0);
+}
+
+}  // namespace
+}  // namespace moetune::server
+
+namespace moetune::server {
+namespace {
+
+// The plan report states how old the calibration is: the fit dates from the
+// newest successful result it uses (received_unix_ms, the server's clock);
+// a failed result does not change the tables, so it does not count.
+TEST_F(PlannerAdapterTest, ReportStatesWhenTheCalibrationWasFitted) {
+  auto put = [&](const std::string& id, int64_t received_unix_ms, int error_code) {
+    v1::ProbeResult r;
+    r.set_result_id(id);
+    r.set_kind(v1::PROBE_KIND_OFFLOAD);
+    r.set_params_json(R"({"kind":"offload"})");
+    r.set_error_code(error_code);
+    r.set_received_unix_ms(received_unix_ms);
+    r.mutable_provenance()->set_cluster("pod-f");
+    r.mutable_provenance()->set_agent_id("pod-f/a");
+    r.mutable_provenance()->set_world_size(1);
+    v1::Measurement* m = r.add_measurements();
+    m->set_name("h2d/pinned/1048576");
+    m->set_median_seconds(0.001);
+    ASSERT_TRUE(store_->PutResult(r, std::nullopt).ok());
+  };
+  put("a", 1'700'000'000'000, 0);  // 2023-11-14T22:13:20Z
+  put("b", 1'700'086'400'000, 0);  // one day later: the newest that counts
+  put("c", 1'700'172'800'000, 14);  // failed (UNAVAILABLE), a day later still
+  v1::SubmitPlanRequest r = Request("llama3-8b", "h100-sxm", 8);
+  r.mutable_cluster()->set_calibration_cluster("pod-f");
+  r.mutable_constraints()->set_top_k(1);
+  auto out = adapter_->Plan(r, [](int64_t, int64_t) {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // The cost-source paragraph of the page (planner/report/report.cc).
+  auto provenance = [](const std::string& html) {
+    const size_t begin = html.find("<div class=\"provenance");
+    return begin == std::string::npos ? html : html.substr(begin, html.find("</div>", begin) - begin);
+  };
+  const std::string html = provenance(out->configs.at({1, v1::CONFIG_FORMAT_HTML}));
+  EXPECT_THAT(html, HasSubstr("Calibration of cluster <code>pod-f</code>, fitted "
+                              "2023-11-15T22:13:20Z, "));
+  EXPECT_THAT(html, HasSubstr("days before this report"));
+  EXPECT_THAT(html, HasSubstr("data-calibration-age-days=\""));
+  EXPECT_THAT(html, ::testing::Not(HasSubstr("fitting time unknown")));
+
+  // Without a calibration cluster there is no fit and no age.
+  auto priors = adapter_->Plan(Request("llama3-8b", "h100-sxm", 8), [](int64_t, int64_t) {});
+  ASSERT_TRUE(priors.ok()) << priors.status();
+  EXPECT_THAT(provenance(priors->configs.at({1, v1::CONFIG_FORMAT_HTML})),
+              ::testing::AllOf(HasSubstr("data-calibration-cluster=\"\""),
+                    ::testing::Not(HasSubstr("data-calibration-age-days"))));
 }
 
 }  // namespace

@@ -5,11 +5,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/internal/test_util.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::server {
 namespace {
 
-using ::moetune::server::testing::StatusIs;
+using ::moetune::testing::StatusIs;
 using ::testing::HasSubstr;
 
 TEST(RendezvousTableTest, GetWaitsForSetFromAnotherThread) {

@@ -12,13 +12,14 @@
 #include "server/internal/gated_store.h"
 #include "server/internal/test_util.h"
 #include "server/sqlite_store.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::server {
 namespace {
 
 namespace v1 = ::moetune::v1;
 using ::moetune::server::testing::FakeClock;
-using ::moetune::server::testing::StatusIs;
+using ::moetune::testing::StatusIs;
 using ::moetune::server::testing::TempDbPath;
 using ::testing::HasSubstr;
 

@@ -1,7 +1,7 @@
 // The server's security and limits over real gRPC on 127.0.0.1: the guarded
 // services (server/security.h) in front of the real AgentService and
 // PlannerService implementations, a real SQLite store, clients built with
-// tools/security (as moetune-agent and the CLI build theirs). Certificates
+// security (as moetune-agent and the CLI build theirs). Certificates
 // are made with openssl at test time.
 #include "server/security.h"
 
@@ -23,14 +23,15 @@
 #include "server/job_runner.h"
 #include "server/planner_service.h"
 #include "server/sqlite_store.h"
-#include "tools/security/client_credentials.h"
+#include "security/client_credentials.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::server {
 namespace {
 
 namespace v1 = ::moetune::v1;
 using ::moetune::security::ClientSecurityOptions;
-using ::moetune::server::testing::StatusIs;
+using ::moetune::testing::StatusIs;
 using ::moetune::server::testing::TempDbPath;
 using ::testing::HasSubstr;
 using ::testing::Not;

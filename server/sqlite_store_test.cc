@@ -5,12 +5,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/internal/test_util.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::server {
 namespace {
 
 namespace v1 = ::moetune::v1;
-using ::moetune::server::testing::StatusIs;
+using ::moetune::testing::StatusIs;
 using ::moetune::server::testing::TempDbPath;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

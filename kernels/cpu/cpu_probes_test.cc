@@ -6,14 +6,15 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/dispatch_combine.h"
 #include "kernels/dispatch_plan.h"
-#include "kernels/internal/status_matchers.h"
 #include "kernels/rendezvous.h"
+#include "testing/status_matchers.h"
 
 #include <thread>
 
 namespace moetune::kernels::cpu {
 namespace {
 
+using ::moetune::testing::StatusIs;
 using ::testing::HasSubstr;
 
 TimingOptions Quick() {

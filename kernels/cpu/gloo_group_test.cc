@@ -7,11 +7,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/gloo_ops.h"
-#include "kernels/internal/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::kernels::cpu {
 namespace {
 
+using ::moetune::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // One rank's side of a two-rank alltoallv: what it sends, how many elements

@@ -42,17 +42,6 @@ std::vector<VirtualOp> VirtualOrder(int pp, int vp, int m, bool backward) {
 
 }  // namespace
 
-std::string_view PipelineOpKindName(PipelineOpKind kind) {
-  switch (kind) {
-    case PipelineOpKind::kForward: return "forward";
-    case PipelineOpKind::kBackward: return "backward";
-    case PipelineOpKind::kSend: return "pp_send";
-    case PipelineOpKind::kTailComm: return "tail_comm";
-    case PipelineOpKind::kOptimizer: return "optimizer";
-  }
-  return "unknown";
-}
-
 PipelineScheduleSpec DeriveScheduleSpec(const Prediction& p) {
   PipelineScheduleSpec spec;
   spec.pp = std::max(1, p.parallel.pp);

@@ -54,7 +54,6 @@ struct PipelineScheduleSpec {
 PipelineScheduleSpec DeriveScheduleSpec(const Prediction& prediction);
 
 enum class PipelineOpKind { kForward, kBackward, kSend, kTailComm, kOptimizer };
-std::string_view PipelineOpKindName(PipelineOpKind kind);
 
 struct PipelineOp {
   PipelineOpKind kind = PipelineOpKind::kForward;

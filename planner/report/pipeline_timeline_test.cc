@@ -4,13 +4,13 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "planner/internal/status_matchers.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::planner {
 namespace {
 
 using ::testing::HasSubstr;
-using ::moetune::planner::testing::StatusIs;
+using ::moetune::testing::StatusIs;
 
 PipelineScheduleSpec Spec(int pp, int vp, int m, double f, double b,
                           double p2p = 0) {

@@ -3,15 +3,15 @@
 # screenshot is a real PNG of the requested size that is not blank: many
 # distinct colours and a plausible share of non-white pixels. A blank page is
 # screenshot too, as a control that the check can fail.
-# Skips (exit 0, "SKIP: ..." on stdout) when chromium or python3 is missing;
-# tools/setup.sh installs chromium.
+# Fails (exit 1, "FAIL: ..." on stdout) when chromium or python3 is missing:
+# a page nobody rendered is not a pass. tools/setup.sh installs both.
 set -euo pipefail
 
-skip() { echo "SKIP: $*"; exit 0; }
+missing() { echo "FAIL: $1 not installed, so the report was not rendered (run tools/setup.sh, or apt-get install $2)"; exit 1; }
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
-[[ -n $CHROMIUM ]] || skip "chromium not installed (apt-get install chromium; tools/setup.sh does)"
+[[ -n $CHROMIUM ]] || missing chromium chromium
 PY=$(command -v python3 || true)
-[[ -n $PY ]] || skip "python3 not installed"
+[[ -n $PY ]] || missing python3 python3
 
 HERE=planner/report
 WRITER=$HERE/write_fixture_report

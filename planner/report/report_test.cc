@@ -20,12 +20,12 @@
 #include "gtest/gtest.h"
 #include "planner/cost_model.h"
 #include "planner/hardware.h"
-#include "planner/internal/status_matchers.h"
 #include "planner/model_spec.h"
 #include "planner/report/internal/report_fixture.h"
 #include "planner/report/internal/structure.h"
 #include "planner/search.h"
 #include "planner/units.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::planner {
 namespace {
@@ -34,7 +34,7 @@ using report_internal::Element;
 using report_internal::ExtractStructure;
 using report_internal::ParseElements;
 using ::testing::HasSubstr;
-using ::moetune::planner::testing::StatusIs;
+using ::moetune::testing::StatusIs;
 using ::testing::Not;
 
 std::string Golden(const std::string& name) {

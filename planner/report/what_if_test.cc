@@ -6,14 +6,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/hardware.h"
-#include "planner/internal/status_matchers.h"
 #include "planner/model_spec.h"
+#include "testing/status_matchers.h"
 
 namespace moetune::planner {
 namespace {
 
 using ::testing::HasSubstr;
-using ::moetune::planner::testing::StatusIs;
+using ::moetune::testing::StatusIs;
 
 SearchProblem Problem(const std::string& model, const std::string& cluster,
                       int gpus) {

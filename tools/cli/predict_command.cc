@@ -74,23 +74,26 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"seq", false, "sequence length (tokens)"},
       {"gbs", false, "global batch (sequences per step)"},
       {"precision", false, "bf16 (default), fp8, mxfp8, nvfp4"},
-      {"tp", false, "tensor parallel (not given: searched)"},
-      {"pp", false, "pipeline stages (not given: searched)"},
-      {"vp", false, "virtual stages per pipeline rank (not given: searched)"},
-      {"ep", false, "expert parallel (not given: searched)"},
-      {"etp", false, "expert tensor parallel (not given: searched)"},
-      {"cp", false, "context parallel (not given: searched)"},
-      {"mbs", false, "micro-batch size (not given: searched)"},
-      {"recompute", false, "none, selective or full (not given: the fastest that fits)"},
+      {"tp", false, "tensor parallel (default: the search's choice)"},
+      {"pp", false, "pipeline stages (default: the search's choice)"},
+      {"vp", false, "virtual stages per pipeline rank (default: the search's choice)"},
+      {"ep", false, "expert parallel (default: the search's choice)"},
+      {"etp", false, "expert tensor parallel (default: the search's choice)"},
+      {"cp", false, "context parallel (default: the search's choice)"},
+      {"mbs", false, "micro-batch size (default: the search's choice)"},
+      {"recompute", false, "none, selective or full (default: the search's choice)"},
       {"recompute-modules", false,
        "selective modules: core_attn,mla_up_proj,layernorm,moe_act,mlp,moe,shared_experts"},
       {"recompute-layers", false, "full recompute: layers per stage (default all)"},
-      {"offload", false, "none or modules: attn_norm,core_attn,attn_proj,mlp_norm,expert_fc1,moe_act"},
-      {"dispatcher", false, "alltoall or fused_dedup (not given: searched)"},
-      {"grouped-gemm", false, "true or false, a loop of GEMMs (not given: searched)"},
-      {"cuda-graphs", false, "true or false (not given: searched)"},
-      {"overlap", false, "communications overlapped with compute: tp,ep,dp,pp or none (not given: searched)"},
-      {"comm-streams", false, "communication streams (not given: searched)"},
+      {"offload", false,
+       "none or modules: attn_norm,core_attn,attn_proj,mlp_norm,expert_fc1,moe_act "
+       "(default: the search's choice)"},
+      {"dispatcher", false, "alltoall or fused_dedup (default: the search's choice)"},
+      {"grouped-gemm", false, "true or false (a loop of GEMMs) (default: the search's choice)"},
+      {"cuda-graphs", false, "true or false (default: the search's choice)"},
+      {"overlap", false,
+       "communications overlapped with compute: tp,ep,dp,pp or none (default: the search's choice)"},
+      {"comm-streams", false, "communication streams (default: the search's choice)"},
       {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean (default 1.0)"},
       {"shard-params", true, "shard parameters and gradients over DP (FSDP)"},
       {"first-stage-layers", false, "layers on the first pipeline stage"},
@@ -162,8 +165,7 @@ int DefaultEp(const pl::ModelSpec& m, const pl::ClusterSpec& c,
 // The knobs the user pinned, as the search's FixedKnobs: predict is the
 // search with these pinned (planner/request.h).
 pl::FixedKnobs GivenKnobs(const Args& args, const pl::ParallelConfig& p,
-                                         const pl::Knobs& knobs,
-                                         const std::vector<pl::Recompute>& ladder) {
+                          const pl::Knobs& knobs) {
   pl::FixedKnobs f;
   bool all = true;
   auto pin_int = [&](const char* flag, int value, std::optional<int>* field) {
@@ -184,7 +186,7 @@ pl::FixedKnobs GivenKnobs(const Args& args, const pl::ParallelConfig& p,
   if (p.last_stage_layers) f.last_stage_layers = p.last_stage_layers;
   if (args.Has("shard-params")) f.shard_params = true;
   if (args.Has("recompute") || args.Has("recompute-modules")) {
-    f.recompute = ladder.front();
+    f.recompute = knobs.recompute;
   } else {
     all = false;
   }
@@ -252,7 +254,16 @@ std::string TextReport(const pl::Prediction& p) {
                                               ? ""
                                               : "; " + absl::StrJoin(p.interval.unmeasured, ", ")));
   }
-  absl::StrAppend(&out, "\nAll terms from datasheet priors unless marked calibrated.\n");
+  int calibrated = 0;
+  for (const pl::Term& t : p.breakdown) calibrated += t.source == pl::CostSource::kCalibrated;
+  absl::StrAppend(&out, absl::StrFormat("\ncost source: %d of %d terms calibrated, %d from datasheet "
+                                        "priors%s\n",
+                                        calibrated, p.breakdown.size(),
+                                        p.breakdown.size() - calibrated,
+                                        calibrated == 0 ? " (predict has no measurements; a server "
+                                                          "plan job with a calibration cluster "
+                                                          "uses them)"
+                                                        : ""));
   return out;
 }
 
@@ -263,6 +274,9 @@ int RunPredict(const std::vector<std::string>& argv) {
   if (args.Has("help")) {
     std::cout << "usage: moetune predict --model M --cluster C --gpus N --seq S --gbs G "
                  "[--precision P] [layout and knob flags]\n\n"
+                 "Layout and knob flags not given are chosen by the search (the fastest plan "
+                 "that fits in HBM,\nwith the given ones pinned); with all of them given, the "
+                 "step is predicted as given.\n\n"
               << Args::Usage(PredictFlags());
     return kExitOk;
   }
@@ -378,7 +392,6 @@ int RunPredict(const std::vector<std::string>& argv) {
       knobs.offload_modules = *mods;
     }
   }
-  std::vector<pl::Recompute> ladder;
   if (args.Has("recompute") || args.Has("recompute-modules")) {
     pl::Recompute r;
     if (args.Has("recompute")) {
@@ -400,7 +413,7 @@ int RunPredict(const std::vector<std::string>& argv) {
     absl::StatusOr<std::optional<int>> layers = OptionalPositiveInt(args, "recompute-layers");
     if (!layers.ok()) return Fail(kExitBadInput, std::string(layers.status().message()));
     if (layers->has_value()) r.num_layers = **layers;
-    ladder.push_back(r);
+    knobs.recompute = r;
   }
 
   if (absl::Status s = pl::Validate(*model, shape, p); !s.ok()) {
@@ -410,7 +423,7 @@ int RunPredict(const std::vector<std::string>& argv) {
   request.model = *model;
   request.cluster = *cluster;
   request.shape = shape;
-  request.constraints.fixed = GivenKnobs(args, p, knobs, ladder);
+  request.constraints.fixed = GivenKnobs(args, p, knobs);
   if (args.Has("overlap")) request.constraints.fixed.overlap_exact = knobs.overlap;
   request.constraints.precisions = {knobs.precision};
   request.constraints.moe_load_imbalance = knobs.moe_load_imbalance;

@@ -127,6 +127,39 @@ TEST(PredictCommandTest, StackSelectsTheSoftwareGeneration) {
   EXPECT_NE(bad.err.find("--stack"), std::string::npos) << bad.err;
 }
 
+TEST(PredictCommandTest, TextSaysWhereTheTermsCameFrom) {
+  const std::vector<std::string> args = {"--model", "qwen3-30b-a3b", "--cluster", "h100-sxm",
+                                         "--gpus", "16", "--seq", "4096", "--gbs", "256",
+                                         "--tp", "2"};
+  const Result json = RunPredict(args);
+  ASSERT_EQ(json.code, kExitOk) << json.err;
+  const size_t terms = nlohmann::json::parse(json.out)["breakdown"].size();
+  ASSERT_GT(terms, 0u);
+  std::vector<std::string> text_args = args;
+  text_args.insert(text_args.end(), {"--format", "text"});
+  const Result text = RunPredict(text_args);
+  ASSERT_EQ(text.code, kExitOk) << text.err;
+  // predict runs on the datasheet cost model: no term is calibrated.
+  EXPECT_NE(text.out.find("cost source: 0 of " + std::to_string(terms) + " terms calibrated, " +
+                          std::to_string(terms) + " from datasheet priors"),
+            std::string::npos)
+      << text.out;
+  EXPECT_EQ(text.out.find("unless marked calibrated"), std::string::npos) << text.out;
+}
+
+TEST(PredictCommandTest, HelpSaysTheSearchChoosesWhatIsNotGiven) {
+  const Result r = RunPredict({"--help"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_NE(r.out.find("--recompute VALUE\n      none, selective or full (default: the search's "
+                       "choice)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("--tp VALUE\n      tensor parallel (default: the search's choice)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("lightest that fits"), std::string::npos) << r.out;
+}
+
 TEST(PredictCommandTest, InvalidCombinationsExitTwoWithOneLine) {
   const std::vector<std::vector<std::string>> cases = {
       {"--model", "deepseek-v3", "--cluster", "h100-sxm", "--gpus", "64", "--seq", "4096",

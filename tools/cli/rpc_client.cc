@@ -13,7 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "tools/cli/command_registry.h"
-#include "tools/security/client_credentials.h"
+#include "security/client_credentials.h"
 
 namespace moetune::cli {
 

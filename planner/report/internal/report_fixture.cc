@@ -33,7 +33,7 @@ ClusterSpec ToyCluster() {
   ClusterSpec c;
   c.name = "toy-cluster";
   c.gpu.name = "Toy GPU \"80GiB\"";
-  c.gpu.generation = "hopper";
+  c.gpu.generation = GpuGeneration::kHopper;
   c.gpu.bf16_dense_flops_per_sec = 1e15;
   c.gpu.fp8_dense_flops_per_sec = 2e15;
   c.gpu.hbm_bytes = 80 * kGiB;

@@ -1,4 +1,4 @@
-#include "tools/security/client_credentials.h"
+#include "security/client_credentials.h"
 
 #include <fstream>
 #include <sstream>

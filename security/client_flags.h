@@ -2,7 +2,7 @@
 // --tls_ca, --tls_cert, --tls_key, --tls_server_name.
 #pragma once
 
-#include "tools/security/client_credentials.h"
+#include "security/client_credentials.h"
 
 namespace moetune::security {
 ClientSecurityOptions ClientSecurityFromFlags();

@@ -1,4 +1,4 @@
-#include "tools/security/client_flags.h"
+#include "security/client_flags.h"
 
 #include "absl/flags/flag.h"
 
