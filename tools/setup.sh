@@ -11,6 +11,8 @@ PACKAGES=(
   clang libclang-rt-14-dev  # libFuzzer + sanitizers for tools/fuzz.sh
   # Megatron-LM's own checks on emitted plans (tests/megatron):
   python3-torch python3-numpy python3-packaging python3-yaml
+  # the planner API from Python (tests/python_client):
+  python3-grpcio python3-protobuf
   ${MOETUNE_EXTRA_PACKAGES:-}
 )
 
