@@ -1,7 +1,8 @@
 // GPUs and clusters as plain data. Every field carries its unit in its name.
-// Presets come from ../shared/hardware/datasheets.json (copied into
-// hardware.cc with their source strings); any other cluster is described in
-// JSON (ParseClusterJson). Nothing here probes a device.
+// Presets are data: planner/data/clusters/<name>.json, in the very form a
+// user's cluster JSON takes (ParseClusterJson), compiled in, each number's
+// source in its "sources" (quoted from ../shared/hardware/datasheets.json,
+// with the derivations). Nothing here probes a device.
 #pragma once
 
 #include <optional>
