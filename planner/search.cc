@@ -1082,10 +1082,11 @@ absl::StatusOr<SearchResult> SearchWith(const SearchProblem& problem,
 
 absl::StatusOr<SearchResult> Search(const SearchProblem& problem,
                                     std::shared_ptr<const CostModel> cost_model,
-                                    const SearchOptions& options) {
+                                    const SearchOptions& options,
+                                    const StackConstants& stack) {
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
   absl::StatusOr<StepModel> model = StepModel::Create(
-      problem.model, problem.cluster, problem.shape, std::move(cost_model));
+      problem.model, problem.cluster, problem.shape, std::move(cost_model), stack);
   if (!model.ok()) return model.status();
   StepModelScorer scorer(*model);
   return SearchWith(problem, scorer, options);

@@ -190,9 +190,12 @@ absl::StatusOr<SearchResult> SearchWith(const SearchProblem& problem,
 //     tightest constraint, e.g. "no plan fits in memory: weights and
 //     gradients alone need 312.6 GiB per GPU at best (tp=1 pp=8 ep=1 etp=1,
 //     the most sharded layout on 8 GPUs), the limit is 74.5 GiB of HBM".
+// `stack`: the software generation's constants (default: the latest;
+// software_stack.h names them from a container version).
 absl::StatusOr<SearchResult> Search(const SearchProblem& problem,
                                     std::shared_ptr<const CostModel> cost_model,
-                                    const SearchOptions& options);
+                                    const SearchOptions& options,
+                                    const StackConstants& stack = StackConstants());
 
 // JSON: best (Prediction ToJson), top, pareto (each a Prediction ToJson),
 // candidates_total, candidates_evaluated, candidates_feasible, pruned (a list

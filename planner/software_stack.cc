@@ -5,35 +5,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace moetune::planner {
-namespace {
-
-// The step model as the search's scorer (as Search() does internally).
-class StackScorer : public CandidateScorer {
- public:
-  explicit StackScorer(const StepModel& model) : model_(model) {}
-  Estimate Quick(const ParallelConfig& parallel, const Knobs& knobs) const override {
-    return model_.Quick(parallel, knobs);
-  }
-  bool Prepare(const ParallelConfig& parallel,
-               StepModel::PreparedLayout* prepared) const override {
-    model_.Prepare(parallel, prepared);
-    return true;
-  }
-  Estimate QuickPrepared(StepModel::PreparedLayout& prepared,
-                         const Knobs& knobs) const override {
-    return model_.Quick(prepared, knobs);
-  }
-  absl::StatusOr<Prediction> Predict(const ParallelConfig& parallel,
-                                     const Knobs& knobs) const override {
-    return model_.Predict(parallel, knobs);
-  }
-
- private:
-  const StepModel& model_;
-};
-
-}  // namespace
-
 absl::StatusOr<SoftwareStack> ParseSoftwareStack(std::string_view text) {
   SoftwareStack s;
   if (text.empty() || text == "latest") return s;
@@ -57,12 +28,7 @@ absl::StatusOr<SearchResult> SearchForStack(const SearchProblem& problem,
                                             std::shared_ptr<const CostModel> cost_model,
                                             const SearchOptions& options,
                                             StackGeneration generation) {
-  absl::StatusOr<StepModel> model =
-      StepModel::Create(problem.model, problem.cluster, problem.shape, std::move(cost_model),
-                        StackConstantsFor(generation));
-  if (!model.ok()) return model.status();
-  StackScorer scorer(*model);
-  return SearchWith(problem, scorer, options);
+  return Search(problem, std::move(cost_model), options, StackConstantsFor(generation));
 }
 
 }  // namespace moetune::planner
