@@ -170,7 +170,8 @@ class StepModel {
   absl::StatusOr<Prediction> Predict(const ParallelConfig& parallel,
                                      const Knobs& knobs) const;
 
-  // The search's fast path: no allocation, no strings.
+  // The search's fast path: no strings. Prepare(parallel) + Quick(prepared,
+  // knobs), for a layout scored once.
   Estimate Quick(const ParallelConfig& parallel, const Knobs& knobs) const;
 
   const ModelSpec& model() const { return model_; }
@@ -240,11 +241,12 @@ class StepModel {
  private:
   StepModel() = default;
   struct Accumulator;  // defined in step_model.cc
-  // breakdown: also fill acc->slots (Predict); Quick needs only the totals.
-  // prepared: the layout's cached lookups (parallel is then prepared's).
-  Infeasibility Evaluate(const ParallelConfig& parallel, const Knobs& knobs,
-                         Accumulator* acc, bool breakdown,
-                         PreparedLayout* prepared) const;
+  // The one evaluation behind Predict and Quick, over a prepared layout
+  // (whose per-precision lookups it fills on first use). breakdown: also
+  // fill acc->slots and acc->stage_layers (Predict); Quick needs only the
+  // totals.
+  Infeasibility Evaluate(PreparedLayout& prepared, const Knobs& knobs, Accumulator* acc,
+                         bool breakdown) const;
 
   StackConstants stack_;
   ModelSpec model_;
