@@ -175,16 +175,18 @@ void StepModel::Prepare(const ParallelConfig& parallel,
                         PreparedLayout* prepared) const {
   prepared->parallel = parallel;
   prepared->layout = CheckLayout(model_, shape_, parallel);
-  if (prepared->layout != Infeasibility::kNone) {
-    prepared->cache.reset();
-    return;
-  }
-  if (prepared->cache == nullptr) {
-    prepared->cache = std::make_unique<PreparedLayout::Cache>();
-  } else {
-    *prepared->cache = PreparedLayout::Cache();
-  }
+  if (prepared->layout != Infeasibility::kNone) return;  // the cache is not read
+  if (prepared->cache == nullptr) prepared->cache = std::make_unique<PreparedLayout::Cache>();
   PreparedLayout::Cache& pc = *prepared->cache;
+  // Clear what is filled conditionally below; the per-precision entries are
+  // cleared when first filled (LookUpCosts), so reuse costs no full clear.
+  for (KindCosts& k : pc.layout_costs) k = KindCosts();
+  pc.head_tp_ag = Cost();
+  pc.pp_send = Cost();
+  for (PreparedLayout::Cache::PerPrecision& pr : pc.precision) {
+    pr.ready = false;
+    for (auto& row : pr.experts_ready) row[0] = row[1] = false;
+  }
   pc.p = parallel;
   pc.p.dp = ResolvedDp(shape_, pc.p);
   pc.m_micro = NumMicroBatches(shape_, pc.p);
@@ -215,10 +217,12 @@ const Cache::PerPrecision& LookUpCosts(const StepModel::LayerKindTables kinds[],
   Cache::PerPrecision& pr = pc->precision[int(knobs.precision)];
   if (!pr.ready) {
     for (int k = 0; k < kNumLayerKinds; ++k) {
-      if (kinds[k].count > 0) PrecisionKindCosts(kinds[k], c, &pr.kinds[k]);
+      if (kinds[k].count == 0) continue;
+      pr.kinds[k] = KindCosts();  // PrecisionKindCosts sets fc1/fc2 only where used
+      PrecisionKindCosts(kinds[k], c, &pr.kinds[k]);
     }
     pr.logits = LogitsGemm(c, model, pc->p.tp);
-    if (model.mtp_layers > 0) pr.mtp_proj = MtpProjGemm(c, model, pc->p.tp);
+    pr.mtp_proj = model.mtp_layers > 0 ? MtpProjGemm(c, model, pc->p.tp) : Cost();
     pr.ready = true;
   }
   for (int k = 0; k < kNumLayerKinds; ++k) {
@@ -237,6 +241,7 @@ const Cache::PerPrecision& LookUpCosts(const StepModel::LayerKindTables kinds[],
     }
     KindCosts& e = pr.experts[grouped][dedup];
     if (!pr.experts_ready[grouped][dedup]) {
+      e = KindCosts();  // ExpertKindCosts adds to dispatch / combine
       ExpertKindCosts(c, grouped, dedup, imbalance, &e);
       pr.experts_ready[grouped][dedup] = true;
     }
@@ -351,8 +356,18 @@ Estimate StepModel::Quick(PreparedLayout& prepared, const Knobs& knobs) const {
   return e;
 }
 
+namespace {
+// One scratch layout per thread for the one-shot calls (Quick(parallel),
+// Predict): Prepare refills everything Evaluate reads, so reusing it saves
+// an allocation and clearing the whole cache per call.
+StepModel::PreparedLayout& ThreadScratchLayout() {
+  thread_local StepModel::PreparedLayout scratch;
+  return scratch;
+}
+}  // namespace
+
 Estimate StepModel::Quick(const ParallelConfig& parallel, const Knobs& knobs) const {
-  PreparedLayout prepared;
+  PreparedLayout& prepared = ThreadScratchLayout();
   Prepare(parallel, &prepared);
   return Quick(prepared, knobs);
 }
@@ -361,7 +376,7 @@ absl::StatusOr<Prediction> StepModel::Predict(const ParallelConfig& parallel,
                                               const Knobs& knobs) const {
   if (absl::Status s = Validate(model_, shape_, parallel); !s.ok()) return s;
   // The search's path: the layout prepared, then evaluated with breakdown.
-  PreparedLayout prepared;
+  PreparedLayout& prepared = ThreadScratchLayout();
   Prepare(parallel, &prepared);
   Accumulator acc;
   const Infeasibility reason = Evaluate(prepared, knobs, &acc, /*breakdown=*/true);

@@ -233,7 +233,7 @@ class StepModel {
     PreparedLayout& operator=(PreparedLayout&&) noexcept;
     ParallelConfig parallel;  // as given to Prepare
     Infeasibility layout = Infeasibility::kNone;
-    std::unique_ptr<Cache> cache;  // null when layout != kNone
+    std::unique_ptr<Cache> cache;  // not read when layout != kNone
   };
   void Prepare(const ParallelConfig& parallel, PreparedLayout* prepared) const;
   Estimate Quick(PreparedLayout& prepared, const Knobs& knobs) const;
