@@ -2,10 +2,13 @@
 // layout and knobs -> step time, throughput, memory and a breakdown.
 //
 // Create() builds everything that depends only on (model, cluster, shape):
-// per-layer FLOPs and parameter counts, per-layer-kind byte counts. Each
-// Predict() is then arithmetic plus a few dozen cost-model lookups (~2 us for
-// DeepSeek-V3 on 1,024 GPUs). Quick() is the search's fast path: the same
-// numbers as an Estimate, no strings, no allocation (~0.8 us); Prepare() +
+// per-layer FLOPs and parameter counts, per-layer-kind byte counts. Prepare()
+// then does a layout's cost-model lookups, and one evaluation (step_model.cc,
+// over the stages in step_model_layers.cc, pipeline_stages.cc,
+// step_model_data_parallel.cc and step_model_memory.cc) turns a prepared
+// layout and knobs into numbers. Predict() (with breakdown, ~2 us for
+// DeepSeek-V3 on 1,024 GPUs) and Quick() (the search's fast path: the same
+// numbers as an Estimate, no strings, ~1 us) both go through Prepare();
 // Quick(prepared, knobs) moves the layout's share out of the knob loop.
 #pragma once
 

@@ -20,9 +20,9 @@ void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
   t->qkv_out_dim = (t->macs.attention_proj - o_macs) / h;
   t->num_proj_gemms = model.attention == AttentionType::kMla ? 5 : 2;
   t->params = model.AttentionParamsPerLayer() +
-             (t->moe ? model.ExpertParams() * model.num_shared_experts +
-                          h * model.num_routed_experts
-                    : model.DenseMlpParams());
+              (t->moe ? model.ExpertParams() * model.num_shared_experts +
+                            h * model.num_routed_experts
+                      : model.DenseMlpParams());
   t->expert_params = t->moe ? model.ExpertParams() * model.num_routed_experts : 0;
 
   // Element counts per token (forward), see LayerKindTables.
@@ -47,7 +47,7 @@ void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
   t->mb_quant_elems = h + core_out + latents;
   t->act_norm = 2 * h;  // attention and MLP norm outputs
   t->act_attn = 2 * h + core_out + latents +
-               (model.attention == AttentionType::kMla ? 0.0 : q_dim + kv_dim);
+                (model.attention == AttentionType::kMla ? 0.0 : q_dim + kv_dim);
   t->act_mla_up = model.attention == AttentionType::kMla ? q_dim + kv_dim : 0.0;
   t->kernels_fwd = 12 + (model.attention == AttentionType::kMla ? 6 : 0);
   t->lora_io_elems = (h + t->qkv_out_dim) + (core_out + h);
@@ -66,7 +66,7 @@ void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
     // Norm, residual, router softmax/top-k (fp32 logits: ~6 elements per
     // expert), shared-expert activation.
     t->mb_mlp_elems = 2 * h + 3 * h + 6.0 * model.num_routed_experts +
-                     (fs > 0 ? (gate + 1) * fs : 0.0);
+                      (fs > 0 ? (gate + 1) * fs : 0.0);
     // Permute (read h, write k h), activation (read gate f, write f) per
     // copy, unpermute with weighted sum (read k h, write h).
     t->mb_topk_elems = (h + k * h) + k * (gate + 1) * fe + (k * h + h);
@@ -75,7 +75,7 @@ void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
     t->act_moe_act = k * fe;
     t->act_shared = fs > 0 ? (gate + 1) * fs : 0.0;
     t->lora_io_elems += k * ((h + gate * fe) + (fe + h)) +
-                       (fs > 0 ? (h + gate * fs) + (fs + h) : 0.0);
+                        (fs > 0 ? (h + gate * fs) + (fs + h) : 0.0);
     t->kernels_fwd += 20 + (fs > 0 ? 6 : 0);
   }
 }
