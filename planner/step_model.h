@@ -2,10 +2,13 @@
 // layout and knobs -> step time, throughput, memory and a breakdown.
 //
 // Create() builds everything that depends only on (model, cluster, shape):
-// per-layer FLOPs and parameter counts, per-layer-kind byte counts. Each
-// Predict() is then arithmetic plus a few dozen cost-model lookups (~2 us for
-// DeepSeek-V3 on 1,024 GPUs). Quick() is the search's fast path: the same
-// numbers as an Estimate, no strings, no allocation (~0.8 us); Prepare() +
+// per-layer FLOPs and parameter counts, per-layer-kind byte counts. Prepare()
+// then does a layout's cost-model lookups, and one evaluation (step_model.cc,
+// over the stages in step_model_layers.cc, pipeline_stages.cc,
+// step_model_data_parallel.cc and step_model_memory.cc) turns a prepared
+// layout and knobs into numbers. Predict() (with breakdown, ~2 us for
+// DeepSeek-V3 on 1,024 GPUs) and Quick() (the search's fast path: the same
+// numbers as an Estimate, no strings, ~1 us) both go through Prepare();
 // Quick(prepared, knobs) moves the layout's share out of the knob loop.
 #pragma once
 
@@ -170,7 +173,8 @@ class StepModel {
   absl::StatusOr<Prediction> Predict(const ParallelConfig& parallel,
                                      const Knobs& knobs) const;
 
-  // The search's fast path: no allocation, no strings.
+  // The search's fast path: no strings. Prepare(parallel) + Quick(prepared,
+  // knobs), for a layout scored once.
   Estimate Quick(const ParallelConfig& parallel, const Knobs& knobs) const;
 
   const ModelSpec& model() const { return model_; }
@@ -232,7 +236,7 @@ class StepModel {
     PreparedLayout& operator=(PreparedLayout&&) noexcept;
     ParallelConfig parallel;  // as given to Prepare
     Infeasibility layout = Infeasibility::kNone;
-    std::unique_ptr<Cache> cache;  // null when layout != kNone
+    std::unique_ptr<Cache> cache;  // not read when layout != kNone
   };
   void Prepare(const ParallelConfig& parallel, PreparedLayout* prepared) const;
   Estimate Quick(PreparedLayout& prepared, const Knobs& knobs) const;
@@ -240,11 +244,12 @@ class StepModel {
  private:
   StepModel() = default;
   struct Accumulator;  // defined in step_model.cc
-  // breakdown: also fill acc->slots (Predict); Quick needs only the totals.
-  // prepared: the layout's cached lookups (parallel is then prepared's).
-  Infeasibility Evaluate(const ParallelConfig& parallel, const Knobs& knobs,
-                         Accumulator* acc, bool breakdown,
-                         PreparedLayout* prepared) const;
+  // The one evaluation behind Predict and Quick, over a prepared layout
+  // (whose per-precision lookups it fills on first use). breakdown: also
+  // fill acc->slots and acc->stage_layers (Predict); Quick needs only the
+  // totals.
+  Infeasibility Evaluate(PreparedLayout& prepared, const Knobs& knobs, Accumulator* acc,
+                         bool breakdown) const;
 
   StackConstants stack_;
   ModelSpec model_;

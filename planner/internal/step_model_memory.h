@@ -1,0 +1,32 @@
+// Memory per GPU of the step model (planner/step_model_memory.cc): weights,
+// gradients, optimizer state, saved activations, communication buffers and
+// the reserve, on the pipeline ranks that hold the most.
+#pragma once
+
+#include "planner/internal/pipeline_stages.h"
+#include "planner/internal/step_model_terms.h"
+
+namespace moetune::planner::step_model_internal {
+
+struct PeakMemory {
+  MemoryBreakdown memory;
+  double total_bytes = 0;
+};
+
+// Rank 0 holds the most in-flight micro-batches, the last rank the output
+// layer and logits: the larger of the two (one pass when pp == 1). Per rank:
+//  weights = (local + gathered) params x (2 B + low-precision copy), local =
+//    params / (DP group under FSDP, else 1), gathered = FSDP's two layers;
+//  grads = (local + gathered) x grad_buffer_bytes_per_param + shard x 4 B,
+//    optimizer = shard x 12 B (shard = params / DP group; none for LoRA);
+//  activations = per-micro-batch activations of the rank / vp x in-flight
+//    chunks (1F1B: min(m, pp - r); interleaved: min(m vp, 2 (pp - r - 1) +
+//    (vp - 1) pp + 1)), + one layer's full activations under full
+//    recompute, + fp32 logits (x (1 + MTP modules)) on the last rank;
+//  comm buffers = kNcclBufferBytes + EP dispatch/combine staging (2 tr k h
+//    x 2 B) + TP-overlap userbuffers (2 tc h x 2 B);
+//  reserve = kFixedReserveBytes + kFragmentationFraction x activations.
+PeakMemory PeakMemoryPerGpu(const PlanTables& plan, const Context& c, const ParallelConfig& p,
+                            int m_micro, const RankLayers& ranks, const KindResults& kinds);
+
+}  // namespace moetune::planner::step_model_internal

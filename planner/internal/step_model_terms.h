@@ -1,0 +1,243 @@
+// Internal to the step model (planner/step_model*.cc, pipeline_stages.cc):
+// the named constants, the breakdown slots, and the per-layout Context and
+// per-layer-kind cost-model lookups (KindCosts) that the stage functions
+// share. Not part of the planner's API.
+#pragma once
+
+#include <cstdint>
+
+#include "planner/cost_model.h"
+#include "planner/hardware.h"
+#include "planner/model_spec.h"
+#include "planner/precision.h"
+#include "planner/prediction.h"
+#include "planner/step_model.h"
+#include "planner/training_config.h"
+#include "planner/units.h"
+
+namespace moetune::planner::step_model_internal {
+
+// ---------------------------------------------------------------------------
+// Named constants of the step model (the cost model holds the hardware ones;
+// StackConstants in step_model.h the software generation's).
+
+// BF16 activations: 2 bytes per element.
+inline constexpr double kActivationBytes = 2.0;
+// A distributed Adam optimizer with fp32 master weights and two moments
+// (12 B/param, sharded over the data-parallel group) -- Megatron-LM docs,
+// distributed optimizer. Its step casts the local shard's gradients to fp32
+// (4 B/param of the shard). The gradient buffer itself holds
+// StackConstants::grad_buffer_bytes_per_param per local parameter.
+inline constexpr double kOptimizerStateBytes = 12.0;
+inline constexpr double kShardMainGradBytes = 4.0;
+// Gradient reduce-scatter and parameter all-gather in BF16 (Megatron-Bridge
+// performance recipes: grad_reduce_in_fp32 off).
+inline constexpr double kDpCommBytesPerParam = 2.0;
+// Adam step over the local shard: read grad (4) + master/m/v (12), write
+// master/m/v (12) + bf16 param (2) = 30 B/param; grad-norm reads 4 B/param.
+inline constexpr double kOptimizerBytesPerParam = 30.0;
+inline constexpr double kGradNormBytesPerParam = 4.0;
+// Cross-entropy over the vocabulary shard per token: write bf16 logits,
+// read them, fp32 softmax statistics and the bf16 gradient: ~10 B/element.
+inline constexpr double kCrossEntropyBytesPerLogit = 10.0;
+// fp32 logits kept for the loss on the last stage (per element).
+inline constexpr double kLogitsActivationBytes = 4.0;
+// Memory-bound kernels move about twice as much in backward as forward
+// (they read the saved input and the incoming gradient, write a gradient).
+inline constexpr double kBackwardMemoryBoundFactor = 2.0;
+// Launches per layer in backward relative to forward. Dense layers run
+// inside CUDA graphs (cuda_graphs knob) or, without them, at
+// ~StackConstants::host_op_s per op, overlapped with the GPU (the CPU runs
+// ahead).
+inline constexpr double kBackwardKernelFactor = 2.0;
+// Memory the training process holds beyond its tensors (reserve_bytes):
+// CUDA context and cuBLAS/cuDNN workspaces (~3 GiB), plus allocator
+// fragmentation of ~8% of activations (PyTorch caching allocator reports).
+inline constexpr double kFixedReserveBytes = 3 * units::kGiB;
+inline constexpr double kFragmentationFraction = 0.08;
+// NCCL's own buffers, counted in comm_buffers_bytes on top of the reserve
+// above (not inside it), with the EP and TP-overlap staging buffers.
+inline constexpr double kNcclBufferBytes = 0.5 * units::kGiB;
+// LoRA: the backward pass computes activation gradients only; the model
+// FLOPs it is credited with are fwd + dgrad = 2/3 of a full step.
+inline constexpr double kLoraFlopsFraction = 2.0 / 3.0;
+
+// ---------------------------------------------------------------------------
+// Breakdown slots: fixed so that the fast path needs no strings.
+enum Slot : int {
+  kSAttnCore,
+  kSAttnProj,
+  kSDenseMlp,
+  kSShared,
+  kSRouted,
+  kSRouter,
+  kSLogits,
+  kSMemBound,
+  kSLaunch,
+  kSRecompute,
+  kSLoraAdapters,
+  kSOverlapSlowdown,
+  kSTpExposed,
+  kSTpHidden,
+  kSEpExposed,
+  kSEpHidden,
+  kSCpExposed,
+  kSCpHidden,
+  kSPpExposed,
+  kSPpHidden,
+  kSDpExposed,
+  kSDpHidden,
+  kSBubble,
+  kSOptimizer,
+  kSOffloadExposed,
+  kSOffloadHidden,
+  kNumSlots
+};
+
+struct SlotInfo {
+  const char* name;
+  TermKind kind;
+};
+inline constexpr SlotInfo kSlots[kNumSlots] = {
+    {"attention.core", TermKind::kComputeAttention},
+    {"attention.projections", TermKind::kComputeDenseGemm},
+    {"mlp.dense", TermKind::kComputeDenseGemm},
+    {"moe.shared_experts", TermKind::kComputeDenseGemm},
+    {"moe.routed_experts", TermKind::kComputeGroupedGemm},
+    {"moe.router", TermKind::kComputeOther},
+    {"head.logits", TermKind::kComputeDenseGemm},
+    {"memory_bound_kernels", TermKind::kComputeOther},
+    {"kernel_launches", TermKind::kComputeOther},
+    {"recompute", TermKind::kRecompute},
+    {"lora.adapters", TermKind::kComputeOther},
+    {"overlap.compute_slowdown", TermKind::kComputeOther},
+    {"tp.exposed", TermKind::kCommTpExposed},
+    {"tp.hidden", TermKind::kCommTpHidden},
+    {"ep.dispatch_combine.exposed", TermKind::kCommEpExposed},
+    {"ep.dispatch_combine.hidden", TermKind::kCommEpHidden},
+    {"cp.ring.exposed", TermKind::kCommCpExposed},
+    {"cp.ring.hidden", TermKind::kCommCpHidden},
+    {"pp.send_recv.exposed", TermKind::kCommPpExposed},
+    {"pp.send_recv.hidden", TermKind::kCommPpHidden},
+    {"dp.grads_params.exposed", TermKind::kCommDpExposed},
+    {"dp.grads_params.hidden", TermKind::kCommDpHidden},
+    {"pipeline.bubble", TermKind::kPipelineBubble},
+    {"optimizer", TermKind::kOptimizer},
+    {"offload.exposed", TermKind::kOffloadExposed},
+    {"offload.hidden", TermKind::kOffloadHidden},
+};
+
+inline constexpr uint8_t kPriorBit = 1;
+inline constexpr uint8_t kCalibratedBit = 2;
+inline uint8_t SourceBit(CostSource s) {
+  return s == CostSource::kCalibrated ? kCalibratedBit : kPriorBit;
+}
+
+// Seconds per slot, with the sources that fed each.
+struct Slots {
+  double s[kNumSlots] = {};
+  uint8_t src[kNumSlots] = {};
+  void Add(Slot slot, const Cost& c, double mult = 1.0) {
+    s[slot] += c.seconds * mult;
+    src[slot] |= SourceBit(c.source);
+  }
+  void AddSeconds(Slot slot, double seconds, uint8_t source_bits) {
+    s[slot] += seconds;
+    src[slot] |= source_bits;
+  }
+  void AddScaled(const Slots& o, double mult) {
+    for (int i = 0; i < kNumSlots; ++i) {
+      s[i] += o.s[i] * mult;
+      if (o.s[i] > 0) src[i] |= o.src[i];
+    }
+  }
+};
+
+// Exposed time of a layer: everything but the hidden communication slots.
+constexpr bool IsHiddenSlot(int i) {
+  return i == kSTpHidden || i == kSEpHidden || i == kSCpHidden || i == kSPpHidden ||
+         i == kSDpHidden || i == kSOffloadHidden;
+}
+inline double CriticalPath(const Slots& l) {
+  double t = 0;
+  for (int i = 0; i < kNumSlots; ++i) {
+    if (!IsHiddenSlot(i)) t += l.s[i];
+  }
+  return t;
+}
+
+// Everything a layer's cost depends on besides its shape.
+struct Context {
+  const CostModel* cost;
+  const ModelSpec* model;
+  const Knobs* knobs;
+  Precision precision;
+  bool low_precision;
+  double operand_bytes;
+  double tokens_cp;    // tokens of this GPU's CP shard (GEMM rows under TP)
+  double tokens_rank;  // tokens_cp / tp (sequence-parallel share)
+  int tp, cp, ep, etp;
+  int micro_batches;
+  LinkSpan tp_span, cp_span, etp_span;
+  int ep_gpus_per_domain;
+  double bwd_gemm_factor;  // 2 (dgrad + wgrad) or 1 (LoRA)
+  bool lora;
+  double launch_s;
+  double overlap_slowdown;
+  const StackConstants* stack;
+  bool ep_overlap_schedule;  // pp == 1 or vp > 1
+  bool sinks_unfused_sliding;  // sink layers with a window run unfused
+  bool sinks_unfused_full;     // sink layers with full attention run unfused
+  double seq_len;
+};
+
+// The cost-model lookups of one layer kind. Filled by the functions below
+// (each lookup under the condition LayerCost uses it) or copied from a
+// PreparedLayout, which holds the results of the same calls.
+struct KindCosts {
+  Cost qkv, oproj;        // attention projections (precision)
+  Cost attn_f, attn_b;    // core attention (layout only)
+  Cost fc1, fc2;          // dense MLP, or the shared experts (precision)
+  Cost router;            // MoE router, BF16 (layout only)
+  Cost gfc1, gfc2;        // routed experts (precision, grouped, imbalance)
+  Cost dispatch, combine; // EP (ep > 1) + ETP gather/scatter (etp > 1)
+  Cost tp_ag, tp_rs;      // tp > 1 (layout only)
+  Cost cp_ring;           // cp > 1 (layout only)
+};
+
+// Sum of two costs; calibrated only when both parts are.
+inline Cost AddCost(const Cost& a, const Cost& b) {
+  Cost sum;
+  sum.seconds = a.seconds + b.seconds;
+  sum.source = a.source == CostSource::kCalibrated && b.source == CostSource::kCalibrated
+                   ? CostSource::kCalibrated
+                   : CostSource::kDatasheetPrior;
+  return sum;
+}
+
+// The per-plan tables of a StepModel, as the stage functions read them.
+struct PlanTables {
+  const ModelSpec* model;
+  const StackConstants* stack;
+  const StepModel::LayerKindTables* kinds;  // [StepModel::kNumLayerKinds]
+  int mtp_kind;            // MTP modules are shaped as the last layer
+  double embedding_params; // one of input embedding / output layer
+};
+
+inline constexpr int kNumLayerKinds = StepModel::kNumLayerKinds;
+
+// Each layer kind's cost for one micro-batch, with its own layers fully
+// recomputed (cost) and without (cost_norc: the same object unless full
+// recompute covers only some layers), and the matching critical-path times
+// and saved activations.
+struct KindResults {
+  Slots cost[kNumLayerKinds];
+  Slots cost_partial[kNumLayerKinds];
+  const Slots* cost_norc[kNumLayerKinds] = {};
+  double time[kNumLayerKinds] = {};
+  double time_norc[kNumLayerKinds] = {};
+  double act[kNumLayerKinds] = {};
+  double act_norc[kNumLayerKinds] = {};
+};
+
+}  // namespace moetune::planner::step_model_internal

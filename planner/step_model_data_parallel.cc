@@ -1,0 +1,111 @@
+// Data parallelism and the optimizer step; see
+// internal/step_model_data_parallel.h.
+#include "planner/internal/step_model_data_parallel.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace moetune::planner::step_model_internal {
+
+RankParams ParamsOnRank(const PlanTables& plan, const ParallelConfig& p,
+                        const int counts[kNumLayerKinds], int r) {
+  const ModelSpec& m = *plan.model;
+  const double h = double(m.hidden_size);
+  RankParams rp;
+  for (int k = 0; k < kNumLayerKinds; ++k) {
+    rp.dense += counts[k] * plan.kinds[k].params / p.tp;
+    rp.expert += counts[k] * plan.kinds[k].expert_params / (double(p.ep) * p.etp);
+  }
+  if (r == 0) rp.dense += plan.embedding_params / p.tp;
+  if (r == p.pp - 1) {
+    if (!m.tie_word_embeddings || p.pp > 1) rp.dense += plan.embedding_params / p.tp;
+    if (m.mtp_layers > 0) {
+      const StepModel::LayerKindTables& t = plan.kinds[plan.mtp_kind];
+      rp.dense += m.mtp_layers * (t.params + 2 * h * h) / p.tp;
+      rp.expert += m.mtp_layers * t.expert_params / (double(p.ep) * p.etp);
+    }
+  }
+  return rp;
+}
+
+DpAndOptimizer DataParallelAndOptimizer(const CostModel& cost, const ParallelConfig& p,
+                                        const Knobs& knobs, int m_micro, double t_max,
+                                        const RankParams& params, Slots* step) {
+  const int domain = cost.cluster().nvlink_domain_gpus;
+  const int dp_dense = DenseDpGroup(p);
+  const int dp_expert = ExpertDpGroup(p);
+  const LinkSpan dp_span = p.tp * p.cp * p.dp <= domain ? LinkSpan::kNvlinkDomain
+                                                        : LinkSpan::kScaleOut;
+  DpAndOptimizer out;
+  double dp_total = 0;
+  uint8_t src = 0;
+  // Group members per NVLink domain: the dense DP (x CP) group strides
+  // over tp ranks, the expert DP group over ep x etp.
+  const int dense_per_domain = std::max(1, std::min(dp_dense, domain / std::max(1, p.tp)));
+  const int expert_per_domain =
+      std::max(1, std::min(dp_expert, domain / std::max(1, p.ep * p.etp)));
+  for (auto [n_params, group, per_domain] :
+       {std::tuple<double, int, int>{params.dense, dp_dense, dense_per_domain},
+        std::tuple<double, int, int>{params.expert, dp_expert, expert_per_domain}}) {
+    if (group <= 1 || n_params <= 0) continue;
+    const double bytes = n_params * kDpCommBytesPerParam;
+    const Cost rs = HierarchicalCollective(cost, CollectiveKind::kReduceScatter, bytes, group,
+                                           dp_span, per_domain);
+    const Cost ag = HierarchicalCollective(cost, CollectiveKind::kAllGather, bytes, group,
+                                           dp_span, per_domain);
+    // Distributed optimizer: one reduce-scatter and one all-gather per
+    // step. FSDP: per micro-batch, gather for forward and for backward,
+    // reduce-scatter after backward.
+    dp_total += p.shard_params ? m_micro * (2 * ag.seconds + rs.seconds)
+                               : rs.seconds + ag.seconds;
+    src |= SourceBit(rs.source) | SourceBit(ag.source);
+  }
+  if (dp_total > 0) {
+    // Windows: distributed optimizer: backward of the last micro-batch
+    // (~2/3 of a stage time) for the reduce-scatter, forward of the first
+    // (~1/3) for the gather, together one stage time. FSDP prefetches
+    // layer by layer through the whole step.
+    const double window = !knobs.overlap.dp_comm ? 0.0
+                          : p.shard_params   ? m_micro * t_max
+                                             : t_max;
+    out.dp_exposed_s = std::max(0.0, dp_total - window);
+    if (step != nullptr) {
+      step->AddSeconds(kSDpExposed, out.dp_exposed_s, src);
+      step->AddSeconds(kSDpHidden, dp_total - out.dp_exposed_s, src);
+    }
+  }
+  // Optimizer over the local shard.
+  const double shard =
+      params.dense / std::max(1, dp_dense) + params.expert / std::max(1, dp_expert);
+  const Cost opt = cost.MemoryBound(shard * kOptimizerBytesPerParam +
+                                    (params.dense + params.expert) * kGradNormBytesPerParam);
+  // No other term adds to the optimizer slot: it holds exactly opt.
+  out.optimizer_s = opt.seconds;
+  if (step != nullptr) step->Add(kSOptimizer, opt);
+  return out;
+}
+
+}  // namespace moetune::planner::step_model_internal
+
+namespace moetune::planner {
+
+Cost HierarchicalCollective(const CostModel& cost, CollectiveKind kind, double bytes,
+                            int group_size, LinkSpan span, int members_per_domain) {
+  const Cost flat = cost.Collective(kind, bytes, group_size, span);
+  if (span != LinkSpan::kScaleOut || members_per_domain <= 1 ||
+      flat.source == CostSource::kCalibrated) {
+    return flat;
+  }
+  // NCCL builds one ring per NIC: each crosses every domain boundary once,
+  // so the m members of a domain share the inter-domain traffic over their
+  // m NICs (one per GPU in every preset), while the hops inside a domain
+  // carry the whole buffer over NVLink; the slower of the two bounds.
+  // nccl-tests all_reduce busbw across H100 nodes with one 400G NIC per GPU:
+  // 400-450 GB/s, ~8x one NIC's 50 GB/s (Saturn Cloud / Crusoe, "Validating
+  // Multi-Node GPU Clusters with NCCL Tests").
+  const Cost nics = cost.Collective(kind, bytes / members_per_domain, group_size, span);
+  const Cost nvlink = cost.Collective(kind, bytes, group_size, LinkSpan::kNvlinkDomain);
+  return {std::max(nics.seconds, nvlink.seconds), CostSource::kDatasheetPrior};
+}
+
+}  // namespace moetune::planner

@@ -1,0 +1,631 @@
+// Per-layer costs of the step model; see internal/step_model_layers.h.
+#include "planner/internal/step_model_layers.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+
+#include "planner/flops.h"
+
+namespace moetune::planner::step_model_internal {
+
+void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
+                         LayerKindTables* t) {
+  const double h = double(model.hidden_size);
+  const double n = model.num_attention_heads;
+  const double gate = model.gated_mlp ? 2.0 : 1.0;
+  t->macs = LayerMacsPerToken(model, layer, seq_len);
+  t->causal_context = AverageCausalContext(model, layer, seq_len);
+  const double o_macs = n * model.v_head_dim * h;
+  t->qkv_out_dim = (t->macs.attention_proj - o_macs) / h;
+  t->num_proj_gemms = model.attention == AttentionType::kMla ? 5 : 2;
+  t->params = model.AttentionParamsPerLayer() +
+              (t->moe ? model.ExpertParams() * model.num_shared_experts +
+                            h * model.num_routed_experts
+                      : model.DenseMlpParams());
+  t->expert_params = t->moe ? model.ExpertParams() * model.num_routed_experts : 0;
+
+  // Element counts per token (forward), see LayerKindTables.
+  const double q_dim = n * model.QkHeadDim();
+  const double kv_dim = model.attention == AttentionType::kMla
+                            ? n * (model.QkHeadDim() + model.v_head_dim)
+                            : 2.0 * model.num_kv_heads * model.head_dim;
+  const double core_out = n * model.v_head_dim;
+  const double latents = model.attention == AttentionType::kMla
+                             ? model.q_lora_rank + model.kv_lora_rank +
+                                   model.qk_rope_head_dim
+                             : 0.0;
+  // Attention: norm (read h, write h), residual add (read 2h, write h),
+  // RoPE (read + write), MLA latent norms (read + write).
+  // RoPE rotates q and k: every head dim for GQA, only the rope dims for
+  // MLA (per query head, and the one shared rope key).
+  const double rope_elems =
+      model.attention == AttentionType::kMla
+          ? (n + 1) * model.qk_rope_head_dim
+          : (n + model.num_kv_heads) * double(model.head_dim);
+  t->mb_attn_elems = 2 * h + 3 * h + 2 * rope_elems + 2 * latents;
+  t->mb_quant_elems = h + core_out + latents;
+  t->act_norm = 2 * h;  // attention and MLP norm outputs
+  t->act_attn = 2 * h + core_out + latents +
+                (model.attention == AttentionType::kMla ? 0.0 : q_dim + kv_dim);
+  t->act_mla_up = model.attention == AttentionType::kMla ? q_dim + kv_dim : 0.0;
+  t->kernels_fwd = 12 + (model.attention == AttentionType::kMla ? 6 : 0);
+  t->lora_io_elems = (h + t->qkv_out_dim) + (core_out + h);
+  if (!t->moe) {
+    const double f = double(model.ffn_hidden_size);
+    // Norm, residual, activation (read gate f, write f).
+    t->mb_mlp_elems = 2 * h + 3 * h + (gate + 1) * f;
+    t->mb_quant_elems += h + f;
+    t->act_mlp = (gate + 1) * f + h;
+    t->lora_io_elems += (h + gate * f) + (f + h);
+    t->kernels_fwd += 8;
+  } else {
+    const double fe = double(model.moe_ffn_hidden_size);
+    const double fs = fe * model.num_shared_experts;
+    const double k = model.moe_top_k;
+    // Norm, residual, router softmax/top-k (fp32 logits: ~6 elements per
+    // expert), shared-expert activation.
+    t->mb_mlp_elems = 2 * h + 3 * h + 6.0 * model.num_routed_experts +
+                      (fs > 0 ? (gate + 1) * fs : 0.0);
+    // Permute (read h, write k h), activation (read gate f, write f) per
+    // copy, unpermute with weighted sum (read k h, write h).
+    t->mb_topk_elems = (h + k * h) + k * (gate + 1) * fe + (k * h + h);
+    t->mb_quant_elems += h + k * h + k * fe + (fs > 0 ? h + fs : 0.0);
+    t->act_moe = k * h + k * gate * fe + k * h + 2.0 * model.num_routed_experts;
+    t->act_moe_act = k * fe;
+    t->act_shared = fs > 0 ? (gate + 1) * fs : 0.0;
+    t->lora_io_elems += k * ((h + gate * fe) + (fe + h)) +
+                        (fs > 0 ? (h + gate * fs) + (fs + h) : 0.0);
+    t->kernels_fwd += 20 + (fs > 0 ? 6 : 0);
+  }
+}
+
+Context LayoutContext(const CostModel* cost, const ModelSpec* model,
+                      const TrainingShape& shape, const StackConstants* stack,
+                      const ParallelConfig& p, int m_micro) {
+  const int domain = cost->cluster().nvlink_domain_gpus;
+  const bool lora = shape.objective == Objective::kLora;
+  Context c;
+  c.cost = cost;
+  c.model = model;
+  c.knobs = nullptr;
+  c.precision = Precision::kBf16;
+  c.low_precision = false;
+  c.operand_bytes = 0;
+  c.tokens_cp = double(p.mbs) * shape.seq_len / p.cp;
+  c.tokens_rank = c.tokens_cp / p.tp;
+  c.tp = p.tp;
+  c.cp = p.cp;
+  c.ep = p.ep;
+  c.etp = p.etp;
+  c.micro_batches = m_micro;
+  // Megatron rank order tp-cp-ep-dp-pp: a group of stride s and size g
+  // spans s x g consecutive GPUs.
+  c.tp_span = p.tp <= domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
+  c.cp_span = p.tp * p.cp <= domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
+  c.ep_gpus_per_domain = std::min(p.ep, std::max(1, domain / p.etp));
+  // Expert ranks are ordered etp-ep-dp: the ETP group is consecutive GPUs.
+  c.etp_span = p.etp <= domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
+  c.bwd_gemm_factor = lora ? 1.0 : 2.0;
+  c.lora = lora;
+  c.launch_s = 0;
+  c.overlap_slowdown = 1;
+  c.stack = stack;
+  c.ep_overlap_schedule =
+      p.pp == 1 || p.vp > 1 || !stack->ep_overlap_needs_interleaving;
+  using Unfused = StackConstants::UnfusedSinkLayers;
+  c.sinks_unfused_sliding =
+      model->attention_sinks && stack->unfused_sink_layers != Unfused::kNone;
+  c.sinks_unfused_full =
+      model->attention_sinks && stack->unfused_sink_layers == Unfused::kAll;
+  c.seq_len = shape.seq_len;
+  return c;
+}
+
+namespace {
+void SetPrecision(Context* c, Precision precision) {
+  c->precision = precision;
+  c->low_precision = precision != Precision::kBf16;
+  c->operand_bytes = GemmOperandBytes(precision);
+}
+}  // namespace
+
+void SetKnobs(Context* c, const Knobs& knobs) {
+  c->knobs = &knobs;
+  SetPrecision(c, knobs.precision);
+  c->launch_s = c->cost->KernelLaunchSeconds(knobs.cuda_graphs);
+  c->overlap_slowdown = c->cost->OverlapSlowdown(knobs.overlap.num_comm_streams);
+}
+
+// Lookups that depend only on the layout.
+void LayoutKindCosts(const LayerKindTables& k, const Context& c,
+                     KindCosts* kc) {
+  const CostModel& cm = *c.cost;
+  const ModelSpec& m = *c.model;
+  const double h = double(m.hidden_size);
+  AttentionShape as;
+  as.queries = c.tokens_cp;
+  as.context = k.causal_context;
+  as.keys = c.seq_len;
+  as.heads = m.num_attention_heads / c.tp;
+  as.qk_head_dim = m.QkHeadDim();
+  as.v_head_dim = m.v_head_dim;
+  as.fused = !(k.sliding ? c.sinks_unfused_sliding : c.sinks_unfused_full);
+  kc->attn_f = cm.AttentionForward(as);
+  kc->attn_b = cm.AttentionBackward(as);
+  if (k.moe) {
+    kc->router = cm.DenseGemm(c.tokens_rank, m.num_routed_experts, h, Precision::kBf16);
+  }
+  if (c.tp > 1) {
+    const double bytes = c.tokens_cp * h * kActivationBytes;
+    kc->tp_ag = cm.Collective(CollectiveKind::kAllGather, bytes, c.tp, c.tp_span);
+    kc->tp_rs = cm.Collective(CollectiveKind::kReduceScatter, bytes, c.tp, c.tp_span);
+  }
+  if (c.cp > 1) {
+    const double kv_elems =
+        m.attention == AttentionType::kMla
+            ? double(m.num_attention_heads) * (m.QkHeadDim() + m.v_head_dim)
+            : 2.0 * m.num_kv_heads * m.head_dim;
+    const double chunk = c.tokens_cp * kv_elems / c.tp * kActivationBytes;
+    kc->cp_ring =
+        cm.Collective(CollectiveKind::kAllGather, chunk * c.cp, c.cp, c.cp_span);
+  }
+}
+
+// Dense GEMMs at c.precision.
+void PrecisionKindCosts(const LayerKindTables& k, const Context& c,
+                        KindCosts* kc) {
+  const CostModel& cm = *c.cost;
+  const ModelSpec& m = *c.model;
+  const double h = double(m.hidden_size);
+  const double tc = c.tokens_cp;
+  const double gate = m.gated_mlp ? 2.0 : 1.0;
+  const double o_k = double(m.num_attention_heads) * m.v_head_dim / c.tp;
+  kc->qkv = cm.DenseGemm(tc, k.qkv_out_dim / c.tp, h, c.precision);
+  kc->oproj = cm.DenseGemm(tc, h, o_k, c.precision);
+  if (!k.moe) {
+    const double f = double(m.ffn_hidden_size) / c.tp;
+    kc->fc1 = cm.DenseGemm(tc, gate * f, h, c.precision);
+    kc->fc2 = cm.DenseGemm(tc, h, f, c.precision);
+  } else if (m.num_shared_experts > 0) {
+    const double fs = double(m.moe_ffn_hidden_size) * m.num_shared_experts / c.tp;
+    kc->fc1 = cm.DenseGemm(tc, gate * fs, h, c.precision);
+    kc->fc2 = cm.DenseGemm(tc, h, fs, c.precision);
+  }
+}
+
+// Routed experts and EP dispatch/combine (MoE kinds) at c.precision.
+void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalance,
+                     KindCosts* kc) {
+  const CostModel& cm = *c.cost;
+  const ModelSpec& m = *c.model;
+  const double h = double(m.hidden_size);
+  const double gate = m.gated_mlp ? 2.0 : 1.0;
+  const int local = m.num_routed_experts / c.ep;
+  GroupedGemmShape g;
+  g.num_experts = local;
+  g.tokens_per_expert = c.tokens_rank * m.moe_top_k * c.etp / local;
+  g.imbalance = imbalance;
+  g.precision = c.precision;
+  g.grouped = grouped;
+  const double fe = double(m.moe_ffn_hidden_size) / c.etp;
+  g.n = int64_t(gate * fe);
+  g.k = m.hidden_size;
+  kc->gfc1 = cm.GroupedGemm(g);
+  g.n = m.hidden_size;
+  g.k = int64_t(fe);
+  kc->gfc2 = cm.GroupedGemm(g);
+  if (c.ep > 1) {
+    DispatchShape d;
+    d.tokens = c.tokens_rank * g.imbalance;
+    d.top_k = m.moe_top_k;
+    d.ep = c.ep;
+    d.ep_gpus_per_domain = c.ep_gpus_per_domain;
+    d.dedup = dedup;
+    d.bytes_per_token = h * (c.low_precision ? c.operand_bytes : 2.0);
+    kc->dispatch = cm.Dispatch(d);
+    d.bytes_per_token = h * kActivationBytes;
+    kc->combine = cm.Dispatch(d);
+  }
+  if (c.etp > 1) {
+    const EtpExchange x = ExpertTensorParallelExchange(
+        c.tokens_rank * m.moe_top_k * g.imbalance, h,
+        c.low_precision ? c.operand_bytes : 2.0, c.etp);
+    kc->dispatch = AddCost(
+        kc->dispatch, cm.Collective(CollectiveKind::kAllGather, x.gather_bytes, c.etp, c.etp_span));
+    kc->combine = AddCost(kc->combine, cm.Collective(CollectiveKind::kReduceScatter,
+                                                     x.scatter_bytes, c.etp, c.etp_span));
+  }
+}
+
+// Output layer, MTP projection and embedding lookups (see Evaluate).
+Cost LogitsGemm(const Context& c, const ModelSpec& m, int tp) {
+  return c.cost->DenseGemm(c.tokens_cp, double(m.PaddedVocabSize()) / tp,
+                           double(m.hidden_size), c.precision);
+}
+Cost MtpProjGemm(const Context& c, const ModelSpec& m, int tp) {
+  const double h = double(m.hidden_size);
+  return c.cost->DenseGemm(c.tokens_cp, h, 2 * h / tp, c.precision);
+}
+Cost CrossEntropyMem(const Context& c, const ModelSpec& m, int tp) {
+  return c.cost->MemoryBound(c.tokens_cp * (double(m.PaddedVocabSize()) / tp) *
+                             kCrossEntropyBytesPerLogit);
+}
+Cost HeadTpGather(const Context& c, const ModelSpec& m, int tp) {
+  const double bytes = c.tokens_cp * double(m.hidden_size) * kActivationBytes;
+  return c.cost->Collective(CollectiveKind::kAllGather, bytes, tp, c.tp_span);
+}
+Cost EmbeddingMem(const Context& c, const ModelSpec& m) {
+  return c.cost->MemoryBound(c.tokens_rank * double(m.hidden_size) *
+                             kActivationBytes * 4);
+}
+
+namespace {
+
+// Host-side time of one MoE layer for one micro-batch (forward + 2x
+// backward of the per-pass ops, plus the per-local-expert ops), at
+// stack.host_op_s per op. In the 26.02-26.04 stacks it is serialised with
+// the GPU work by the token-count synchronisation: the host issues the ops
+// of a layer while the GPU idles (this additive form fits the Megatron-Bridge
+// rows better than max(host, GPU): MAPE 12.6% vs 19.9% on runs.json).
+double MoeHostSeconds(const StackConstants& stack, int local_experts) {
+  return (stack.moe_host_ops_forward * (1.0 + kBackwardKernelFactor) +
+          stack.grouped_gemm_host_ops_per_expert * local_experts) *
+         stack.host_op_s;
+}
+
+// The GEMM-bound part of a layer, what the communication terms after it
+// overlap with (or repeat, under recompute).
+struct GemmTerms {
+  Cost qkv, attn_f, attn_b;
+  Cost mlp_f, shared_f, routed_f;  // forward, {fc1 + fc2, fc1's source}
+  double block_gemm_s = 0;  // GEMM time the TP collectives can hide behind
+  int tp_pairs = 1;         // TP all-gather + reduce-scatter pairs per forward
+  double ep_fwd_s = 0;      // dispatch + combine, forward
+  double ep_total_s = 0;    // forward + backward (combine volume twice)
+  uint8_t ep_src = 0;
+};
+
+// Attention and MLP/MoE blocks. Attention: QKV projection(s) [tc x h] x
+// [h x qkv/tp] and the output projection [tc x n v/tp] x [n v/tp x h],
+// backward = dgrad (+ wgrad), i.e. x (1 + bwd_gemm_factor); core attention
+// over the causal (or window) context, heads split by TP. (Lookups in
+// PrecisionKindCosts / LayoutKindCosts.)
+GemmTerms AddGemmTerms(const LayerKindTables& k, const Context& c, const KindCosts& kc,
+                       Slots* l) {
+  const ModelSpec& m = *c.model;
+  const double fwd_bwd = 1.0 + c.bwd_gemm_factor;
+  GemmTerms g;
+  g.qkv = kc.qkv;
+  l->Add(kSAttnProj, kc.qkv, fwd_bwd);
+  l->Add(kSAttnProj, kc.oproj, fwd_bwd);
+  g.attn_f = kc.attn_f;
+  g.attn_b = kc.attn_b;
+  l->Add(kSAttnCore, kc.attn_f);
+  l->Add(kSAttnCore, kc.attn_b);
+  g.block_gemm_s = (kc.qkv.seconds + kc.oproj.seconds) * fwd_bwd;
+  if (!k.moe) {
+    // fc1 [tc x h] x [h x gate f/tp], fc2 [tc x f/tp] x [f/tp x h].
+    g.mlp_f = {kc.fc1.seconds + kc.fc2.seconds, kc.fc1.source};
+    l->Add(kSDenseMlp, kc.fc1, fwd_bwd);
+    l->Add(kSDenseMlp, kc.fc2, fwd_bwd);
+    g.block_gemm_s += g.mlp_f.seconds * fwd_bwd;
+    ++g.tp_pairs;
+    return g;
+  }
+  // Router [tr x h] x [h x E] in BF16 (fwd + dgrad + wgrad).
+  l->Add(kSRouter, kc.router, 3.0);
+  if (m.num_shared_experts > 0) {
+    g.shared_f = {kc.fc1.seconds + kc.fc2.seconds, kc.fc1.source};
+    l->Add(kSShared, kc.fc1, fwd_bwd);
+    l->Add(kSShared, kc.fc2, fwd_bwd);
+    g.block_gemm_s += g.shared_f.seconds * fwd_bwd;
+    if (c.tp > 1) ++g.tp_pairs;
+  }
+  // Routed experts: E/ep local experts; under balanced routing each GPU
+  // processes tr x top_k (x etp, with ffn / etp) token-expert rows.
+  // (GroupedGemmShape in ExpertKindCosts.)
+  g.routed_f = {kc.gfc1.seconds + kc.gfc2.seconds, kc.gfc1.source};
+  l->Add(kSRouted, kc.gfc1, fwd_bwd);
+  l->Add(kSRouted, kc.gfc2, fwd_bwd);
+  // EP dispatch (low-precision payload when the GEMMs are) and combine
+  // (BF16); backward moves the same volumes in BF16: dispatch + 3 combine.
+  // (DispatchShape and the ETP exchange in ExpertKindCosts.)
+  if (c.ep > 1 || c.etp > 1) {
+    g.ep_fwd_s = kc.dispatch.seconds + kc.combine.seconds;
+    g.ep_total_s = g.ep_fwd_s + 2 * kc.combine.seconds;
+    g.ep_src = SourceBit(kc.dispatch.source) | SourceBit(kc.combine.source);
+  }
+  return g;
+}
+
+// Memory-bound kernels (norms, residuals, RoPE, activations,
+// permute/unpermute, casts), per token of the SP shard: forward bytes =
+// tr x 2 B x (attention + MLP + top-k elements) [+ tr x quantized elements
+// x (2 B read + operand bytes written) at low precision]; backward moves
+// kBackwardMemoryBoundFactor x that. Returns the forward cost.
+Cost AddMemoryBoundTerms(const LayerKindTables& k, const Context& c, Slots* l) {
+  const CostModel& cm = *c.cost;
+  const double tr = c.tokens_rank;
+  double mb_fwd_bytes =
+      tr * kActivationBytes * (k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
+  if (c.low_precision) mb_fwd_bytes += tr * k.mb_quant_elems * (2.0 + c.operand_bytes);
+  const Cost mb_f = cm.MemoryBound(mb_fwd_bytes);
+  l->Add(kSMemBound, mb_f, 1.0 + kBackwardMemoryBoundFactor);
+  if (c.lora) {
+    // LoRA adapters beside the frozen linears: memory-bound, BF16,
+    // lora_adapter_hbm_passes x (input + output widths) per token of the CP
+    // shard, the widths split by TP.
+    l->Add(kSLoraAdapters,
+           cm.MemoryBound(c.tokens_cp * k.lora_io_elems / c.tp *
+                          c.stack->lora_adapter_hbm_passes * kActivationBytes));
+  }
+  return mb_f;
+}
+
+// Sum of slots [first, last] (compute slots are contiguous in Slot order).
+double SlotSum(const Slots& l, int first, int last) {
+  double t = 0;
+  for (int i = first; i <= last; ++i) t += l.s[i];
+  return t;
+}
+
+// Host time: a MoE layer's host work (MoeHostSeconds; under the EP-overlap
+// schedule of 26.06 on only what exceeds the layer's compute), kernel
+// launches (kernels_fwd x (1 + bwd factor) x launch_s), and without CUDA
+// graphs the host issue time beyond the GPU time.
+void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_schedule,
+                  Slots* l) {
+  if (k.moe) {
+    const double host = MoeHostSeconds(*c.stack, c.model->num_routed_experts / c.ep);
+    if (c.stack->moe_host_hidden_by_ep_overlap && ep_overlap_schedule && c.ep > 1) {
+      // The other micro-batch's layer keeps the GPU busy while this one's
+      // host work runs: only host time beyond that compute shows.
+      const double compute = SlotSum(*l, kSAttnCore, kSMemBound);
+      l->AddSeconds(kSLaunch, std::max(0.0, host - compute), kPriorBit);
+    } else {
+      l->AddSeconds(kSLaunch, host, kPriorBit);
+    }
+  }
+  l->AddSeconds(kSLaunch, k.kernels_fwd * (1.0 + kBackwardKernelFactor) * c.launch_s,
+                kPriorBit);
+  if (!c.knobs->cuda_graphs) {
+    // Eager launches: the CPU issues every op; the GPU waits when the ops
+    // are shorter than their host cost.
+    const double gpu = SlotSum(*l, kSAttnCore, kSLaunch);
+    const double host = k.kernels_fwd * (1.0 + kBackwardKernelFactor) * c.stack->host_op_s;
+    l->AddSeconds(kSLaunch, std::max(0.0, host - gpu), kPriorBit);
+  }
+}
+
+// TP all-gather / reduce-scatter of [tc x h] BF16 around each block, forward
+// and backward: 2 x pairs x (AG + RS). With the overlap on, up to
+// tp_overlap_fraction of the block's GEMM time hides it; the hidden part
+// slows the compute by overlap_slowdown.
+void AddTpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g, Slots* l) {
+  if (c.tp <= 1) return;
+  const double total = 2.0 * g.tp_pairs * (kc.tp_ag.seconds + kc.tp_rs.seconds);
+  const uint8_t src = SourceBit(kc.tp_ag.source) | SourceBit(kc.tp_rs.source);
+  if (c.knobs->overlap.tp_comm) {
+    const double hidden = std::min(total, c.stack->tp_overlap_fraction * g.block_gemm_s);
+    l->AddSeconds(kSTpHidden, hidden, src);
+    l->AddSeconds(kSTpExposed, total - hidden, src);
+    l->AddSeconds(kSOverlapSlowdown, hidden * (c.overlap_slowdown - 1.0), src);
+  } else {
+    l->AddSeconds(kSTpExposed, total, src);
+  }
+}
+
+// CP ring: K and V of every other CP rank pass by (forward: 1 ring), K, V and
+// their gradients in backward (2 rings); each overlapped with the attention
+// chunks: exposed = max(0, ring - attention) per direction.
+void AddCpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g, Slots* l) {
+  if (c.cp <= 1) return;
+  const Cost ring = kc.cp_ring;
+  const double fwd_exposed = std::max(0.0, ring.seconds - g.attn_f.seconds);
+  const double bwd_exposed = std::max(0.0, 2 * ring.seconds - g.attn_b.seconds);
+  l->AddSeconds(kSCpExposed, fwd_exposed + bwd_exposed, SourceBit(ring.source));
+  l->AddSeconds(kSCpHidden, 3 * ring.seconds - fwd_exposed - bwd_exposed,
+                SourceBit(ring.source));
+}
+
+// EP overlap: another micro-batch's compute hides ep_overlap_fraction x
+// min(all-to-all, compute) under the EP-overlap schedule, nothing otherwise.
+void AddEpTerms(const Context& c, const GemmTerms& g, bool ep_overlap_schedule, Slots* l) {
+  if (g.ep_total_s <= 0) return;
+  const double compute = SlotSum(*l, kSAttnCore, kSMemBound);
+  const double hidden =
+      ep_overlap_schedule ? c.stack->ep_overlap_fraction * std::min(g.ep_total_s, compute)
+                          : 0.0;
+  l->AddSeconds(kSEpHidden, hidden, g.ep_src);
+  l->AddSeconds(kSEpExposed, g.ep_total_s - hidden, g.ep_src);
+  l->AddSeconds(kSOverlapSlowdown, hidden * (c.overlap_slowdown - 1.0), g.ep_src);
+}
+
+// Recompute: forward work repeated before backward. Full: the forward of
+// every compute slot plus core attention, memory-bound kernels and the EP
+// forward. Selective: the chosen modules' forward, memory-bound ones priced
+// per element of the layer's memory-bound traffic.
+// nullopt: no recompute term (no recompute, or full recompute of another
+// layer).
+std::optional<double> RecomputeSeconds(const LayerKindTables& k, const Context& c,
+                                       bool recompute_this_layer, const GemmTerms& g,
+                                       const Cost& mb_f, const Slots& l) {
+  const ModelSpec& m = *c.model;
+  const Recompute& rc = c.knobs->recompute;
+  const double fwd_bwd = 1.0 + c.bwd_gemm_factor;
+  if (rc.mode == RecomputeMode::kFull && recompute_this_layer) {
+    double fwd = 0;
+    for (int i = kSAttnProj; i <= kSLogits; ++i) fwd += l.s[i] / fwd_bwd;
+    fwd += g.attn_f.seconds + mb_f.seconds + g.ep_fwd_s;
+    return fwd;
+  }
+  if (rc.mode != RecomputeMode::kSelective) return std::nullopt;
+  const double h = double(m.hidden_size);
+  double t = 0;
+  const double mb_per_elem =
+      mb_f.seconds / std::max(1.0, k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
+  if (rc.modules & kRecomputeCoreAttn) t += g.attn_f.seconds;
+  if ((rc.modules & kRecomputeMlaUpProj) && m.attention == AttentionType::kMla) {
+    t += 0.5 * g.qkv.seconds;  // the up projections: about half the QKV MACs
+  }
+  if (rc.modules & kRecomputeLayerNorm) t += mb_per_elem * 4.0 * h;  // 2 norms
+  if ((rc.modules & kRecomputeMoeAct) && k.moe) {
+    // Per rank: etp x the rows (ETP gather) at ffn / etp columns each.
+    t += mb_per_elem * 3.0 * m.moe_top_k * double(m.moe_ffn_hidden_size);
+  }
+  if ((rc.modules & kRecomputeMlp) && !k.moe) t += g.mlp_f.seconds;
+  if ((rc.modules & kRecomputeMoe) && k.moe) {
+    t += g.routed_f.seconds + g.ep_fwd_s + mb_per_elem * k.mb_topk_elems;
+  }
+  if ((rc.modules & kRecomputeSharedExperts) && k.moe) t += g.shared_f.seconds;
+  return t;
+}
+
+// Activation offload: D2H in forward, H2D in backward, on the copy engines,
+// hidden behind the layer's compute when it is long enough: forward holds
+// ~1/3 of the compute, backward ~2/3; exposed = max(0, copy - share) each.
+void AddOffloadTerms(const LayerKindTables& k, const Context& c, Slots* l) {
+  const Knobs& knobs = *c.knobs;
+  if (!knobs.offload_activations || knobs.offload_modules == 0) return;
+  const ModelSpec& m = *c.model;
+  const double h = double(m.hidden_size);
+  double elems = 0;
+  const uint32_t o = knobs.offload_modules;
+  if (o & kOffloadAttnNorm) elems += h;
+  if (o & kOffloadCoreAttn) elems += double(m.num_attention_heads) * m.v_head_dim;
+  if (o & kOffloadAttnProj) elems += h;
+  if (o & kOffloadMlpNorm) elems += h;
+  // Routed rows: etp x as many after the ETP gather, ffn / etp wide.
+  if (k.moe && (o & kOffloadExpertFc1)) elems += m.moe_top_k * h * c.etp;
+  if (k.moe && (o & kOffloadMoeAct)) elems += m.moe_top_k * double(m.moe_ffn_hidden_size);
+  const Cost copy = c.cost->HostOffload(c.tokens_rank * elems * kActivationBytes);
+  // The copy engines run beside everything the layer's stream waits on:
+  // its compute and its exposed host time (kSLaunch). Hiding the copies
+  // behind compute alone double-counted: more expert work would then hide
+  // both the host time and the copies, and a busier GPU would finish
+  // sooner (found by moe_load_imbalance 1.25 predicting faster than 1.0).
+  const double compute = SlotSum(*l, kSAttnCore, kSLaunch);
+  const double exposed = std::max(0.0, copy.seconds - compute / 3) +
+                         std::max(0.0, copy.seconds - 2 * compute / 3);
+  l->AddSeconds(kSOffloadExposed, exposed, SourceBit(copy.source));
+  l->AddSeconds(kSOffloadHidden, 2 * copy.seconds - exposed, SourceBit(copy.source));
+}
+
+}  // namespace
+
+Slots LayerCost(const LayerKindTables& k, const Context& c, bool recompute_this_layer,
+                const KindCosts& kc) {
+  Slots l;
+  const GemmTerms g = AddGemmTerms(k, c, kc, &l);
+  const Cost mb_f = AddMemoryBoundTerms(k, c, &l);
+  // Megatron-Core overlaps EP all-to-all with another micro-batch's
+  // compute in its combined 1F1B schedule: without pipelining or with the
+  // interleaved schedule, and with at least two micro-batches.
+  const bool ep_overlap_schedule =
+      c.knobs->overlap.ep_comm && c.micro_batches >= 2 && c.ep_overlap_schedule;
+  AddHostTerms(k, c, ep_overlap_schedule, &l);
+  AddTpTerms(c, kc, g, &l);
+  AddCpTerms(c, kc, g, &l);
+  AddEpTerms(c, g, ep_overlap_schedule, &l);
+  const std::optional<double> recompute = RecomputeSeconds(k, c, recompute_this_layer, g, mb_f, l);
+  if (recompute.has_value()) l.AddSeconds(kSRecompute, *recompute, kPriorBit);
+  AddOffloadTerms(k, c, &l);
+  return l;
+}
+
+// Saved activations of one layer for one micro-batch (bytes per GPU).
+// Transformer Engine saves GEMM inputs in the GEMM precision (norm outputs,
+// permuted expert inputs, activation outputs, core-attention output).
+double LayerActivationBytes(const LayerKindTables& k,
+                            const Context& c, bool full_recompute) {
+  const ModelSpec& m = *c.model;
+  const double h = double(m.hidden_size);
+  if (full_recompute) return c.tokens_rank * h * kActivationBytes;
+  const uint32_t r = c.knobs->recompute.mode == RecomputeMode::kSelective
+                         ? c.knobs->recompute.modules
+                         : 0u;
+  const double gemm_in = c.low_precision ? c.operand_bytes : kActivationBytes;
+  const double core_out = double(m.num_attention_heads) * m.v_head_dim;
+  double bytes = (k.act_attn - core_out) * kActivationBytes + core_out * gemm_in;
+  if (!(r & kRecomputeLayerNorm)) bytes += k.act_norm * gemm_in;
+  if (!(r & kRecomputeMlaUpProj)) bytes += k.act_mla_up * kActivationBytes;
+  if (!k.moe) {
+    if (!(r & kRecomputeMlp)) bytes += k.act_mlp * kActivationBytes;
+  } else {
+    if (!(r & kRecomputeMoe)) {
+      // The experts' input rows: etp x top_k per token after the ETP gather.
+      const double permuted = m.moe_top_k * h * c.etp;
+      bytes += permuted * gemm_in + (k.act_moe - m.moe_top_k * h) * kActivationBytes;
+      if (!(r & kRecomputeMoeAct)) bytes += k.act_moe_act * gemm_in;
+    }
+    if (!(r & kRecomputeSharedExperts)) bytes += k.act_shared * kActivationBytes;
+  }
+  if (c.knobs->offload_activations) {
+    const uint32_t o = c.knobs->offload_modules;
+    double off = 0;
+    if (o & kOffloadAttnNorm) off += h * kActivationBytes;
+    if (o & kOffloadCoreAttn) off += core_out * gemm_in;
+    if (o & kOffloadAttnProj) off += h * kActivationBytes;
+    if (o & kOffloadMlpNorm) off += h * kActivationBytes;
+    if (k.moe && (o & kOffloadExpertFc1) && !(r & kRecomputeMoe)) {
+      off += m.moe_top_k * h * c.etp * gemm_in;
+    }
+    if (k.moe && (o & kOffloadMoeAct) && !(r & kRecomputeMoe) &&
+        !(r & kRecomputeMoeAct)) {
+      off += k.act_moe_act * gemm_in;
+    }
+    bytes = std::max(bytes - off, h * kActivationBytes);
+  }
+  // k.act_* are per token before TP; the SP shard holds tokens_rank tokens.
+  double total = c.tokens_rank * bytes;
+  // Unfused attention keeps the BF16 probabilities for backward unless
+  // core attention is recomputed.
+  const bool unfused = k.sliding ? c.sinks_unfused_sliding : c.sinks_unfused_full;
+  if (unfused && !(r & kRecomputeCoreAttn)) {
+    total += c.tokens_cp * (double(m.num_attention_heads) / c.tp) * c.seq_len *
+             kActivationBytes;
+  }
+  return total;
+}
+
+void KindLayerCosts(const LayerKindTables kinds[], const Context& c, const KindCosts kc[],
+                    KindResults* r) {
+  const Knobs& knobs = *c.knobs;
+  const bool full = knobs.recompute.mode == RecomputeMode::kFull;
+  for (int k = 0; k < kNumLayerKinds; ++k) {
+    if (kinds[k].count == 0) continue;
+    r->cost[k] = LayerCost(kinds[k], c, /*recompute_this_layer=*/true, kc[k]);
+    r->time[k] = CriticalPath(r->cost[k]);
+    r->act[k] = LayerActivationBytes(kinds[k], c, full);
+    if (full && knobs.recompute.num_layers > 0) {
+      r->cost_partial[k] = LayerCost(kinds[k], c, false, kc[k]);
+      r->cost_norc[k] = &r->cost_partial[k];
+      r->time_norc[k] = CriticalPath(r->cost_partial[k]);
+      r->act_norc[k] = LayerActivationBytes(kinds[k], c, false);
+    } else {
+      r->cost_norc[k] = &r->cost[k];
+      r->time_norc[k] = r->time[k];
+      r->act_norc[k] = r->act[k];
+    }
+  }
+}
+
+Slots HeadSlots(const Context& c, const ModelSpec& m, const Cost& logits, const Cost& ce_mem,
+                const Cost& tp_gather, const Cost& mtp_proj, const Slots& mtp_layer) {
+  const double fwd_bwd = 1.0 + c.bwd_gemm_factor;
+  Slots head;
+  head.Add(kSLogits, logits, fwd_bwd);
+  head.Add(kSMemBound, ce_mem);
+  if (c.tp > 1) head.Add(kSTpExposed, tp_gather, 2.0);
+  if (m.mtp_layers > 0) {
+    Slots mtp = mtp_layer;
+    mtp.Add(kSAttnProj, mtp_proj, fwd_bwd);
+    mtp.Add(kSLogits, logits, fwd_bwd);
+    mtp.Add(kSMemBound, ce_mem);
+    head.AddScaled(mtp, m.mtp_layers);
+  }
+  return head;
+}
+
+}  // namespace moetune::planner::step_model_internal

@@ -1,0 +1,107 @@
+// Memory per GPU; see internal/step_model_memory.h.
+#include "planner/internal/step_model_memory.h"
+
+#include <algorithm>
+
+#include "planner/internal/step_model_data_parallel.h"
+#include "planner/internal/step_model_layers.h"
+
+namespace moetune::planner::step_model_internal {
+namespace {
+
+// Activations of pipeline rank r: its layers' activations for one
+// micro-batch, the in-flight chunks, the recomputed layer and the logits.
+double RankActivationBytes(const PlanTables& plan, const Context& c, const ParallelConfig& p,
+                           int m_micro, const RankLayers& ranks, const KindResults& kinds,
+                           int r, double one_layer) {
+  const bool full = c.knobs->recompute.mode == RecomputeMode::kFull;
+  // In-flight micro-batches (in virtual-stage units): 1F1B holds pp - r;
+  // interleaved 1F1B warms up (pp - r - 1) x 2 + (vp - 1) x pp chunks.
+  const double inflight_chunks =
+      p.vp == 1 ? std::min(m_micro, p.pp - r)
+                : std::min<double>(double(m_micro) * p.vp,
+                                   (p.pp - r - 1) * 2.0 + (p.vp - 1.0) * p.pp + 1.0);
+  double act_per_mb = 0;  // all layers of the rank, one micro-batch
+  for (int k = 0; k < kNumLayerKinds; ++k) {
+    const int n_rc = ranks.counts_rc[r][k];
+    act_per_mb += n_rc * kinds.act[k] + (ranks.counts[r][k] - n_rc) * kinds.act_norc[k];
+  }
+  double bytes = act_per_mb / p.vp * inflight_chunks;
+  if (full) bytes += one_layer;
+  if (r == p.pp - 1) {
+    const double vocab_tp = double(plan.model->PaddedVocabSize()) / p.tp;
+    bytes += c.tokens_cp * vocab_tp * kLogitsActivationBytes * (1 + plan.model->mtp_layers);
+  }
+  return bytes;
+}
+
+MemoryBreakdown RankMemory(const PlanTables& plan, const Context& c, const ParallelConfig& p,
+                           int m_micro, const RankLayers& ranks, const KindResults& kinds,
+                           int r, double one_layer) {
+  const ModelSpec& m = *plan.model;
+  const double h = double(m.hidden_size);
+  const int dp_dense = DenseDpGroup(p);
+  const int dp_expert = ExpertDpGroup(p);
+  // bf16 + low-precision copy
+  const double weight_bytes_per_param = 2.0 + (c.low_precision ? c.operand_bytes : 0.0);
+  const RankParams params = ParamsOnRank(plan, p, ranks.counts[r], r);
+  const double dense = params.dense, expert = params.expert;
+  MemoryBreakdown mem;
+  // FSDP keeps a shard of weights and gradients plus the gathered
+  // parameters of about two layers (current + prefetched).
+  const double shard_div_dense = p.shard_params ? std::max(1, dp_dense) : 1;
+  const double shard_div_expert = p.shard_params ? std::max(1, dp_expert) : 1;
+  const double local = dense / shard_div_dense + expert / shard_div_expert;
+  const double layers = std::max(1, ranks.layers_on_rank[r]);
+  const double gathered = p.shard_params ? 2.0 * (dense + expert) / layers : 0.0;
+  mem.weights_bytes = (local + gathered) * weight_bytes_per_param;
+  if (!c.lora) {
+    const double shard = dense / std::max(1, dp_dense) + expert / std::max(1, dp_expert);
+    mem.grads_bytes = (local + gathered) * plan.stack->grad_buffer_bytes_per_param +
+                      shard * kShardMainGradBytes;
+    mem.optimizer_bytes = shard * kOptimizerStateBytes;
+  }
+  mem.activations_bytes =
+      RankActivationBytes(plan, c, p, m_micro, ranks, kinds, r, one_layer);
+  // NCCL's buffers on top of the fixed reserve (see kNcclBufferBytes).
+  mem.comm_buffers_bytes = kNcclBufferBytes;
+  if (p.ep > 1) {
+    mem.comm_buffers_bytes += 2.0 * c.tokens_rank * m.moe_top_k * h * kActivationBytes;
+  }
+  if (p.tp > 1 && c.knobs->overlap.tp_comm) {
+    mem.comm_buffers_bytes += 2.0 * c.tokens_cp * h * kActivationBytes;
+  }
+  mem.reserve_bytes = kFixedReserveBytes + kFragmentationFraction * mem.activations_bytes;
+  return mem;
+}
+
+}  // namespace
+
+PeakMemory PeakMemoryPerGpu(const PlanTables& plan, const Context& c, const ParallelConfig& p,
+                            int m_micro, const RankLayers& ranks, const KindResults& kinds) {
+  // The layer being recomputed holds its full activations once.
+  double one_layer = 0;
+  if (c.knobs->recompute.mode == RecomputeMode::kFull) {
+    for (int k = 0; k < kNumLayerKinds; ++k) {
+      if (plan.kinds[k].count > 0) {
+        one_layer = std::max(one_layer, LayerActivationBytes(plan.kinds[k], c, false));
+      }
+    }
+  }
+  PeakMemory best;
+  double best_total = -1;
+  // With pp == 1 the first and last rank are the same (one pass).
+  for (int r : {0, p.pp - 1}) {
+    if (r == p.pp - 1 && r == 0 && best_total >= 0) break;
+    const MemoryBreakdown mem = RankMemory(plan, c, p, m_micro, ranks, kinds, r, one_layer);
+    const double total = mem.Total();
+    if (total > best_total) {
+      best_total = total;
+      best.memory = mem;
+    }
+  }
+  best.total_bytes = best_total;
+  return best;
+}
+
+}  // namespace moetune::planner::step_model_internal
