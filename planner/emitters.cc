@@ -389,7 +389,8 @@ void OverlapFlags(const Prediction& p, ArgWriter& a) {
       a.Flag("--delay-wgrad-compute");
     }
   }
-  if (par.pp > 1 && par.vp > 1 && !k.overlap.pp_comm) {
+  // P2P overlap exists only in the interleaved schedule; say when it is off.
+  if (par.pp > 1 && par.vp > 1 && !P2pOverlapActive(par, k)) {
     a.Flag("--no-overlap-p2p-communication");
   }
   if (k.overlap.num_comm_streams > 1) {
