@@ -39,20 +39,26 @@ CXXFLAGS="-std=c++17 -g -O1 -fno-omit-frame-pointer $SAN -I. -I$OUT/gen $(pkg-co
 LIBS="$(pkg-config --libs protobuf absl_status absl_statusor absl_strings absl_str_format) -lpthread"
 
 protoc -I. --cpp_out="$OUT/gen" proto/common.proto
-# planner/BUILD.bazel's genrule model_presets_inc, done by hand.
+# planner/BUILD.bazel's embedded_json genrules (model and cluster presets),
+# done by hand.
 mkdir -p "$OUT/gen/planner/internal"
-(for f in planner/data/models/*.json; do
-   printf '{"%s", R"moetune_json(' "$(basename "$f" .json)"; cat "$f"; printf ')moetune_json"},\n'
- done) > "$OUT/gen/planner/internal/model_presets.inc.tmp"
-cmp -s "$OUT/gen/planner/internal/model_presets.inc.tmp" "$OUT/gen/planner/internal/model_presets.inc" ||
-  mv "$OUT/gen/planner/internal/model_presets.inc.tmp" "$OUT/gen/planner/internal/model_presets.inc"
+embed() {  # embed DIR NAME: planner/data/DIR/*.json -> planner/internal/NAME.inc
+  (for f in planner/data/"$1"/*.json; do
+     printf '{"%s", R"moetune_json(' "$(basename "$f" .json)"; cat "$f"; printf ')moetune_json"},\n'
+   done) > "$OUT/gen/planner/internal/$2.inc.tmp"
+  cmp -s "$OUT/gen/planner/internal/$2.inc.tmp" "$OUT/gen/planner/internal/$2.inc" ||
+    mv "$OUT/gen/planner/internal/$2.inc.tmp" "$OUT/gen/planner/internal/$2.inc"
+}
+embed models model_presets
+embed clusters cluster_presets
 
 # Sources per target (the libraries of planner/ and server/ they exercise).
 PLANNER_BASE="planner/model_spec.cc planner/internal/model_presets.cc planner/precision.cc"
+HARDWARE="planner/hardware.cc planner/internal/cluster_presets.cc"
 declare -A SRCS=(
   [model_spec]="$PLANNER_BASE"
-  [cluster]="planner/hardware.cc planner/precision.cc"
-  [fix_spec]="$PLANNER_BASE planner/hardware.cc planner/training_config.cc planner/search_space.cc"
+  [cluster]="$HARDWARE planner/precision.cc"
+  [fix_spec]="$PLANNER_BASE $HARDWARE planner/training_config.cc planner/search_space.cc"
   [measurement]="$OUT/gen/proto/common.pb.cc server/measurement_validator.cc server/limits.cc"
 )
 
