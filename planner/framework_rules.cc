@@ -10,8 +10,6 @@ namespace {
 
 using internal::Sv;
 
-constexpr std::string_view kTc = "megatron/core/transformer/transformer_config.py";
-constexpr std::string_view kArgs = "megatron/training/arguments.py";
 
 // Indexed by FrameworkRule.
 const std::array<FrameworkRuleInfo, kNumFrameworkRules>& Table() {
@@ -70,7 +68,8 @@ const std::array<FrameworkRuleInfo, kNumFrameworkRules>& Table() {
        "the interleaved schedule (vp > 1) with P2P overlap off "
        "(--no-overlap-p2p-communication) needs pp > 2",
        "validate_args: with virtual pipeline stages and "
-       "overlap_p2p_comm off, pipeline_model_parallel_size must be > 2"},
+       "overlap_p2p_comm off, pipeline_model_parallel_size must be > 2",
+       "megatron/training/arguments.py"},
       {"moe_bias_needs_etp_1",
        "a MoE model with linear biases (GPT-OSS) needs --expert-tensor-parallel-size 1",
        "TransformerConfig.__post_init__: with num_moe_experts and add_bias_linear, "
@@ -96,9 +95,8 @@ const FrameworkRuleInfo& RuleInfo(FrameworkRule rule) {
 
 std::string RuleText(FrameworkRule rule) {
   const FrameworkRuleInfo& info = RuleInfo(rule);
-  const bool core = info.source.substr(0, 17) == "TransformerConfig";
-  return absl::StrCat("Megatron-Core: ", Sv(info.message), " (",
-                      Sv(core ? kTc : kArgs), ", ", Sv(info.source), ")");
+  return absl::StrCat("Megatron-Core: ", Sv(info.message), " (", Sv(info.file), ", ",
+                      Sv(info.source), ")");
 }
 
 bool EpOverlapActive(const ModelSpec& model, const ParallelConfig& p,

@@ -53,6 +53,8 @@ struct FrameworkRuleInfo {
   std::string_view name;     // "ep_overlap_needs_interleaving"
   std::string_view message;  // what the user reads, with the flag names
   std::string_view source;   // the Megatron check it mirrors
+  // The Megatron file holding that check.
+  std::string_view file = "megatron/core/transformer/transformer_config.py";
 };
 const FrameworkRuleInfo& RuleInfo(FrameworkRule rule);
 // "Megatron-Core: <message> (<source>)".

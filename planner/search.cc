@@ -223,9 +223,6 @@ class Searcher {
   const KnobSet& KnobsOf(const ParallelConfig& p) const {
     return knob_sets_[size_t(ClassOf(p).Index())];
   }
-  int ViolationOf(const ParallelConfig& p, uint32_t combo) const {
-    return violations_[size_t(ClassOf(p).Index())][combo];
-  }
   double Floor(const ParallelConfig& p) const {
     return WeightsFloorBytes(problem_.model, p,
                              problem_.shape.objective == Objective::kLora);
@@ -275,8 +272,9 @@ class Searcher {
 
 Outcome Searcher::Score(uint32_t layout, uint32_t combo, Worker& w) {
   const ParallelConfig& p = layouts_[layout];
-  const Knobs& k = KnobsOf(p).combos[combo];
-  if (const int v = ViolationOf(p, combo); v >= 0) {
+  const size_t cls = size_t(ClassOf(p).Index());
+  const Knobs& k = knob_sets_[cls].combos[combo];
+  if (const int v = violations_[cls][combo]; v >= 0) {
     w.tally.Add(PruneRule::kFrameworkRule, v, /*evaluated=*/false, 1,
                 Example{true, layout, combo, 0, 0});
     Outcome out;

@@ -124,7 +124,7 @@ absl::StatusOr<p::SearchOptions> ToSearchOptions(const v1::PlanConstraints& c,
 
 // The request as the planner states it (planner/request.h): one translation
 // for plan jobs and predictions.
-absl::StatusOr<p::PlanRequest> ToPlanRequest(const p::ModelSpec& model,
+p::PlanRequest ToPlanRequest(const p::ModelSpec& model,
                                              const p::ClusterSpec& cluster,
                                              const p::TrainingShape& shape,
                                              const p::SearchOptions& o) {
@@ -422,14 +422,13 @@ absl::StatusOr<v1::Prediction> PlannerAdapter::Predict(const v1::PredictRequest&
   if (!options.ok()) return options.status();
   absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.software_stack());
   if (!stack.ok()) return stack.status();
-  absl::StatusOr<p::PlanRequest> request = ToPlanRequest(*model, *cluster, *shape, *options);
-  if (!request.ok()) return request.status();
-  request->threads = options_.search_threads;
-  request->stack = *stack;
+  p::PlanRequest request = ToPlanRequest(*model, *cluster, *shape, *options);
+  request.threads = options_.search_threads;
+  request.stack = *stack;
   std::string note;
   auto cost = CostModelFor(*cluster, r.cluster().calibration_cluster(), &note);
   if (!cost.ok()) return cost.status();
-  absl::StatusOr<p::Prediction> pred = p::PredictPinned(*request, *cost);
+  absl::StatusOr<p::Prediction> pred = p::PredictPinned(request, *cost);
   if (!pred.ok()) return pred.status();
   return ToProto(*pred);
 }

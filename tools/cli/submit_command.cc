@@ -1,8 +1,6 @@
 // moetune submit: submits a plan job to the server and prints its id (or,
 // with --wait, follows it to the end and prints the best plans).
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -20,15 +18,6 @@ constexpr char kUsage[] =
     "cluster.json)\n       --gpus N --seq N --gbs N [--calibration_cluster NAME] [--top_k K] "
     "[--precision bf16|fp8|mxfp8|nvfp4]\n       [--tp N --pp N --ep N --cp N --etp N --vp N "
     "--mbs N] [--wait] [--format text|json]";
-
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  return true;
-}
 
 int RunSubmit(const std::vector<std::string>& argv) {
   Args args;
@@ -87,11 +76,12 @@ int RunSubmit(const std::vector<std::string>& argv) {
   if (args.Has("cluster")) {
     req.mutable_cluster()->set_preset(*args.Get("cluster"));
   } else {
-    std::string text;
-    if (!ReadFile(*args.Get("cluster_file"), &text)) {
+    absl::StatusOr<std::optional<std::string>> text =
+        planner::ReadIfFile(*args.Get("cluster_file"));
+    if (!text.ok() || !text->has_value()) {
       return BadInput("submit", "cannot read --cluster_file '" + *args.Get("cluster_file") + "'");
     }
-    req.mutable_cluster()->set_cluster_json(text);
+    req.mutable_cluster()->set_cluster_json(**text);
   }
   req.mutable_cluster()->set_calibration_cluster(args.GetOr("calibration_cluster", ""));
   struct IntFlag {
