@@ -1,6 +1,8 @@
 #include "kernels/cpu/gloo_group.h"
 
+#include <csignal>
 #include <exception>
+#include <mutex>
 
 #include "gloo/common/error.h"
 #include "gloo/rendezvous/context.h"
@@ -38,7 +40,32 @@ void GlooStoreAdapter::wait(const std::vector<std::string>& keys,
   }
 }
 
+namespace {
+
+// Gloo's TCP transport writes with plain write(2)/writev(2). When a peer
+// rank exits (a failed check, an injected failure), the next write to its
+// socket raises SIGPIPE, whose default action kills this rank silently
+// (exit 141) before it can read the peer's verdict from the store. With
+// SIGPIPE ignored the write fails with EPIPE, Gloo throws, the phase returns
+// Unavailable and GroupAgreement names the rank that caused it. Only a
+// default disposition is replaced: a handler the host program installed stays.
+void IgnoreSigpipeOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+      struct sigaction ignore {};
+      ignore.sa_handler = SIG_IGN;
+      sigemptyset(&ignore.sa_mask);
+      sigaction(SIGPIPE, &ignore, nullptr);
+    }
+  });
+}
+
+}  // namespace
+
 ProbeStatus ConnectGloo(const GroupSpec& group, std::shared_ptr<gloo::Context>* context) {
+  IgnoreSigpipeOnce();
   if (group.world_size > 1 && group.store == nullptr) {
     return FailedPrecondition("gloo: a " + std::to_string(group.world_size) +
                               "-rank probe needs a rendezvous store (GroupSpec::store)");

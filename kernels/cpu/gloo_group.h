@@ -36,7 +36,9 @@ class GlooStoreAdapter : public gloo::rendezvous::Store {
 // Connects rank group.rank of group.world_size over TCP, listening on
 // group.bind_address, rendezvous through group.store under group.key_prefix.
 // FailedPrecondition without a store (world_size > 1); Unavailable naming the
-// missing key when the peers do not show up within group.timeout.
+// missing key when the peers do not show up within group.timeout. The first
+// call sets SIGPIPE to ignored (if it was at its default), so that a write to
+// a peer that has exited fails as a status instead of killing this process.
 ProbeStatus ConnectGloo(const GroupSpec& group, std::shared_ptr<gloo::Context>* context);
 
 // One phase of a multi-rank CPU probe: runs `body`, then the group agrees on

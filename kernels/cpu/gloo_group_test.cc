@@ -1,5 +1,6 @@
 #include "kernels/cpu/gloo_group.h"
 
+#include <csignal>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,6 +80,40 @@ TEST(GlooGroup, NoStoreForTwoRanksIsFailedPrecondition) {
   g.world_size = 2;
   std::shared_ptr<gloo::Context> ctx;
   EXPECT_THAT(ConnectGloo(g, &ctx), StatusIs(ProbeCode::kFailedPrecondition, HasSubstr("rendezvous store")));
+}
+
+// A peer that drops out (its context destroyed, as a failing rank does) must
+// turn this rank's next exchange into an error status, not kill the process
+// with SIGPIPE (exit 141, seen in CI before ConnectGloo ignored it): the rank
+// has to live on to read the peer's verdict in GroupAgreement.
+TEST(GlooGroup, ExchangeWithAPeerThatLeftFailsWithoutSigpipe) {
+  auto store = MakeInMemoryRendezvousStore();
+  ProbeStatus connected[2], last;
+  std::shared_ptr<gloo::Context> ctx[2];
+  auto connect = [&](int r) {
+    GroupSpec g;
+    g.rank = r;
+    g.world_size = 2;
+    g.store = store;
+    g.key_prefix = "leave";
+    g.timeout = std::chrono::seconds(5);
+    connected[r] = ConnectGloo(g, &ctx[r]);
+  };
+  std::thread t0(connect, 0), t1(connect, 1);
+  t0.join();
+  t1.join();
+  ASSERT_TRUE(connected[0].ok()) << connected[0].ToString();
+  ASSERT_TRUE(connected[1].ok()) << connected[1].ToString();
+
+  struct sigaction now {};
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_IGN) << "ConnectGloo leaves SIGPIPE at its default (terminate)";
+
+  ctx[1].reset();  // rank 1 leaves: its sockets close
+  const size_t n = size_t{1} << 18;  // 1 MiB per peer, more than a socket buffer
+  std::vector<float> in(2 * n, 1.0f), out(2 * n);
+  for (int i = 0; i < 50 && last.ok(); ++i) last = GlooAlltoall(ctx[0], in.data(), out.data(), in.size(), 11 + i);
+  EXPECT_FALSE(last.ok()) << "an exchange with a peer that left cannot succeed";
 }
 
 }  // namespace
