@@ -16,7 +16,17 @@
 
 namespace moetune::planner {
 
+// The training framework a plan is for: what the search may propose (its
+// rules), how the step model prices it and which config the emitters write.
+// Megatron-Core / Megatron-Bridge (PyTorch + Transformer Engine) or MaxText
+// (JAX + XLA + Transformer Engine).
+enum class Framework { kMegatron, kMaxText };
+std::string_view FrameworkName(Framework framework);  // "megatron", "maxtext"
+// Case-insensitive; InvalidArgument naming the text and the known names.
+absl::StatusOr<Framework> ParseFramework(std::string_view name);
+
 struct SoftwareStack {
+  Framework framework = Framework::kMegatron;
   std::string container = "latest";  // as given, e.g. "26.04.01"
   StackGeneration generation = kLatestStackGeneration;
 };

@@ -29,6 +29,15 @@ TEST(SoftwareStackTest, Parse) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'v26'")));
 }
 
+TEST(SoftwareStackTest, ParseFramework) {
+  EXPECT_EQ(*ParseFramework("megatron"), Framework::kMegatron);
+  EXPECT_EQ(*ParseFramework("MaxText"), Framework::kMaxText);
+  EXPECT_EQ(FrameworkName(Framework::kMaxText), "maxtext");
+  EXPECT_EQ(SoftwareStack().framework, Framework::kMegatron);
+  EXPECT_THAT(ParseFramework("nemo"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'nemo' (known: megatron, maxtext)")));
+}
+
 TEST(SoftwareStackTest, OlderGenerationIsNeverFasterForMoe) {
   // Qwen3-30B-A3B on 8 GB300, the Megatron-Bridge job measured at 31,744
   // (26.04.01) and 45,275 tokens/s/GPU (26.06): the 26.02 generation adds the
