@@ -1,6 +1,8 @@
 #include "planner/cost_model.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -8,6 +10,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "planner/internal/prior_tables.h"
 #include "planner/internal/strings.h"
 #include "planner/units.h"
 
@@ -29,10 +33,6 @@ constexpr double kGemmHalfEfficiencyRows = 128;
 // first (NCCL channels of a second concurrent collective).
 constexpr double kExtraStreamSmShare = 0.25;
 
-// EP dispatch/combine across nodes, fraction of the NIC rate (see
-// PriorConstantsFor): DeepEP's 0.85-0.9 in isolation, lower in a step.
-constexpr double kDispatchScaleoutEfficiency = 0.7;
-
 // Ceiling on the inter-node EP dispatch/combine rate per GPU on Blackwell
 // HGX, whatever the NIC: GPT-OSS-120B with EP 64 over 8 HGX nodes measured
 // 8,047 tokens/s/GPU on B200 (400 Gb/s NIC per GPU) and 8,359 on B300 (800
@@ -44,7 +44,7 @@ constexpr double kDispatchScaleoutEfficiency = 0.7;
 // it. Applied to every Blackwell GPU (no NVL72 row of runs.json spreads EP
 // beyond its NVLink domain, so none tests it there). Hopper rows (H100, EP
 // 32 over 8 nodes, NCCL all-to-all) fit the plain
-// kDispatchScaleoutEfficiency x NIC and get no ceiling. The value is
+// dispatch_scaleout_efficiency x NIC and get no ceiling. The value is
 // DataSetPriors::blackwell_dispatch_scaleout_max_bytes_per_sec (set from
 // those rows by the cross-validated rule).
 
@@ -110,85 +110,109 @@ std::string_view LinkSpanName(LinkSpan span) {
   return span == LinkSpan::kNvlinkDomain ? "nvlink_domain" : "scale_out";
 }
 
-// The efficiency constants. They are global per GPU generation (never per
-// model or per run); the values are the public figures quoted beside each,
-// placed within their quoted ranges by checking the whole of
-// shared/validation/runs.json (tests/validate.cc, --set for sensitivity).
+// The efficiency constants: one table per GPU generation, data in
+// planner/data/priors/<generation>.json, each value with its public source
+// in the file's "sources". Global per generation (never per model or per
+// run). Two entries name a DataSetPriors value instead of a number
+// ("fitted"): Blackwell's dispatch ceiling and Blackwell Ultra's sustained
+// clock gain; gemm_efficiency_scale multiplies every GEMM efficiency.
+absl::StatusOr<PriorConstants> ParsePriorTable(std::string_view text, const DataSetPriors& fitted) {
+  using nlohmann::json;
+  const json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return absl::InvalidArgumentError("prior table: not a JSON object");
+  static const char* const kNumbers[] = {
+      "attention_efficiency", "attention_bwd_over_fwd", "gemm_fixed_s", "gemm_loop_per_expert_s",
+      "hbm_efficiency", "nvlink_efficiency", "scaleout_efficiency", "host_link_efficiency",
+      "dispatch_nvlink_efficiency", "dispatch_scaleout_efficiency", "comm_sms", "reference_sm_count",
+      "kernel_launch_s", "kernel_launch_graphs_s"};
+  static const char* const kOthers[] = {"generation", "gemm_efficiency", "dispatch_scaleout_ceiling",
+                                        "sustained_clock_gain", "sustained_clock_gain_precisions",
+                                        "sources"};
+  for (const auto& [key, value] : j.items()) {
+    const bool known = std::any_of(std::begin(kNumbers), std::end(kNumbers), [&](const char* k) { return key == k; }) ||
+                       std::any_of(std::begin(kOthers), std::end(kOthers), [&](const char* k) { return key == k; });
+    if (!known) return absl::InvalidArgumentError(absl::StrCat("prior table: unknown field '", key, "'"));
+  }
+  std::map<std::string, double> number;
+  for (const char* key : kNumbers) {
+    if (!j.contains(key) || !j.at(key).is_number() || !(j.at(key).get<double>() > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("prior table: field '", key, "' must be a positive number"));
+    }
+    number[key] = j.at(key).get<double>();
+  }
+  PriorConstants k;
+  if (!j.contains("gemm_efficiency") || !j.at("gemm_efficiency").is_object()) {
+    return absl::InvalidArgumentError("prior table: field 'gemm_efficiency' must be an object {precision: fraction}");
+  }
+  for (const auto& [name, value] : j.at("gemm_efficiency").items()) {
+    absl::StatusOr<Precision> p = ParsePrecision(name);
+    if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat("prior table: gemm_efficiency: ", p.status().message()));
+    if (!value.is_number() || !(value.get<double>() > 0) || value.get<double>() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat("prior table: gemm_efficiency.", name, " must be in (0, 1]"));
+    }
+    k.gemm_efficiency[int(*p)] = value.get<double>();
+  }
+  auto fitted_or_none = [&](const char* key) -> absl::StatusOr<bool> {
+    const std::string v = j.contains(key) && j.at(key).is_string() ? j.at(key).get<std::string>() : "";
+    if (v == "fitted") return true;
+    if (v == "none") return false;
+    return absl::InvalidArgumentError(absl::StrCat("prior table: field '", key, "' must be \"fitted\" or \"none\""));
+  };
+  absl::StatusOr<bool> ceiling = fitted_or_none("dispatch_scaleout_ceiling");
+  if (!ceiling.ok()) return ceiling.status();
+  absl::StatusOr<bool> clock_gain = fitted_or_none("sustained_clock_gain");
+  if (!clock_gain.ok()) return clock_gain.status();
+  if (*clock_gain) {
+    // Sustained clocks raise the GEMMs whose peak the datasheet did not
+    // already raise (see the table's source).
+    const json& names = j.contains("sustained_clock_gain_precisions") ? j.at("sustained_clock_gain_precisions") : json();
+    if (!names.is_array() || names.empty()) {
+      return absl::InvalidArgumentError("prior table: a fitted sustained_clock_gain needs sustained_clock_gain_precisions");
+    }
+    for (const json& name : names) {
+      absl::StatusOr<Precision> p = ParsePrecision(name.is_string() ? name.get<std::string>() : "");
+      if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat("prior table: sustained_clock_gain_precisions: ", p.status().message()));
+      k.gemm_efficiency[int(*p)] *= fitted.blackwell_ultra_clock_gain;
+    }
+  }
+  k.gemm_fixed_s = number["gemm_fixed_s"];
+  k.gemm_loop_per_expert_s = number["gemm_loop_per_expert_s"];
+  k.attention_efficiency = number["attention_efficiency"];
+  k.attention_bwd_over_fwd = number["attention_bwd_over_fwd"];
+  k.hbm_efficiency = number["hbm_efficiency"];
+  k.nvlink_efficiency = number["nvlink_efficiency"];
+  k.scaleout_efficiency = number["scaleout_efficiency"];
+  k.host_link_efficiency = number["host_link_efficiency"];
+  k.dispatch_nvlink_efficiency = number["dispatch_nvlink_efficiency"];
+  k.dispatch_scaleout_efficiency = number["dispatch_scaleout_efficiency"];
+  k.dispatch_scaleout_max_bytes_per_sec = *ceiling ? fitted.blackwell_dispatch_scaleout_max_bytes_per_sec : 0.0;
+  // The communication kernels' SMs, as a share of the GPU the figure is for.
+  k.comm_sm_fraction = number["comm_sms"] / number["reference_sm_count"];
+  k.kernel_launch_s = number["kernel_launch_s"];
+  k.kernel_launch_graphs_s = number["kernel_launch_graphs_s"];
+  for (double& e : k.gemm_efficiency) e *= fitted.gemm_efficiency_scale;
+  return k;
+}
+
 PriorConstants PriorConstantsFor(const GpuSpec& gpu) {
   return PriorConstantsFor(gpu, DataSetPriors());
 }
 
 PriorConstants PriorConstantsFor(const GpuSpec& gpu, const DataSetPriors& fitted) {
-  PriorConstants k;
-  const bool hopper = gpu.generation == GpuGeneration::kHopper;
-  const bool ultra = gpu.generation == GpuGeneration::kBlackwellUltra;
-  if (hopper) {
-    // cuBLAS BF16 large GEMMs on H100 SXM: ~700-750 of 989 TFLOPS; FP8
-    // (per-tensor or blockwise scaling): ~1,200-1,300 of 1,979.
-    k.gemm_efficiency[int(Precision::kBf16)] = 0.75;
-    k.gemm_efficiency[int(Precision::kFp8)] = 0.63;
-    // FlashAttention-3 (Shah et al. 2024): 600-700 TFLOPS BF16 forward at
-    // head dim 128, i.e. ~0.6 of 989 on long causal sequences.
-    k.attention_efficiency = 0.55;
-    // DeepEP README (H800): intranode 153-158 GB/s of 200 GB/s NVLink;
-    // internode 43-47 GB/s of 50 GB/s RDMA in isolation. Inside a training
-    // step (compute on the other SMs, two-hop forwarding) less: 0.7.
-    k.dispatch_nvlink_efficiency = 0.75;
-    k.dispatch_scaleout_efficiency = kDispatchScaleoutEfficiency;
-    // DeepEP normal kernels take 20-24 of 132 SMs.
-    k.comm_sm_fraction = 20.0 / 132.0;
-  } else {
-    // Blackwell: cuBLASLt BF16 ~1.6 of 2.25-2.45 PF, MXFP8 ~3.0-3.2 of 4.5-4.9
-    // PF, NVFP4 well below 2x MXFP8 once quantization epilogues are in.
-    k.gemm_efficiency[int(Precision::kBf16)] = 0.74;
-    k.gemm_efficiency[int(Precision::kFp8)] = 0.67;
-    k.gemm_efficiency[int(Precision::kMxfp8)] = 0.67;
-    k.gemm_efficiency[int(Precision::kNvfp4)] = 0.47;
-    if (ultra) {
-      // Blackwell Ultra (B300 1,100 W, GB300 1,400 W vs 1,000/1,200 W)
-      // sustains clocks closer to boost under dense GEMM load at the same
-      // nominal BF16/FP8 peaks: the Megatron-Bridge tables show GB300 ~15-20%
-      // ahead of GB200 and B300 ~10% ahead of B200 on identical layouts.
-      // Its NVFP4 peak was raised instead (15 vs 10 PF dense), so that
-      // figure already carries the gain.
-      for (Precision p : {Precision::kBf16, Precision::kFp8, Precision::kMxfp8}) {
-        k.gemm_efficiency[int(p)] *= fitted.blackwell_ultra_clock_gain;
-      }
+  const std::string_view name = GpuGenerationName(gpu.generation);
+  for (const internal::EmbeddedPriorTable& table : internal::EmbeddedPriorTables()) {
+    if (table.name != name) continue;
+    absl::StatusOr<PriorConstants> k = ParsePriorTable(table.json, fitted);
+    // Built-in data, checked by cost_model_test for every generation.
+    if (!k.ok()) {
+      std::fprintf(stderr, "moetune: built-in prior table %s: %s\n", std::string(name).c_str(),
+                   std::string(k.status().message()).c_str());
+      std::abort();
     }
-    // cuDNN flash attention on B200: ~1.3-1.5 PF BF16 forward; Blackwell
-    // Ultra doubles the SFU exponent rate that bounds attention softmax.
-    k.attention_efficiency = ultra ? 0.62 : 0.55;
-    // HybridEP/DeepEP on NVLink5: ~0.7 of 900 GB/s per direction.
-    k.dispatch_nvlink_efficiency = 0.70;
-    k.dispatch_scaleout_efficiency = kDispatchScaleoutEfficiency;
-    k.dispatch_scaleout_max_bytes_per_sec =
-        fitted.blackwell_dispatch_scaleout_max_bytes_per_sec;
-    k.comm_sm_fraction = 20.0 / 148.0;
+    return *k;
   }
-  // One GEMM kernel: ~3 us of prologue/epilogue and tail wave on a full GPU.
-  k.gemm_fixed_s = 3 * kMicrosecond;
-  // A loop of per-expert GEMMs pays a launch and a tail per expert.
-  k.gemm_loop_per_expert_s = 6 * kMicrosecond;
-  // FlashAttention-2 paper: backward ~2.5x the forward FLOPs at lower
-  // efficiency; measured bwd/fwd time ratio ~2.5-3.
-  k.attention_bwd_over_fwd = 2.7;
-  // STREAM-like kernels reach ~80-90% of HBM peak (fused norm/activation
-  // kernels of Transformer Engine stream at the upper end).
-  k.hbm_efficiency = 0.88;
-  // nccl-tests busBw: all-gather/reduce-scatter ~360-380 GB/s of 450 on
-  // H100 NVLink4 (0.8); NVLink5 similar fraction.
-  k.nvlink_efficiency = 0.78;
-  // NCCL over 400G/800G InfiniBand: ~40-45 of 50 GB/s per NIC.
-  k.scaleout_efficiency = 0.80;
-  // Pinned host copies: ~52-55 GB/s on PCIe Gen5 x16 (63 GB/s), similar
-  // fraction on NVLink-C2C.
-  k.host_link_efficiency = 0.85;
-  // cudaLaunchKernel ~4 us end to end between dependent kernels; inside a
-  // CUDA graph ~1-1.5 us.
-  k.kernel_launch_s = 4 * kMicrosecond;
-  k.kernel_launch_graphs_s = 1.5 * kMicrosecond;
-  for (double& e : k.gemm_efficiency) e *= fitted.gemm_efficiency_scale;
-  return k;
+  std::fprintf(stderr, "moetune: no built-in prior table for GPU generation %s\n", std::string(name).c_str());
+  std::abort();
 }
 
 DatasheetCostModel::DatasheetCostModel(ClusterSpec cluster)

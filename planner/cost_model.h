@@ -168,6 +168,10 @@ struct DataSetPriors {
   double gemm_efficiency_scale = 1.0;
 };
 PriorConstants PriorConstantsFor(const GpuSpec& gpu, const DataSetPriors& fitted);
+// One generation's table (planner/data/priors/*.json) with the data-set
+// priors applied. InvalidArgument naming the field when the text is not a
+// complete table.
+absl::StatusOr<PriorConstants> ParsePriorTable(std::string_view json, const DataSetPriors& fitted);
 
 class DatasheetCostModel : public CostModel {
  public:

@@ -150,6 +150,46 @@ TEST(DatasheetCostModelTest, DispatchByHand) {
   EXPECT_EQ(cm.Dispatch(d).seconds, 0.0);
 }
 
+// Every GPU generation has a complete built-in prior table
+// (planner/data/priors/<generation>.json), and the fitted data-set priors
+// enter where the table says "fitted" and nowhere else.
+TEST(PriorTableTest, EveryGenerationHasATableAndFittedEntriesFollowDataSetPriors) {
+  DataSetPriors fitted;
+  fitted.blackwell_ultra_clock_gain = 1.1;
+  fitted.blackwell_dispatch_scaleout_max_bytes_per_sec = 12e9;
+  fitted.gemm_efficiency_scale = 0.5;
+  for (GpuGeneration g : kGpuGenerations) {
+    GpuSpec gpu;
+    gpu.generation = g;
+    const PriorConstants base = PriorConstantsFor(gpu);
+    const PriorConstants k = PriorConstantsFor(gpu, fitted);
+    SCOPED_TRACE(GpuGenerationName(g));
+    EXPECT_GT(base.gemm_efficiency[int(Precision::kBf16)], 0.5);
+    EXPECT_GT(base.attention_efficiency, 0.0);
+    EXPECT_GT(base.comm_sm_fraction, 0.1);
+    EXPECT_LT(base.comm_sm_fraction, 0.2);
+    const bool ultra = g == GpuGeneration::kBlackwellUltra;
+    // BF16 GEMMs: x 0.5 always, x 1.1 / 1.18 on Blackwell Ultra only.
+    const double clock = ultra ? 1.1 / DataSetPriors().blackwell_ultra_clock_gain : 1.0;
+    EXPECT_NEAR(k.gemm_efficiency[int(Precision::kBf16)], base.gemm_efficiency[int(Precision::kBf16)] * 0.5 * clock, 1e-12);
+    EXPECT_EQ(k.dispatch_scaleout_max_bytes_per_sec, g == GpuGeneration::kHopper ? 0.0 : 12e9);
+    EXPECT_EQ(k.hbm_efficiency, base.hbm_efficiency);
+  }
+  GpuSpec hopper;
+  hopper.generation = GpuGeneration::kHopper;
+  EXPECT_EQ(PriorConstantsFor(hopper).gemm_efficiency[int(Precision::kMxfp8)], 0.0);  // not in Hopper
+  EXPECT_NEAR(PriorConstantsFor(hopper).comm_sm_fraction, 20.0 / 132.0, 1e-12);  // hopper.json: 20 of 132 SMs
+}
+
+TEST(PriorTableTest, BadTablesNameTheField) {
+  const DataSetPriors fitted;
+  EXPECT_THAT(ParsePriorTable("[1]", fitted), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a JSON object")));
+  EXPECT_THAT(ParsePriorTable(R"({"gemm_efficency": {}})", fitted),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("unknown field 'gemm_efficency'")));
+  EXPECT_THAT(ParsePriorTable(R"({"generation": "x"})", fitted),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'attention_efficiency' must be a positive number")));
+}
+
 TEST(DatasheetCostModelTest, DispatchScaleoutCeilingByHand) {
   // All-to-all, top-1, EP 16 over two 8-GPU domains, 10,000 tokens of
   // 1,000 bytes: 7/16 of the copies cross NVLink, 8/16 leave the domain.
