@@ -89,6 +89,11 @@ struct SearchOptions {
   // A plan fits when its peak memory <= max_memory_fraction x HBM. (0, 1].
   double max_memory_fraction = 1.0;
   int threads = 0;  // 0: one per hardware thread
+  // Whose rules restrict the space (framework_rules.h) and how the layouts
+  // are enumerated: MaxText drops the layouts it cannot run, searches FSDP
+  // (shard_params) both ways unless pinned and keeps pipeline stages even.
+  // Search() requires it to equal StackConstants::framework.
+  Framework framework = Framework::kMegatron;
   // Called from the calling thread about every progress_interval_s while the
   // search runs, and once at the end. May be empty.
   std::function<void(const SearchProgress&)> progress;

@@ -202,10 +202,13 @@ struct LayoutRejection {
 // Every layout of the space in a fixed order (tp, cp, pp, ep, etp, vp, mbs
 // ascending), honouring constraints.fixed. Layouts failing CheckLayout are
 // not returned; each is passed to `on_reject` (may be null).
+// search_shard_params: each layout also with FSDP (shard_params = true)
+// unless fixed.shard_params pins it (MaxText, whose default is FSDP).
 std::vector<ParallelConfig> EnumerateLayouts(
     const ModelSpec& model, const ClusterSpec& cluster,
     const TrainingShape& shape, const FixedKnobs& fixed,
-    const std::function<void(const LayoutRejection&)>& on_reject);
+    const std::function<void(const LayoutRejection&)>& on_reject,
+    bool search_shard_params = false);
 
 // A lower bound on the bytes per GPU that any knob setting of the layout
 // needs: its parameters at 2 bytes each (Megatron keeps BF16 weights at every
