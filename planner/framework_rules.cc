@@ -251,26 +251,58 @@ int MaxTextPipelinedLayers(const ModelSpec& model) {
   return model.num_layers;
 }
 
+uint32_t MaxTextLayoutViolations(const ModelSpec& model, const TrainingShape& shape,
+                                 const ParallelConfig& p) {
+  uint32_t broken = 0;
+  auto mark = [&broken](FrameworkRule r) { broken |= 1u << static_cast<int>(r); };
+  const int dp = ResolvedDp(shape, p);
+  if (p.pp > 1) {
+    if (p.first_stage_layers || p.last_stage_layers) {
+      mark(FrameworkRule::kMaxTextPipelineNoUnevenStages);
+    }
+    if (MaxTextPipelinedLayers(model) % (p.pp * p.vp) != 0) {
+      mark(FrameworkRule::kMaxTextPipelineEvenStages);
+    }
+    if (NumMicroBatches(shape, p) % p.pp != 0) mark(FrameworkRule::kMaxTextPipelineMicrobatches);
+  }
+  if (model.IsMoe() && (dp <= 0 || dp % p.ep != 0)) {
+    mark(FrameworkRule::kMaxTextExpertAxisInData);
+  }
+  if (model.IsMoe() && p.etp != p.tp) mark(FrameworkRule::kMaxTextEtpIsTp);
+  return broken;
+}
+
+std::optional<FrameworkRule> FirstRule(uint32_t rules) {
+  // In the order MaxTextLayoutViolations checks them: pipeline rules first.
+  for (FrameworkRule r : {FrameworkRule::kMaxTextPipelineNoUnevenStages,
+                          FrameworkRule::kMaxTextPipelineEvenStages,
+                          FrameworkRule::kMaxTextPipelineMicrobatches,
+                          FrameworkRule::kMaxTextExpertAxisInData, FrameworkRule::kMaxTextEtpIsTp}) {
+    if (rules & (1u << static_cast<int>(r))) return r;
+  }
+  for (int i = 0; i < kNumFrameworkRules; ++i) {
+    if (rules & (1u << i)) return static_cast<FrameworkRule>(i);
+  }
+  return std::nullopt;
+}
+
 std::optional<FrameworkRule> MaxTextLayoutViolation(const ModelSpec& model,
                                                     const TrainingShape& shape,
                                                     const ParallelConfig& p) {
-  const int dp = ResolvedDp(shape, p);
-  if (model.IsMoe() && p.etp != p.tp) return FrameworkRule::kMaxTextEtpIsTp;
-  if (model.IsMoe() && (dp <= 0 || dp % p.ep != 0)) {
-    return FrameworkRule::kMaxTextExpertAxisInData;
+  return FirstRule(MaxTextLayoutViolations(model, shape, p));
+}
+
+bool IsLayoutRule(FrameworkRule rule) {
+  switch (rule) {
+    case FrameworkRule::kMaxTextEtpIsTp:
+    case FrameworkRule::kMaxTextExpertAxisInData:
+    case FrameworkRule::kMaxTextPipelineEvenStages:
+    case FrameworkRule::kMaxTextPipelineNoUnevenStages:
+    case FrameworkRule::kMaxTextPipelineMicrobatches:
+      return true;
+    default:
+      return false;
   }
-  if (p.pp > 1) {
-    if (p.first_stage_layers || p.last_stage_layers) {
-      return FrameworkRule::kMaxTextPipelineNoUnevenStages;
-    }
-    if (MaxTextPipelinedLayers(model) % (p.pp * p.vp) != 0) {
-      return FrameworkRule::kMaxTextPipelineEvenStages;
-    }
-    if (NumMicroBatches(shape, p) % p.pp != 0) {
-      return FrameworkRule::kMaxTextPipelineMicrobatches;
-    }
-  }
-  return std::nullopt;
 }
 
 namespace {

@@ -22,6 +22,7 @@
 // way that differs between the members of one search block (search_space.h).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -117,6 +118,15 @@ NormalizedKnobs NormalizeForMegatron(const ModelSpec& model,
 std::optional<FrameworkRule> MaxTextLayoutViolation(const ModelSpec& model,
                                                     const TrainingShape& shape,
                                                     const ParallelConfig& parallel);
+// Every layout rule broken, as bits 1 << FrameworkRule (the search names the
+// rule every layout of a pinned request breaks).
+uint32_t MaxTextLayoutViolations(const ModelSpec& model, const TrainingShape& shape,
+                                 const ParallelConfig& parallel);
+// The first rule of a set of bits, pipeline rules first; nullopt when none.
+std::optional<FrameworkRule> FirstRule(uint32_t rules);
+static_assert(kNumFrameworkRules <= 32, "rule sets are 32-bit masks");
+// True for the rules MaxTextLayoutViolation checks (layout and shape only).
+bool IsLayoutRule(FrameworkRule rule);
 // The knob rules: the first broken, or nullopt.
 std::optional<FrameworkRule> MaxTextViolation(const ModelSpec& model,
                                               const ParallelConfig& parallel,

@@ -648,6 +648,9 @@ absl::Status Searcher::NoFeasiblePlan(const Worker& all) const {
     int worst = -1;
     uint64_t worst_n = 0;
     for (int d = 0; d < kNumFrameworkRules; ++d) {
+      // Layouts the framework refuses were dropped before scoring; the
+      // pinned values in conflict are among the knob rules.
+      if (IsLayoutRule(static_cast<FrameworkRule>(d))) continue;
       const uint64_t n = all.tally.count[r][d][0] + all.tally.count[r][d][1];
       if (n > worst_n) worst = d, worst_n = n;
     }
@@ -739,10 +742,13 @@ absl::StatusOr<SearchResult> Searcher::Run() {
   // MaxText's layout rules (framework_rules.h): layouts it cannot run are
   // dropped here, each counted under its rule.
   std::vector<LayoutRejection> rule_examples(kNumFrameworkRules);
+  uint32_t broken_by_all = ~0u;  // the layout rules every dropped layout breaks
   if (options_.framework == Framework::kMaxText) {
     std::vector<ParallelConfig> kept;
     for (const ParallelConfig& p : layouts_) {
-      const auto rule = MaxTextLayoutViolation(problem_.model, problem_.shape, p);
+      const uint32_t broken = MaxTextLayoutViolations(problem_.model, problem_.shape, p);
+      const auto rule = FirstRule(broken);
+      if (rule) broken_by_all &= broken;
       if (!rule) {
         kept.push_back(p);
         continue;
@@ -787,6 +793,11 @@ absl::StatusOr<SearchResult> Searcher::Run() {
       const uint64_t n =
           rejections_.count[static_cast<int>(PruneRule::kFrameworkRule)][d][0];
       if (n > worst_rule_n) worst_rule_n = n, worst_rule = d;
+    }
+    // A rule every layout breaks is the one the pins force; else the most
+    // frequent.
+    if (const auto forced = FirstRule(broken_by_all); worst_rule >= 0 && forced) {
+      worst_rule = static_cast<int>(*forced);
     }
     if (worst_rule >= 0) {
       const std::string why = absl::StrCat(

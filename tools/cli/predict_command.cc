@@ -100,7 +100,7 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"first-stage-layers", false, "layers on the first pipeline stage"},
       {"last-stage-layers", false, "layers on the last pipeline stage"},
       {"objective", false, "pretrain (default), finetune or lora"},
-      {"stack", false, "software stack: container version (26.02, 26.04.01, 26.06, ...) or latest (default)"},
+      {"stack", false, "software stack: container version (Megatron: 26.02, 26.04.01, 26.06, ...; MaxText: maxtext-2026-09-10, ...) or latest (default)"},
       {"framework", false, "megatron (default) or maxtext: whose rules the pins must pass and how the step is priced"},
       {"format", false, "json (default), text, or maxtext (with --framework maxtext: the MaxText YAML and XLA_FLAGS)"},
       {"help", true, "show this help"},
