@@ -716,6 +716,7 @@ std::string Searcher::ExampleText(PruneRule rule, int detail, bool evaluated,
                           Sv(InfeasibilityName(static_cast<Infeasibility>(detail))),
                           evaluated ? "" : " (as its group head)");
     case PruneRule::kFrameworkRule:
+    case PruneRule::kFrameworkLayout:
       return absl::StrCat(what, ": ", RuleText(static_cast<FrameworkRule>(detail)));
   }
   return what;
@@ -755,7 +756,7 @@ absl::StatusOr<SearchResult> Searcher::Run() {
       }
       const uint64_t n = KnobsOf(p).combos.size();
       const int d = static_cast<int>(*rule);
-      rejections_.count[static_cast<int>(PruneRule::kFrameworkRule)][d][0] += n;
+      rejections_.count[static_cast<int>(PruneRule::kFrameworkLayout)][d][0] += n;
       if (rule_examples[d].reason == Infeasibility::kNone) {
         rule_examples[d] = LayoutRejection{Infeasibility::kBadUnevenStages, p};
       }
@@ -791,7 +792,7 @@ absl::StatusOr<SearchResult> Searcher::Run() {
     uint64_t worst_rule_n = 0;
     for (int d = 0; d < kNumFrameworkRules; ++d) {
       const uint64_t n =
-          rejections_.count[static_cast<int>(PruneRule::kFrameworkRule)][d][0];
+          rejections_.count[static_cast<int>(PruneRule::kFrameworkLayout)][d][0];
       if (n > worst_rule_n) worst_rule_n = n, worst_rule = d;
     }
     // A rule every layout breaks is the one the pins force; else the most
@@ -993,13 +994,12 @@ absl::StatusOr<SearchResult> Searcher::Run() {
         if (rule == PruneRule::kInvalidLayout ||
             rule == PruneRule::kUnsupportedByModel) {
           pc.detail = std::string(InfeasibilityName(static_cast<Infeasibility>(d)));
-        } else if (rule == PruneRule::kFrameworkRule) {
+        } else if (rule == PruneRule::kFrameworkRule || rule == PruneRule::kFrameworkLayout) {
           pc.detail = std::string(RuleInfo(static_cast<FrameworkRule>(d)).name);
         }
         pc.candidates = n;
         pc.example = rule == PruneRule::kInvalidLayout ? invalid_text[d]
-                     : rule == PruneRule::kFrameworkRule && d < kNumFrameworkRules &&
-                             !all.tally.example[r][d][e].set &&
+                     : rule == PruneRule::kFrameworkLayout && d < kNumFrameworkRules &&
                              rule_examples[d].reason != Infeasibility::kNone
                          ? absl::StrCat(ToString(rule_examples[d].layout), ": ",
                                         RuleText(static_cast<FrameworkRule>(d)))
@@ -1051,6 +1051,8 @@ std::string_view PruneRuleName(PruneRule rule) {
       return "rejected_by_step_model";
     case PruneRule::kFrameworkRule:
       return "refused_by_framework";
+    case PruneRule::kFrameworkLayout:
+      return "layout_refused_by_framework";
   }
   return "unknown";
 }
@@ -1075,6 +1077,8 @@ std::string_view PruneRuleText(PruneRule rule) {
       return "the step model rejects the configuration";
     case PruneRule::kFrameworkRule:
       return "pinned values the framework refuses together (framework_rules.h)";
+    case PruneRule::kFrameworkLayout:
+      return "a layout the framework cannot run (framework_rules.h), dropped before scoring";
   }
   return "";
 }

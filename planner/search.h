@@ -112,8 +112,10 @@ enum class PruneRule {
   kUnsupportedByModel,    // the step model rejected the configuration
   kFrameworkRule,         // the framework refuses the combination (pinned
                           // values in conflict; see framework_rules.h)
+  kFrameworkLayout,       // MaxText: a layout the framework cannot run,
+                          // dropped before scoring (the rule in detail)
 };
-inline constexpr int kNumPruneRules = 8;
+inline constexpr int kNumPruneRules = 9;
 std::string_view PruneRuleName(PruneRule rule);
 std::string_view PruneRuleText(PruneRule rule);
 
@@ -121,7 +123,7 @@ struct PruneCount {
   PruneRule rule;
   std::string detail;    // the Infeasibility, for kInvalidLayout and
                          // kUnsupportedByModel; the FrameworkRule name for
-                         // kFrameworkRule
+                         // kFrameworkRule and kFrameworkLayout
   bool evaluated = false;  // scored then rejected (vs never scored)
   uint64_t candidates = 0;
   std::string example;   // one pruned candidate, with its numbers

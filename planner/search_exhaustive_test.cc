@@ -92,7 +92,7 @@ TEST_P(ExhaustiveEqualsDefaultTest, SameTopPlans) {
     uint64_t refused = 0;
     for (const PruneCount& pc : full->pruned) {
       if (!pc.evaluated) {
-        EXPECT_EQ(pc.rule, PruneRule::kFrameworkRule) << pc.detail;
+        EXPECT_EQ(pc.rule, PruneRule::kFrameworkLayout) << pc.detail;
         refused += pc.candidates;
       }
     }
