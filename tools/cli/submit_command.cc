@@ -17,7 +17,7 @@ constexpr char kUsage[] =
     "submit --model PRESET|config.json (--cluster PRESET | --cluster_file "
     "cluster.json)\n       --gpus N --seq N --gbs N [--calibration_cluster NAME] [--top_k K] "
     "[--precision bf16|fp8|mxfp8|nvfp4]\n       [--tp N --pp N --ep N --cp N --etp N --vp N "
-    "--mbs N] [--wait] [--format text|json]";
+    "--mbs N] [--framework megatron|maxtext] [--wait] [--format text|json]";
 
 int RunSubmit(const std::vector<std::string>& argv) {
   Args args;
