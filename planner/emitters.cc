@@ -575,11 +575,14 @@ absl::StatusOr<MaxTextConfig> EmitMaxText(const Prediction& p, const ClusterSpec
                   "\n", "# layout: ", ToString(par), " (dp=", dp, ")\n",
                   "# ICI = inside one NVLink slice of ", gpus / slices, " GPUs, DCN = across ",
                   slices, " slices\n",
+                  "# (JAX finds the slices itself, from each device's slice_index: one NVLink\n"
+                  "# domain on NVL72 racks, one node on HGX; the job must spread its GPUs\n"
+                  "# evenly over them)\n",
                   "# you add: model_name or the checkpoint, dataset, tokenizer, run_name\n");
   absl::StrAppend(&y, "hardware: ", slices > 1 || gpus > std::max(1, cluster.gpus_per_node)
                                         ? "gpu_multiprocess"
                                         : "gpu",
-                  "\n", "num_slices: ", slices, "\n");
+                  "\n");
   // Model shape, as base.yml's base_* keys (the trained model is the preset).
   absl::StrAppend(&y, "base_emb_dim: ", m.hidden_size, "\n", "base_num_query_heads: ",
                   m.num_attention_heads, "\n", "base_num_decoder_layers: ", m.num_layers, "\n",

@@ -400,7 +400,8 @@ TEST(EmittersTest, MaxTextSeedMeshAndBatch) {
   EXPECT_EQ(MaxTextSlices(128, c.cluster), 2);
   for (const char* line :
        {"ici_fsdp_parallelism: 8\n", "dcn_fsdp_parallelism: 2\n", "ici_expert_parallelism: 8\n",
-        "dcn_expert_parallelism: 1\n", "ici_data_parallelism: 1\n", "num_slices: 2\n",
+        "dcn_expert_parallelism: 1\n", "ici_data_parallelism: 1\n",
+        "DCN = across 2 slices\n",
         "per_device_batch_size: 6\n", "gradient_accumulation_steps: 1\n",
         "remat_policy: custom\n", "moe_mlpwi_0: offload\n", "moe_mlpwi_1: offload\n",
         "moe_mlpwo: device\n", "context: remat\n", "quantization: te_fp8_currentscaling\n",

@@ -9,7 +9,8 @@ run here, so these are the same conditions restated, not MaxText's code):
      key is an error);
   2. mesh: over base.yml's mesh_axes (with base.yml's defaults for the axes
      the YAML leaves out, at most one -1 filled in), the ici_* product equals
-     the devices per slice and the dcn_* product equals num_slices
+     the devices per slice and the dcn_* product equals the slices (num_slices,
+     or with it left to JAX the count the file states)
      (max_utils.fill_unspecified_mesh_axes, called by
      maxtext_utils.create_device_mesh);
   3. batch: per_device_batch_size x devices is a whole number of sequences
@@ -83,7 +84,12 @@ def check_yaml(text, gpus, gbs, data, plan):
         if k not in keys:
             errors.append("key %r is not in base.yml" % k)
     d = data["defaults"]
+    # num_slices left to MaxText (-1: JAX's device slice_index); the file
+    # says how many slices its mesh assumes.
     slices = cfg.get("num_slices", d["num_slices"])
+    if slices == -1:
+        m = re.search(r"^# ICI = .*, DCN = across (\d+) slices$", text, re.M)
+        slices = int(m.group(1)) if m else 1
     if slices <= 0 or gpus % slices:
         errors.append("num_slices=%s does not divide %d devices" % (slices, gpus))
         return errors
