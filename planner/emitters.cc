@@ -683,6 +683,14 @@ absl::StatusOr<MaxTextConfig> EmitMaxText(const Prediction& p, const ClusterSpec
     flags.push_back("--xla_gpu_all_gather_combine_threshold_bytes=134217728");
     flags.push_back("--xla_gpu_reduce_scatter_combine_threshold_bytes=134217728");
   }
+  // TP overlap: XLA's windowed einsum (collective matmul) decomposes the
+  // TP all-gather / reduce-scatter into steps overlapped with the GEMM
+  // pieces; threshold 0 applies it to every such einsum (default 100000 MiB:
+  // off), multi-streamed so steps run beside the GEMMs.
+  if (o.tp_comm && par.tp > 1) {
+    flags.push_back("--xla_gpu_threshold_for_windowed_einsum_mib=0");
+    flags.push_back("--xla_gpu_multi_streamed_windowed_einsum=true");
+  }
   if (o.pp_comm && par.pp > 1) {
     flags.push_back("--xla_gpu_enable_while_loop_double_buffering=true");
   }
