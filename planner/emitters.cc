@@ -508,6 +508,26 @@ struct Axis {
 
 }  // namespace
 
+// MaxText's own model configs (src/maxtext/configs/models/<name>.yml at
+// kMaxTextCommit) for the moetune presets: model_name sets the architecture
+// (decoder block, RoPE, norms, routing) as MaxText trains the model.
+std::string_view MaxTextModelName(const ModelSpec& m) {
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"deepseek-v3", "deepseek3-671b"},   {"kimi-k2", "kimi-k2-1t"},
+      {"qwen3-235b-a22b", "qwen3-235b-a22b"}, {"qwen3-30b-a3b", "qwen3-30b-a3b"},
+      {"gpt-oss-120b", "gpt-oss-120b"},    {"llama3-8b", "llama3-8b"},
+      {"llama3-70b", "llama3-70b"},        {"llama3.1-405b", "llama3.1-405b"},
+      {"mixtral-8x7b", "mixtral-8x7b"},    {"mixtral-8x22b", "mixtral-8x22b"},
+      {"gpt3-175b", "gpt3-175b"}};
+  for (const auto& [preset, maxtext] : kNames) {
+    if (m.name != preset) continue;
+    // Only the preset itself: a model file that borrows the name is not it.
+    absl::StatusOr<ModelSpec> p = LoadModelPreset(preset);
+    if (p.ok() && ModelSpecToNativeJson(*p) == ModelSpecToNativeJson(m)) return maxtext;
+  }
+  return "";
+}
+
 int MaxTextSlices(int gpus, const ClusterSpec& cluster) {
   const int domain = std::max(1, cluster.nvlink_domain_gpus);
   for (int s = 1; s <= gpus; ++s) {
@@ -578,32 +598,42 @@ absl::StatusOr<MaxTextConfig> EmitMaxText(const Prediction& p, const ClusterSpec
                   "# (JAX finds the slices itself, from each device's slice_index: one NVLink\n"
                   "# domain on NVL72 racks, one node on HGX; the job must spread its GPUs\n"
                   "# evenly over them)\n",
-                  "# you add: model_name or the checkpoint, dataset, tokenizer, run_name\n");
+                  "# you add: dataset, tokenizer, checkpoint paths, run_name\n");
   absl::StrAppend(&y, "hardware: ", slices > 1 || gpus > std::max(1, cluster.gpus_per_node)
                                         ? "gpu_multiprocess"
                                         : "gpu",
                   "\n");
-  // Model shape, as base.yml's base_* keys (the trained model is the preset).
-  absl::StrAppend(&y, "base_emb_dim: ", m.hidden_size, "\n", "base_num_query_heads: ",
-                  m.num_attention_heads, "\n", "base_num_decoder_layers: ", m.num_layers, "\n",
-                  "vocab_size: ", m.vocab_size, "\n");
-  if (m.attention == AttentionType::kMla) {
-    absl::StrAppend(&y, "attention_type: mla\n", "q_lora_rank: ", m.q_lora_rank, "\n",
-                    "kv_lora_rank: ", m.kv_lora_rank, "\n", "qk_nope_head_dim: ",
-                    m.qk_nope_head_dim, "\n", "qk_rope_head_dim: ", m.qk_rope_head_dim, "\n",
-                    "v_head_dim: ", m.v_head_dim, "\n");
+  // The model: MaxText's own config for a preset; otherwise its shape as
+  // base.yml's base_* keys. (With model_name, the keys its config sets must
+  // not be set again: pyconfig validate_no_keys_overridden_twice.)
+  const std::string_view model_name = MaxTextModelName(m);
+  if (!model_name.empty()) {
+    absl::StrAppend(&y, "model_name: ", Sv(model_name), "\n");
+    if (m.mtp_layers > 0) absl::StrAppend(&y, "mtp_num_layers: ", m.mtp_layers, "\n");
   } else {
-    absl::StrAppend(&y, "base_num_kv_heads: ", m.num_kv_heads, "\n", "head_dim: ", m.head_dim,
-                    "\n");
+    absl::StrAppend(&y, "# no MaxText model config for '", m.name,
+                    "': its shape below; set decoder_block to its family\n");
+    absl::StrAppend(&y, "base_emb_dim: ", m.hidden_size, "\n", "base_num_query_heads: ",
+                    m.num_attention_heads, "\n", "base_num_decoder_layers: ", m.num_layers,
+                    "\n", "vocab_size: ", m.vocab_size, "\n");
+    if (m.attention == AttentionType::kMla) {
+      absl::StrAppend(&y, "attention_type: mla\n", "q_lora_rank: ", m.q_lora_rank, "\n",
+                      "kv_lora_rank: ", m.kv_lora_rank, "\n", "qk_nope_head_dim: ",
+                      m.qk_nope_head_dim, "\n", "qk_rope_head_dim: ", m.qk_rope_head_dim, "\n",
+                      "v_head_dim: ", m.v_head_dim, "\n");
+    } else {
+      absl::StrAppend(&y, "base_num_kv_heads: ", m.num_kv_heads, "\n", "head_dim: ", m.head_dim,
+                      "\n");
+    }
+    if (m.ffn_hidden_size > 0) absl::StrAppend(&y, "base_mlp_dim: ", m.ffn_hidden_size, "\n");
+    if (m.IsMoe()) {
+      absl::StrAppend(&y, "num_experts: ", m.num_routed_experts, "\n", "num_experts_per_tok: ",
+                      m.moe_top_k, "\n", "base_moe_mlp_dim: ", m.moe_ffn_hidden_size, "\n",
+                      "shared_experts: ", m.num_shared_experts, "\n", "first_num_dense_layers: ",
+                      m.first_k_dense, "\n");
+    }
+    if (m.mtp_layers > 0) absl::StrAppend(&y, "mtp_num_layers: ", m.mtp_layers, "\n");
   }
-  if (m.ffn_hidden_size > 0) absl::StrAppend(&y, "base_mlp_dim: ", m.ffn_hidden_size, "\n");
-  if (m.IsMoe()) {
-    absl::StrAppend(&y, "num_experts: ", m.num_routed_experts, "\n", "num_experts_per_tok: ",
-                    m.moe_top_k, "\n", "base_moe_mlp_dim: ", m.moe_ffn_hidden_size, "\n",
-                    "shared_experts: ", m.num_shared_experts, "\n", "first_num_dense_layers: ",
-                    m.first_k_dense, "\n");
-  }
-  if (m.mtp_layers > 0) absl::StrAppend(&y, "mtp_num_layers: ", m.mtp_layers, "\n");
   absl::StrAppend(&y, "max_target_length: ", p.shape.seq_len, "\n",
                   absl::StrFormat("per_device_batch_size: %g\n", per_device_batch),
                   "gradient_accumulation_steps: ", accumulation, "\n");

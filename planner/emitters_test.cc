@@ -379,6 +379,24 @@ TEST(FixedStageLayersTest, SplitsAsTheStepModelDoes) {
   EXPECT_EQ(FixedStageLayers(m, p), std::vector<int>(16, 4));
 }
 
+TEST(EmittersTest, MaxTextModelConfigOnlyForThePresetItself) {
+  GoldenCase c = MaxTextCases()[0];
+  absl::StatusOr<MaxTextConfig> preset = EmitMaxText(c.prediction, c.cluster, {});
+  ASSERT_TRUE(preset.ok());
+  EXPECT_THAT(preset->yaml, HasSubstr("\nmodel_name: deepseek3-671b\nmtp_num_layers: 1\n"));
+  EXPECT_THAT(preset->yaml, Not(HasSubstr("base_emb_dim")));
+  // A model that only borrows the name: its own shape, no MaxText config.
+  c.prediction.model.num_layers = 60;
+  absl::StatusOr<MaxTextConfig> own = EmitMaxText(c.prediction, c.cluster, {});
+  ASSERT_TRUE(own.ok());
+  EXPECT_THAT(own->yaml, Not(HasSubstr("model_name:")));
+  EXPECT_THAT(own->yaml, HasSubstr("# no MaxText model config for 'deepseek-v3'"));
+  EXPECT_THAT(own->yaml, HasSubstr("\nbase_emb_dim: 7168\n"));
+  EXPECT_THAT(own->yaml, HasSubstr("\nbase_num_decoder_layers: 60\n"));
+  EXPECT_THAT(own->yaml, HasSubstr("\nattention_type: mla\nq_lora_rank: 1536\n"));
+  EXPECT_THAT(own->yaml, HasSubstr("\nnum_experts: 256\nnum_experts_per_tok: 8\n"));
+}
+
 TEST(EmittersTest, MaxTextRefusesAMegatronPlan) {
   EXPECT_EQ(EmitMaxText(Cases()[0].prediction, Cases()[0].cluster, {}).status().code(),
             absl::StatusCode::kFailedPrecondition);

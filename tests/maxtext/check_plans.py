@@ -6,7 +6,8 @@ run here, so these are the same conditions restated, not MaxText's code):
 
   1. keys: every key of the YAML is a top-level key of MaxText's
      configs/base.yml (pydantic MaxTextConfig has extra='forbid': an unknown
-     key is an error);
+     key is an error); a model_name names a model config of that commit and
+     no key it sets is set again (pyconfig validate_no_keys_overridden_twice);
   2. mesh: over base.yml's mesh_axes (with base.yml's defaults for the axes
      the YAML leaves out, at most one -1 filled in), the ici_* product equals
      the devices per slice and the dcn_* product equals the slices (num_slices,
@@ -84,6 +85,17 @@ def check_yaml(text, gpus, gbs, data, plan):
         if k not in keys:
             errors.append("key %r is not in base.yml" % k)
     d = data["defaults"]
+    # A model config (model_name): it must exist, and no key it sets may be
+    # set again (pyconfig validate_no_keys_overridden_twice).
+    model = {}
+    if "model_name" in cfg:
+        model = data["model_configs"].get(cfg["model_name"])
+        if model is None:
+            errors.append("model_name %r has no config at the recorded commit" % cfg["model_name"])
+            model = {}
+        for k in cfg:
+            if k in model.get("keys", []):
+                errors.append("key %r is set by model config %s too" % (k, cfg["model_name"]))
     # num_slices left to MaxText (-1: JAX's device slice_index); the file
     # says how many slices its mesh assumes.
     slices = cfg.get("num_slices", d["num_slices"])
@@ -116,8 +128,11 @@ def check_yaml(text, gpus, gbs, data, plan):
     if stages > 1:
         layers = cfg.get("pipeline_parallel_layers", d["pipeline_parallel_layers"])
         if layers == -1:
-            layers = (cfg.get("base_num_decoder_layers", d["base_num_decoder_layers"]) -
-                      cfg.get("first_num_dense_layers", d["first_num_dense_layers"]))
+            # types.py: the decoder layers, less the dense ones for deepseek.
+            get = lambda k: cfg.get(k, model.get(k, d.get(k)))
+            layers = get("base_num_decoder_layers")
+            if get("decoder_block") == "deepseek":
+                layers -= get("first_num_dense_layers")
         per_stage = cfg.get("num_layers_per_pipeline_stage", d["num_layers_per_pipeline_stage"])
         repeats = cfg.get("num_pipeline_repeats", d["num_pipeline_repeats"])
         if repeats == -1:

@@ -54,5 +54,8 @@ expect("plan mesh", golden, "mesh expert",
        p={"framework": "maxtext",
           "config": {"parallel": {"tp": 1, "cp": 1, "pp": 1, "ep": 4, "dp": 128,
                                   "shard_params": True}}})
+expect("model config missing", edit("model_name: deepseek3-671b\n", "model_name: deepseek-v3\n"),
+       "has no config")
+expect("model key set twice", golden + "base_emb_dim: 7168\n", "set by model config")
 print("%d failed" % failures)
 sys.exit(1 if failures else 0)
