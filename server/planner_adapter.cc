@@ -380,7 +380,13 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
           std::string ignored;
           auto c = CostModelFor(q.cluster, r.cluster().calibration_cluster(), &ignored);
           if (!c.ok()) return c.status();
-          return p::Search(q, *c, what_if_options);
+          // The job's framework (the what-ifs keep the latest generation, as
+          // before the framework existed).
+          p::SearchOptions o = what_if_options;
+          o.framework = stack->framework;
+          p::StackConstants k;
+          k.framework = stack->framework;
+          return p::Search(q, *c, o, k);
         });
   }
   absl::StatusOr<std::string> html = p::RenderPlanReport(report);
