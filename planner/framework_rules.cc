@@ -112,9 +112,9 @@ const std::array<FrameworkRuleInfo, kNumFrameworkRules>& Table() {
        "num_stages == 0",
        "configs/types.py", Framework::kMaxText},
       {"maxtext_unnamed_always_remat",
-       "MaxText recomputes every tensor without a named checkpoint (norm and "
-       "activation-function outputs): recompute must include layernorm (and "
-       "moe_act on a MoE model); 'none' cannot be expressed",
+       "every tensor without a named checkpoint (norm and activation-function "
+       "outputs) is recomputed: recompute must include layernorm (and moe_act on "
+       "a MoE model); 'none' cannot be expressed",
        "remat_policy 'custom' saves or offloads only the named tensors "
        "(jax.checkpoint_policies.save_and_offload_only_these_names over "
        "tensors_on_device / tensors_to_offload); there is no policy without "

@@ -104,7 +104,7 @@ TEST(PredictPinnedTest, MaxTextPinsGoThroughMaxTextsRules) {
   r.constraints.fixed = *ParseFixSpec("tp=1,pp=1,ep=8,recompute=none");
   EXPECT_THAT(PredictPinned(r, Prior(r)),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("MaxText: MaxText recomputes every tensor without a named")));
+                       HasSubstr("MaxText: every tensor without a named checkpoint")));
   // Uneven stages: Megatron runs them, MaxText has no key for them.
   r.constraints.fixed = *ParseFixSpec("pp=2,vp=1,first_stage_layers=23,last_stage_layers=25");
   EXPECT_THAT(PredictPinned(r, Prior(r)),
