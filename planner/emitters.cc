@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -496,181 +497,182 @@ std::string EmitMegatronArgs(const Prediction& p, const EmitContext& c) {
 
 namespace {
 
-// The mesh axes MaxText's layout uses for this plan, each split into an ICI
-// part (inside one slice) and a DCN part (across slices).
+// One MaxText mesh axis, split into an ICI part (inside one slice) and a DCN
+// part (across slices).
 struct Axis {
-  const char* name;  // MaxText axis suffix: tensor, expert, context, ...
+  const char* name;  // MaxText axis suffix: data, fsdp, tensor, expert, ...
   int size = 1;
   int ici = 1;
   int dcn = 1;
 };
 
-int Gcd(int a, int b) { return std::gcd(a, b); }
-
 }  // namespace
 
-MaxTextConfig EmitMaxText(const Prediction& p, const ClusterSpec& cluster,
-                          const EmitContext& c) {
+// MaxText's own model configs (src/maxtext/configs/models/<name>.yml at
+// kMaxTextCommit) for the moetune presets: model_name sets the architecture
+// (decoder block, RoPE, norms, routing) as MaxText trains the model.
+std::string_view MaxTextModelName(const ModelSpec& m) {
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"deepseek-v3", "deepseek3-671b"},   {"kimi-k2", "kimi-k2-1t"},
+      {"qwen3-235b-a22b", "qwen3-235b-a22b"}, {"qwen3-30b-a3b", "qwen3-30b-a3b"},
+      {"gpt-oss-120b", "gpt-oss-120b"},    {"llama3-8b", "llama3-8b"},
+      {"llama3-70b", "llama3-70b"},        {"llama3.1-405b", "llama3.1-405b"},
+      {"mixtral-8x7b", "mixtral-8x7b"},    {"mixtral-8x22b", "mixtral-8x22b"},
+      {"gpt3-175b", "gpt3-175b"}};
+  for (const auto& [preset, maxtext] : kNames) {
+    if (m.name != preset) continue;
+    // Only the preset itself: a model file that borrows the name is not it.
+    absl::StatusOr<ModelSpec> p = LoadModelPreset(preset);
+    if (p.ok() && ModelSpecToNativeJson(*p) == ModelSpecToNativeJson(m)) return maxtext;
+  }
+  return "";
+}
+
+int MaxTextSlices(int gpus, const ClusterSpec& cluster) {
+  const int domain = std::max(1, cluster.nvlink_domain_gpus);
+  for (int s = 1; s <= gpus; ++s) {
+    if (gpus % s == 0 && gpus / s <= domain) return s;
+  }
+  return gpus;
+}
+
+absl::StatusOr<MaxTextConfig> EmitMaxText(const Prediction& p, const ClusterSpec& cluster,
+                                          const EmitContext& c) {
+  if (p.framework != Framework::kMaxText) {
+    return absl::FailedPreconditionError(
+        "--format maxtext needs a MaxText plan: plan or predict with --framework maxtext "
+        "(this plan is for Megatron-Core, whose layouts and knobs MaxText does not run as such)");
+  }
   const ModelSpec& m = p.model;
   const ParallelConfig& par = p.parallel;
   const Knobs& k = p.knobs;
   const int gpus = p.shape.gpus;
   const int dp = ResolvedDpOf(p);
-  std::vector<std::string> notes;
-
-  // Slice = largest divisor of the GPU count inside one NVLink domain.
-  int slice = 1;
-  for (int d = 1; d <= std::min(gpus, std::max(1, cluster.nvlink_domain_gpus)); ++d) {
-    if (gpus % d == 0) slice = d;
+  if (const auto rule = MaxTextLayoutViolation(m, p.shape, par)) {
+    return absl::InvalidArgumentError(RuleText(*rule));
   }
-  // MaxText's expert axis also shards the batch of the attention layers
-  // (expert_shard_attention_option: fsdp), so it is carved out of Megatron's
-  // dp; the part of ep that Megatron takes from tp or cp cannot be expressed.
-  const int expert = m.IsMoe() ? Gcd(par.ep, dp) : 1;
-  if (m.IsMoe() && expert != par.ep) {
-    notes.push_back(absl::StrCat(
-        "Megatron's ep=", par.ep, " spans tp/cp ranks; MaxText's expert axis "
-        "is a separate mesh axis, so it gets ep=", expert,
-        " (the largest part of ep inside dp)"));
+  if (const auto rule = MaxTextViolation(m, par, k)) {
+    return absl::InvalidArgumentError(RuleText(*rule));
   }
-  if (m.IsMoe() && par.etp > 1) {
-    notes.push_back(absl::StrCat(
-        "expert tensor parallelism etp=", par.etp,
-        " maps to MaxText's 'mlp' sharding over the tensor axis (tp=", par.tp,
-        ")"));
-  }
-  // Megatron's distributed optimizer is ZeRO-1 over the data axis; FSDP
-  // (shard_params) is MaxText's fsdp axis.
-  std::vector<Axis> axes = {{"tensor", par.tp},
-                            {"expert", expert},
+  const int slices = MaxTextSlices(gpus, cluster);
+  const int expert = m.IsMoe() ? par.ep : 1;
+  // The mesh (framework_rules.h): dp / ep is fsdp (shard_params) or data.
+  std::vector<Axis> axes = {{"data", par.shard_params ? 1 : dp / expert},
+                            {"fsdp", par.shard_params ? dp / expert : 1},
+                            {"fsdp_transpose", 1},
                             {"context", par.cp},
-                            {par.shard_params ? "fsdp" : "data", dp / expert},
+                            {"tensor", par.tp},
+                            {"expert", expert},
                             {"pipeline", par.pp}};
-  int budget = slice;
-  for (Axis& a : axes) {  // innermost (most communication-heavy) first
-    a.ici = Gcd(a.size, budget);
-    budget /= a.ici;
-    a.dcn = a.size / a.ici;
-  }
-  if (budget != 1) {
-    notes.push_back("the axes do not tile the NVLink slice exactly; all on ICI");
+  // DCN takes the slice count from the axes that communicate least per
+  // layer first: pipeline, data, fsdp, then context, expert, tensor.
+  int rest = slices;
+  for (const char* name : {"pipeline", "data", "fsdp", "fsdp_transpose", "context", "expert",
+                           "tensor"}) {
     for (Axis& a : axes) {
-      a.ici = a.size;
-      a.dcn = 1;
+      if (std::string_view(a.name) != name) continue;
+      a.dcn = std::gcd(a.size, rest);
+      a.ici = a.size / a.dcn;
+      rest /= a.dcn;
     }
   }
+  // Batch: without pipelining Megatron's micro-batches are gradient
+  // accumulation steps; with it, MaxText's pipeline micro-batches (one
+  // accumulation step).
+  const int micro_batches = NumMicroBatches(p.shape, par);
+  const int accumulation = par.pp > 1 ? 1 : micro_batches;
+  const double per_device_batch =
+      static_cast<double>(p.shape.global_batch) / (static_cast<double>(gpus) * accumulation);
 
   std::string y;
-  absl::StrAppend(&y, "# moetune plan for MaxText (overrides for configs/base.yml)\n",
+  absl::StrAppend(&y, "# moetune plan for MaxText (overrides for src/maxtext/configs/base.yml)\n",
+                  "# MaxText keys as of AI-Hypercomputer/maxtext ", kMaxTextCommit, "\n",
                   "# problem: ", ProblemLine(p, c), "\n");
   if (!c.generated_at.empty()) {
     absl::StrAppend(&y, "# generated_at: ", c.generated_at, "\n");
   }
-  absl::StrAppend(&y, "# predicted (Megatron-Core model of the step): ",
-                  Headline(p), "\n", "# cost source: ", CostSourceLine(p),
+  absl::StrAppend(&y, "# predicted: ", Headline(p), "\n", "# cost source: ", CostSourceLine(p),
                   "\n", "# layout: ", ToString(par), " (dp=", dp, ")\n",
-                  "# ICI = inside one NVLink slice of ", slice,
-                  " GPUs, DCN = across ", gpus / slice, " slices\n");
-  // One process per node beyond a single node.
-  absl::StrAppend(&y, "hardware: ",
-                  gpus > std::max(1, cluster.gpus_per_node) ? "gpu_multiprocess"
-                                                            : "gpu",
-                  "\n",
-                  "max_target_length: ", p.shape.seq_len, "\n",
-                  absl::StrFormat("per_device_batch_size: %g\n",
-                                  static_cast<double>(p.shape.global_batch) / gpus));
-  // Megatron runs gbs / (mbs x dp) micro-batches per step per DP rank.
-  const int micro_batches = p.shape.global_batch / (par.mbs * dp);
-  for (const Axis& a : axes) {
-    absl::StrAppend(&y, "ici_", a.name, "_parallelism: ", a.ici, "\n");
-  }
-  for (const Axis& a : axes) {
-    absl::StrAppend(&y, "dcn_", a.name, "_parallelism: ", a.dcn, "\n");
-  }
-  if (par.shard_params) {
-    absl::StrAppend(&y, "ici_data_parallelism: 1\ndcn_data_parallelism: 1\n");
+                  "# ICI = inside one NVLink slice of ", gpus / slices, " GPUs, DCN = across ",
+                  slices, " slices\n",
+                  "# (JAX finds the slices itself, from each device's slice_index: one NVLink\n"
+                  "# domain on NVL72 racks, one node on HGX; the job must spread its GPUs\n"
+                  "# evenly over them)\n",
+                  "# you add: dataset, tokenizer, checkpoint paths, run_name\n");
+  absl::StrAppend(&y, "hardware: ", slices > 1 || gpus > std::max(1, cluster.gpus_per_node)
+                                        ? "gpu_multiprocess"
+                                        : "gpu",
+                  "\n");
+  // The model: MaxText's own config for a preset; otherwise its shape as
+  // base.yml's base_* keys. (With model_name, the keys its config sets must
+  // not be set again: pyconfig validate_no_keys_overridden_twice.)
+  const std::string_view model_name = MaxTextModelName(m);
+  if (!model_name.empty()) {
+    absl::StrAppend(&y, "model_name: ", Sv(model_name), "\n");
+    if (m.mtp_layers > 0) absl::StrAppend(&y, "mtp_num_layers: ", m.mtp_layers, "\n");
   } else {
-    absl::StrAppend(&y, "ici_fsdp_parallelism: 1\ndcn_fsdp_parallelism: 1\n",
-                    "# distributed optimizer (ZeRO-1) over the data axis\n",
+    absl::StrAppend(&y, "# no MaxText model config for '", m.name,
+                    "': its shape below; set decoder_block to its family\n");
+    absl::StrAppend(&y, "base_emb_dim: ", m.hidden_size, "\n", "base_num_query_heads: ",
+                    m.num_attention_heads, "\n", "base_num_decoder_layers: ", m.num_layers,
+                    "\n", "vocab_size: ", m.vocab_size, "\n");
+    if (m.attention == AttentionType::kMla) {
+      absl::StrAppend(&y, "attention_type: mla\n", "q_lora_rank: ", m.q_lora_rank, "\n",
+                      "kv_lora_rank: ", m.kv_lora_rank, "\n", "qk_nope_head_dim: ",
+                      m.qk_nope_head_dim, "\n", "qk_rope_head_dim: ", m.qk_rope_head_dim, "\n",
+                      "v_head_dim: ", m.v_head_dim, "\n");
+    } else {
+      absl::StrAppend(&y, "base_num_kv_heads: ", m.num_kv_heads, "\n", "head_dim: ", m.head_dim,
+                      "\n");
+    }
+    if (m.ffn_hidden_size > 0) absl::StrAppend(&y, "base_mlp_dim: ", m.ffn_hidden_size, "\n");
+    if (m.IsMoe()) {
+      absl::StrAppend(&y, "num_experts: ", m.num_routed_experts, "\n", "num_experts_per_tok: ",
+                      m.moe_top_k, "\n", "base_moe_mlp_dim: ", m.moe_ffn_hidden_size, "\n",
+                      "shared_experts: ", m.num_shared_experts, "\n", "first_num_dense_layers: ",
+                      m.first_k_dense, "\n");
+    }
+    if (m.mtp_layers > 0) absl::StrAppend(&y, "mtp_num_layers: ", m.mtp_layers, "\n");
+  }
+  absl::StrAppend(&y, "max_target_length: ", p.shape.seq_len, "\n",
+                  absl::StrFormat("per_device_batch_size: %g\n", per_device_batch),
+                  "gradient_accumulation_steps: ", accumulation, "\n");
+  for (const Axis& a : axes) absl::StrAppend(&y, "ici_", a.name, "_parallelism: ", a.ici, "\n");
+  for (const Axis& a : axes) absl::StrAppend(&y, "dcn_", a.name, "_parallelism: ", a.dcn, "\n");
+  if (!par.shard_params && dp > 1) {
+    absl::StrAppend(&y, "# optimizer state sharded over the data axis (ZeRO-1)\n",
                     "shard_optimizer_over_data: true\n");
   }
   if (par.pp > 1) {
-    const int stages = par.pp * par.vp;
-    const int pipelined = (m.num_layers / stages) * stages;
-    absl::StrAppend(&y, "num_layers_per_pipeline_stage: ",
-                    std::max(1, pipelined / stages), "\n",
-                    "num_pipeline_repeats: ", par.vp, "\n",
-                    "num_pipeline_microbatches: ", micro_batches, "\n",
+    const int pipelined = MaxTextPipelinedLayers(m);
+    absl::StrAppend(&y, "num_layers_per_pipeline_stage: ", pipelined / (par.pp * par.vp), "\n",
+                    "num_pipeline_repeats: ", par.vp, "\n", "num_pipeline_microbatches: ",
+                    micro_batches, "\n", "pipeline_parallel_layers: ", pipelined, "\n",
                     "scan_layers: false\n");
-    if (pipelined != m.num_layers) {
-      absl::StrAppend(&y, "pipeline_parallel_layers: ", pipelined, "\n");
-      notes.push_back(absl::StrCat(
-          "MaxText pipelines whole stages only: ", pipelined, " of ",
-          m.num_layers, " layers are pipelined, the rest run with the stage "
-          "axis acting as data parallelism"));
-    }
-    if (micro_batches % par.pp != 0) {
-      notes.push_back(absl::StrCat("num_pipeline_microbatches=", micro_batches,
-                                   " is not a multiple of the ", par.pp,
-                                   " stages MaxText requires"));
-    }
-  } else if (micro_batches > 1) {
-    absl::StrAppend(&y, "gradient_accumulation_steps: ", micro_batches, "\n");
   }
-
-  // Recompute and offload as a custom remat policy.
-  absl::StrAppend(&y, "# recompute: ", Sv(RecomputeModeName(k.recompute.mode)),
-                  k.recompute.mode == RecomputeMode::kSelective
-                      ? absl::StrCat(" (", RecomputeModulesName(k.recompute.modules), ")")
-                      : std::string(),
-                  "; offload: ",
-                  k.offload_activations ? OffloadModulesName(k.offload_modules)
-                                        : std::string("none"),
-                  "\n");
-  const bool offload = k.offload_activations && k.offload_modules != 0;
-  if (k.recompute.mode == RecomputeMode::kFull && !offload) {
-    absl::StrAppend(&y, "remat_policy: full\n");
-  } else if (k.recompute.mode == RecomputeMode::kNone && !offload) {
-    absl::StrAppend(&y, "remat_policy: minimal_with_context\n");
-  } else {
-    const uint32_t r = k.recompute.mode == RecomputeMode::kFull
-                           ? 0xffffffffu
-                           : k.recompute.modules;
-    const uint32_t o = offload ? k.offload_modules : 0;
-    auto policy = [](bool remat, bool off) {
-      return off ? "offload" : remat ? "remat" : "device";
-    };
-    absl::StrAppend(
-        &y, "remat_policy: custom\n",
-        "decoder_layer_input: ", policy(false, o & kOffloadAttnNorm), "\n",
-        "context: ",
-        policy(r & kRecomputeCoreAttn, o & (kOffloadCoreAttn | kOffloadAttnProj)),
-        "\n");
-    const bool mlp_remat = r & (kRecomputeMlp | kRecomputeMoe);
-    const bool act_off = o & (kOffloadMoeAct | kOffloadExpertFc1);
-    absl::StrAppend(&y, "mlpwi_0: ", policy(mlp_remat || (r & kRecomputeMoeAct), act_off), "\n",
-                    "mlpwi_1: ", policy(mlp_remat || (r & kRecomputeMoeAct), act_off), "\n",
-                    "mlpwo: ", policy(mlp_remat, false), "\n");
-    if (m.attention == AttentionType::kMla) {
-      absl::StrAppend(&y, "mla_q: ", policy(r & kRecomputeMlaUpProj, false), "\n",
-                      "mla_kv: ", policy(r & kRecomputeMlaUpProj, false), "\n");
-    } else {
-      absl::StrAppend(&y, "query_proj: ", policy(r & kRecomputeCoreAttn, false), "\n",
-                      "key_proj: ", policy(r & kRecomputeCoreAttn, false), "\n",
-                      "value_proj: ", policy(r & kRecomputeCoreAttn, false), "\n");
-    }
-    absl::StrAppend(&y, "out_proj: ", policy(r & kRecomputeCoreAttn, false), "\n");
+  // Recompute and offload: a remat policy over the named checkpoints.
+  const MaxTextRemat remat = MaxTextRematOf(m, k);
+  absl::StrAppend(&y, "remat_policy: ", Sv(remat.remat_policy), "\n");
+  for (const MaxTextRematName& n : remat.names) {
+    absl::StrAppend(&y, Sv(n.name), ": ", Sv(n.policy), "\n");
   }
-
   if (m.IsMoe()) {
-    absl::StrAppend(&y, "# experts: dropless; grouped GEMM = ragged dot on GPU\n",
-                    "capacity_factor: -1.0\n",
-                    "sparse_matmul: ", k.grouped_gemm ? "true" : "false", "\n",
-                    "megablox: false\n");
-    if (k.dispatcher == Dispatcher::kFusedDedup) {
-      notes.push_back(
-          "the plan assumes fused de-duplicated dispatch (DeepEP/HybridEP); "
-          "MaxText's ragged all-to-all sends every (token, expert) copy");
+    // Dropless (capacity_factor -1), sparse_matmul: ragged dispatch; megablox
+    // off on GPU (a TPU Pallas kernel), so the expert GEMMs are ragged dots.
+    absl::StrAppend(&y, "capacity_factor: -1.0\n", "sparse_matmul: true\n", "megablox: false\n",
+                    "use_tokamax_gmm: false\n");
+    absl::StrAppend(&y, "# expert GEMMs: ",
+                    k.grouped_gemm ? "Transformer Engine / cuBLAS grouped GEMM (the container's "
+                                     "TE MoE path; no base.yml key at this commit)"
+                                   : "XLA ragged dot (jax.lax.ragged_dot)",
+                    "\n");
+    if (par.ep > 1) {
+      absl::StrAppend(&y, "# EP dispatch/combine: ",
+                      k.dispatcher == Dispatcher::kFusedDedup
+                          ? "Transformer Engine NCCL-EP, de-duplicated (the container's TE MoE "
+                            "path; no base.yml key at this commit)"
+                          : "ragged all-to-all (jax.lax.ragged_all_to_all)",
+                      "\n");
     }
   }
   switch (k.precision) {
@@ -687,11 +689,13 @@ MaxTextConfig EmitMaxText(const Prediction& p, const ClusterSpec& cluster,
       absl::StrAppend(&y, "quantization: te_nvfp4\n");
       break;
   }
-  absl::StrAppend(&y, "attention: cudnn_flash_te\n");
-  for (const std::string& n : notes) absl::StrAppend(&y, "# note: ", n, "\n");
+  absl::StrAppend(&y, "dtype: bfloat16\n", "attention: cudnn_flash_te\n");
 
-  // XLA flags: the latency-hiding scheduler and multi-stream collectives for
-  // the overlap knobs, pipelined DP collectives, command buffers for graphs.
+  // XLA flags (openxla/xla debug_options_flags.cc at kXlaCommit): the
+  // latency-hiding scheduler for any overlap, multi-stream collectives
+  // (parallel collective overlap limit = streams), pipelined FSDP/DP
+  // collectives, double-buffered pipeline loops, command buffers for graphs,
+  // host-memory offloading for offloaded checkpoints.
   std::vector<std::string> flags;
   const Overlap& o = k.overlap;
   const bool any_overlap = o.tp_comm || o.ep_comm || o.dp_comm || o.pp_comm;
@@ -699,14 +703,23 @@ MaxTextConfig EmitMaxText(const Prediction& p, const ClusterSpec& cluster,
                                any_overlap ? "true" : "false"));
   if (any_overlap) {
     flags.push_back("--xla_gpu_enable_highest_priority_async_stream=true");
-    flags.push_back(absl::StrCat(
-        "--xla_gpu_experimental_parallel_collective_overlap_limit=",
-        std::max(1, o.num_comm_streams)));
+    flags.push_back(absl::StrCat("--xla_gpu_experimental_parallel_collective_overlap_limit=",
+                                 std::max(1, o.num_comm_streams)));
   }
   if (o.dp_comm) {
     flags.push_back("--xla_gpu_enable_pipelined_all_gather=true");
     flags.push_back("--xla_gpu_enable_pipelined_reduce_scatter=true");
     flags.push_back("--xla_gpu_enable_pipelined_all_reduce=true");
+    flags.push_back("--xla_gpu_all_gather_combine_threshold_bytes=134217728");
+    flags.push_back("--xla_gpu_reduce_scatter_combine_threshold_bytes=134217728");
+  }
+  // TP overlap: XLA's windowed einsum (collective matmul) decomposes the
+  // TP all-gather / reduce-scatter into steps overlapped with the GEMM
+  // pieces; threshold 0 applies it to every such einsum (default 100000 MiB:
+  // off), multi-streamed so steps run beside the GEMMs.
+  if (o.tp_comm && par.tp > 1) {
+    flags.push_back("--xla_gpu_threshold_for_windowed_einsum_mib=0");
+    flags.push_back("--xla_gpu_multi_streamed_windowed_einsum=true");
   }
   if (o.pp_comm && par.pp > 1) {
     flags.push_back("--xla_gpu_enable_while_loop_double_buffering=true");
@@ -714,15 +727,29 @@ MaxTextConfig EmitMaxText(const Prediction& p, const ClusterSpec& cluster,
   flags.push_back(k.cuda_graphs
                       ? "--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN"
                       : "--xla_gpu_enable_command_buffer=");
+  if (k.offload_activations && k.offload_modules != 0) {
+    flags.push_back("--xla_gpu_enable_host_memory_offloading=true");
+  }
   MaxTextConfig out;
   out.yaml = std::move(y);
   out.xla_flags = absl::StrJoin(flags, " ");
+  // JAX preallocates XLA_PYTHON_CLIENT_MEM_FRACTION of HBM (default 0.75);
+  // the step model lets the plan use all of HBM but its reserve (CUDA
+  // context, NCCL, fragmentation; MemoryBreakdown::reserve_bytes), so the
+  // fraction is 1 - reserve / HBM, rounded down to a hundredth.
+  if (p.hbm_bytes > 0) {
+    const double fraction =
+        std::floor(100.0 * (1.0 - p.memory.reserve_bytes / p.hbm_bytes)) / 100.0;
+    out.environment.push_back(absl::StrFormat("XLA_PYTHON_CLIENT_MEM_FRACTION=%.2f", fraction));
+  }
   return out;
 }
 
 std::string RenderMaxText(const MaxTextConfig& config) {
-  return absl::StrCat("# export XLA_FLAGS=\"", config.xla_flags, "\"\n",
-                      config.yaml);
+  std::string out;
+  for (const std::string& e : config.environment) absl::StrAppend(&out, "# export ", e, "\n");
+  absl::StrAppend(&out, "# export XLA_FLAGS=\"", config.xla_flags, "\"\n", config.yaml);
+  return out;
 }
 
 std::string EmitText(const Prediction& p, const EmitContext& c) {

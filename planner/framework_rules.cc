@@ -75,6 +75,64 @@ const std::array<FrameworkRuleInfo, kNumFrameworkRules>& Table() {
        "TransformerConfig.__post_init__: with num_moe_experts and add_bias_linear, "
        "expert_tensor_parallel_size must be 1 ('Bias in Moe is only supported when "
        "ETP==1')"},
+      // MaxText rows: file under src/maxtext/ at commit e591f30.
+      {"maxtext_etp_is_tp",
+       "expert weights are sharded over the tensor axis like the dense MLP, so "
+       "expert tensor parallelism equals tp (etp != tp cannot be expressed)",
+       "logical_axis_rules: 'mlp_moe' maps to ['fsdp_transpose', 'tensor', ...] and "
+       "the expert kernels wi/wo are laid out ('exp', 'embed_moe', 'mlp_moe') in "
+       "layers/moe.py",
+       "configs/base.yml", Framework::kMaxText},
+      {"maxtext_expert_axis_in_data",
+       "the expert axis also shards the batch (like data/fsdp), so ep must divide "
+       "dp = gpus / (tp x cp x pp)",
+       "logical_axis_rules: 'activation_batch' maps to ['data', 'fsdp', "
+       "'fsdp_transpose', 'expert']; the mesh is the product of all axes "
+       "(maxtext_utils.create_device_mesh)",
+       "configs/base.yml", Framework::kMaxText},
+      {"maxtext_pipeline_even_stages",
+       "pp x vp (stages x num_pipeline_repeats) must divide the pipelined layers "
+       "(the MoE layers for a model with leading dense layers)",
+       "set_derived_and_validate_values: num_pipeline_repeats = "
+       "pipeline_parallel_layers / (num_stages x num_layers_per_pipeline_stage) "
+       "with no remainder, and stages x repeats x layers_per_stage == "
+       "pipeline_parallel_layers",
+       "configs/types.py", Framework::kMaxText},
+      {"maxtext_pipeline_no_uneven_stages",
+       "every pipeline stage holds num_layers_per_pipeline_stage layers; "
+       "first/last stage sizes (first_stage_layers, last_stage_layers) cannot "
+       "be expressed",
+       "base.yml: one num_layers_per_pipeline_stage for all stages, no per-stage "
+       "key; types.py asserts the product equals pipeline_parallel_layers",
+       "configs/base.yml", Framework::kMaxText},
+      {"maxtext_pipeline_microbatches",
+       "the number of pipeline micro-batches (gbs / (mbs x dp)) must be a "
+       "multiple of pp",
+       "set_derived_and_validate_values: num_pipeline_microbatches % "
+       "num_stages == 0",
+       "configs/types.py", Framework::kMaxText},
+      {"maxtext_unnamed_always_remat",
+       "every tensor without a named checkpoint (norm and activation-function "
+       "outputs) is recomputed: recompute must include layernorm (and moe_act on "
+       "a MoE model); 'none' cannot be expressed",
+       "remat_policy 'custom' saves or offloads only the named tensors "
+       "(jax.checkpoint_policies.save_and_offload_only_these_names over "
+       "tensors_on_device / tensors_to_offload); there is no policy without "
+       "jax.checkpoint (RematPolicy has no 'none')",
+       "configs/types.py", Framework::kMaxText},
+      {"maxtext_offload_needs_name",
+       "only named checkpoints can be offloaded: mlp_norm and moe_act outputs "
+       "have no name in MaxText",
+       "the custom-policy tensor list (decoder_layer_input, context, mlpwi_0/1, "
+       "mlpwo, moe_mlpwi_0/1, moe_mlpwo, query/key/value_proj, out_proj, mla_q, "
+       "mla_kv, ...) has no post-attention-norm or activation output",
+       "configs/types.py", Framework::kMaxText},
+      {"maxtext_full_remat_no_offload",
+       "remat_policy full saves nothing, so nothing can be offloaded; offload "
+       "needs remat_policy custom",
+       "decoders.py get_remat_policy: 'full' is jax.checkpoint with no policy; "
+       "offload only through save_and_offload_only_these_names",
+       "layers/decoders.py", Framework::kMaxText},
   }};
   return *table;
 }
@@ -95,7 +153,8 @@ const FrameworkRuleInfo& RuleInfo(FrameworkRule rule) {
 
 std::string RuleText(FrameworkRule rule) {
   const FrameworkRuleInfo& info = RuleInfo(rule);
-  return absl::StrCat("Megatron-Core: ", Sv(info.message), " (", Sv(info.file), ", ",
+  return absl::StrCat(info.framework == Framework::kMaxText ? "MaxText: " : "Megatron-Core: ",
+                      Sv(info.message), " (", Sv(info.file), ", ",
                       Sv(info.source), ")");
 }
 
@@ -180,6 +239,169 @@ NormalizedKnobs NormalizeForMegatron(const ModelSpec& model,
   out.violation = MegatronViolation(model, p, k);
   out.knobs = k;
   return out;
+}
+
+int MaxTextPipelinedLayers(const ModelSpec& model) {
+  const int moe_layers = model.NumMoeLayers();
+  // Leading dense layers (first_k_dense_replace) then MoE layers: MaxText's
+  // DeepSeek decoder block.
+  if (model.IsMoe() && moe_layers < model.num_layers && model.first_k_dense > 0) {
+    return moe_layers;
+  }
+  return model.num_layers;
+}
+
+uint32_t MaxTextLayoutViolations(const ModelSpec& model, const TrainingShape& shape,
+                                 const ParallelConfig& p) {
+  uint32_t broken = 0;
+  auto mark = [&broken](FrameworkRule r) { broken |= 1u << static_cast<int>(r); };
+  const int dp = ResolvedDp(shape, p);
+  if (p.pp > 1) {
+    if (p.first_stage_layers || p.last_stage_layers) {
+      mark(FrameworkRule::kMaxTextPipelineNoUnevenStages);
+    }
+    if (MaxTextPipelinedLayers(model) % (p.pp * p.vp) != 0) {
+      mark(FrameworkRule::kMaxTextPipelineEvenStages);
+    }
+    if (NumMicroBatches(shape, p) % p.pp != 0) mark(FrameworkRule::kMaxTextPipelineMicrobatches);
+  }
+  if (model.IsMoe() && (dp <= 0 || dp % p.ep != 0)) {
+    mark(FrameworkRule::kMaxTextExpertAxisInData);
+  }
+  if (model.IsMoe() && p.etp != p.tp) mark(FrameworkRule::kMaxTextEtpIsTp);
+  return broken;
+}
+
+std::optional<FrameworkRule> FirstRule(uint32_t rules) {
+  // In the order MaxTextLayoutViolations checks them: pipeline rules first.
+  for (FrameworkRule r : {FrameworkRule::kMaxTextPipelineNoUnevenStages,
+                          FrameworkRule::kMaxTextPipelineEvenStages,
+                          FrameworkRule::kMaxTextPipelineMicrobatches,
+                          FrameworkRule::kMaxTextExpertAxisInData, FrameworkRule::kMaxTextEtpIsTp}) {
+    if (rules & (1u << static_cast<int>(r))) return r;
+  }
+  for (int i = 0; i < kNumFrameworkRules; ++i) {
+    if (rules & (1u << i)) return static_cast<FrameworkRule>(i);
+  }
+  return std::nullopt;
+}
+
+std::optional<FrameworkRule> MaxTextLayoutViolation(const ModelSpec& model,
+                                                    const TrainingShape& shape,
+                                                    const ParallelConfig& p) {
+  return FirstRule(MaxTextLayoutViolations(model, shape, p));
+}
+
+bool IsLayoutRule(FrameworkRule rule) {
+  switch (rule) {
+    case FrameworkRule::kMaxTextEtpIsTp:
+    case FrameworkRule::kMaxTextExpertAxisInData:
+    case FrameworkRule::kMaxTextPipelineEvenStages:
+    case FrameworkRule::kMaxTextPipelineNoUnevenStages:
+    case FrameworkRule::kMaxTextPipelineMicrobatches:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+// The tensors MaxText recomputes whatever the policy: no checkpoint name.
+uint32_t MaxTextAlwaysRecomputed(const ModelSpec& model) {
+  return kRecomputeLayerNorm | (model.IsMoe() ? uint32_t{kRecomputeMoeAct} : 0u);
+}
+constexpr uint32_t kMaxTextUnnamedOffload = kOffloadMlpNorm | kOffloadMoeAct;
+
+}  // namespace
+
+std::optional<FrameworkRule> MaxTextViolation(const ModelSpec& model, const ParallelConfig&,
+                                              const Knobs& k) {
+  const uint32_t always = MaxTextAlwaysRecomputed(model);
+  const bool full = k.recompute.mode == RecomputeMode::kFull;
+  if (!full && (k.recompute.mode == RecomputeMode::kNone ||
+                (k.recompute.modules & always) != always)) {
+    return FrameworkRule::kMaxTextUnnamedAlwaysRemat;
+  }
+  const uint32_t offload = k.offload_activations ? k.offload_modules : 0;
+  if (offload & kMaxTextUnnamedOffload) return FrameworkRule::kMaxTextOffloadNeedsName;
+  if (full && offload != 0) return FrameworkRule::kMaxTextFullRematNoOffload;
+  return std::nullopt;
+}
+
+NormalizedKnobs NormalizeForMaxText(const ModelSpec& model, const ParallelConfig& p,
+                                    const FixedKnobs& fixed, Knobs k) {
+  if (!fixed.recompute && k.recompute.mode != RecomputeMode::kFull) {
+    k.recompute.mode = RecomputeMode::kSelective;
+    k.recompute.modules |= MaxTextAlwaysRecomputed(model);
+  }
+  if (!fixed.offload_modules) {
+    k.offload_modules &= ~kMaxTextUnnamedOffload;
+    if (k.recompute.mode == RecomputeMode::kFull) k.offload_modules = 0;
+    k.offload_activations = k.offload_modules != 0;
+  }
+  NormalizedKnobs out;
+  out.violation = MaxTextViolation(model, p, k);
+  out.knobs = k;
+  return out;
+}
+
+MaxTextRemat MaxTextRematOf(const ModelSpec& m, const Knobs& k) {
+  MaxTextRemat out;
+  if (k.recompute.mode == RecomputeMode::kFull) {
+    out.remat_policy = "full";
+    return out;
+  }
+  out.remat_policy = "custom";
+  const uint32_t r = k.recompute.mode == RecomputeMode::kSelective ? k.recompute.modules : 0;
+  const uint32_t o = k.offload_activations ? k.offload_modules : 0;
+  auto place = [](bool remat, bool offload) -> std::string_view {
+    return offload ? "offload" : remat ? "remat" : "device";
+  };
+  auto add = [&](std::string_view name, bool remat, bool offload) {
+    out.names.push_back({name, place(remat, offload)});
+  };
+  // The layer input is the remat start point: never recomputed; Megatron's
+  // attn_norm offload offloads it (the norm's input).
+  add("decoder_layer_input", false, o & kOffloadAttnNorm);
+  // Attention: 'context' is the attention kernel's output (core_attn).
+  add("context", r & kRecomputeCoreAttn, o & kOffloadCoreAttn);
+  if (m.attention == AttentionType::kMla) {
+    add("mla_q", r & kRecomputeMlaUpProj, false);
+    add("mla_kv", r & kRecomputeMlaUpProj, false);
+  } else {
+    add("query_proj", r & kRecomputeCoreAttn, false);
+    add("key_proj", r & kRecomputeCoreAttn, false);
+    add("value_proj", r & kRecomputeCoreAttn, false);
+  }
+  add("out_proj", r & kRecomputeCoreAttn, o & kOffloadAttnProj);
+  // Dense MLP (dense layers and shared experts run MaxText's MlpBlock).
+  const bool has_dense = !m.IsMoe() || m.NumMoeLayers() < m.num_layers;
+  if (has_dense || m.num_shared_experts > 0) {
+    const bool mlp_remat = r & (kRecomputeMlp | kRecomputeSharedExperts);
+    add("mlpwi_0", mlp_remat, false);
+    add("mlpwi_1", mlp_remat, false);
+    add("mlpwo", mlp_remat, false);
+  }
+  if (m.IsMoe()) {
+    const bool moe_remat = r & kRecomputeMoe;
+    add("moe_mlpwi_0", moe_remat, o & kOffloadExpertFc1);
+    add("moe_mlpwi_1", moe_remat, o & kOffloadExpertFc1);
+    add("moe_mlpwo", moe_remat, false);
+  }
+  return out;
+}
+
+std::optional<FrameworkRule> FrameworkViolation(Framework framework, const ModelSpec& model,
+                                                const ParallelConfig& p, const Knobs& k) {
+  return framework == Framework::kMaxText ? MaxTextViolation(model, p, k)
+                                          : MegatronViolation(model, p, k);
+}
+
+NormalizedKnobs NormalizeFor(Framework framework, const ModelSpec& model,
+                             const ParallelConfig& p, const FixedKnobs& fixed, Knobs k) {
+  return framework == Framework::kMaxText ? NormalizeForMaxText(model, p, fixed, k)
+                                          : NormalizeForMegatron(model, p, fixed, k);
 }
 
 RuleLayoutClass ClassOf(const ParallelConfig& p) {

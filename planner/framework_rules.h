@@ -22,10 +22,13 @@
 // way that differs between the members of one search block (search_space.h).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "planner/framework.h"
 #include "planner/model_spec.h"
 #include "planner/search_space.h"
 #include "planner/training_config.h"
@@ -45,9 +48,18 @@ enum class FrameworkRule {
   kOffloadInsideRecomputedMoe,   // expert_fc1/moe_act offload + 'moe' recompute
   kInterleavedPp2NeedsP2pOverlap,
   kMoeBiasNeedsEtp1,             // MoE with linear biases (GPT-OSS), etp > 1
+  // MaxText (MaxTextViolation / MaxTextLayoutViolation below).
+  kMaxTextEtpIsTp,               // expert FFN dim is sharded over 'tensor'
+  kMaxTextExpertAxisInData,      // the expert axis shards the batch: dp % ep
+  kMaxTextPipelineEvenStages,    // pp x vp must divide the pipelined layers
+  kMaxTextPipelineNoUnevenStages,  // first/last stage sizes not expressible
+  kMaxTextPipelineMicrobatches,  // micro-batches % pp
+  kMaxTextUnnamedAlwaysRemat,    // norms/activations have no checkpoint name
+  kMaxTextOffloadNeedsName,      // offload of a tensor without a name
+  kMaxTextFullRematNoOffload,    // remat_policy full cannot offload
 };
 inline constexpr int kNumFrameworkRules =
-    static_cast<int>(FrameworkRule::kMoeBiasNeedsEtp1) + 1;
+    static_cast<int>(FrameworkRule::kMaxTextFullRematNoOffload) + 1;
 
 struct FrameworkRuleInfo {
   std::string_view name;     // "ep_overlap_needs_interleaving"
@@ -55,9 +67,10 @@ struct FrameworkRuleInfo {
   std::string_view source;   // the Megatron check it mirrors
   // The Megatron file holding that check.
   std::string_view file = "megatron/core/transformer/transformer_config.py";
+  Framework framework = Framework::kMegatron;  // whose rule it is
 };
 const FrameworkRuleInfo& RuleInfo(FrameworkRule rule);
-// "Megatron-Core: <message> (<source>)".
+// "Megatron-Core: <message> (<file>, <source>)", or "MaxText: ...".
 std::string RuleText(FrameworkRule rule);
 
 // True when the plan runs Megatron-Core's EP all-to-all overlap
@@ -86,6 +99,74 @@ struct NormalizedKnobs {
 NormalizedKnobs NormalizeForMegatron(const ModelSpec& model,
                                      const ParallelConfig& parallel,
                                      const FixedKnobs& fixed, Knobs knobs);
+
+// --- MaxText --------------------------------------------------------------
+// MaxText as of AI-Hypercomputer/maxtext commit
+// e591f30cbbf217ed67ef71263ec0538239f9c3b8 (2026-08-22); the files cited are
+// under src/maxtext/ there (configs/base.yml, configs/types.py, layers/).
+// The plan's layout maps onto MaxText's mesh as: tensor = tp, expert = ep,
+// context = cp, pipeline = pp (vp = num_pipeline_repeats, MaxText's circular
+// pipeline), and the rest of dp (dp / ep) = fsdp when shard_params, else
+// data. Knobs: dispatcher all-to-all = ragged all-to-all, fused_dedup =
+// Transformer Engine NCCL-EP dispatch/combine; grouped GEMM false = XLA
+// ragged dot, true = TE/cuBLAS grouped GEMM; recompute/offload = a custom
+// remat policy over MaxText's named checkpoints (MaxTextRematNames).
+
+// The layout rules (they depend on the layout and the shape only): the first
+// broken, or nullopt. The search drops such layouts; a pinned one is bad
+// input naming the rule.
+std::optional<FrameworkRule> MaxTextLayoutViolation(const ModelSpec& model,
+                                                    const TrainingShape& shape,
+                                                    const ParallelConfig& parallel);
+// Every layout rule broken, as bits 1 << FrameworkRule (the search names the
+// rule every layout of a pinned request breaks).
+uint32_t MaxTextLayoutViolations(const ModelSpec& model, const TrainingShape& shape,
+                                 const ParallelConfig& parallel);
+// The first rule of a set of bits, pipeline rules first; nullopt when none.
+std::optional<FrameworkRule> FirstRule(uint32_t rules);
+static_assert(kNumFrameworkRules <= 32, "rule sets are 32-bit masks");
+// True for the rules MaxTextLayoutViolation checks (layout and shape only).
+bool IsLayoutRule(FrameworkRule rule);
+// The knob rules: the first broken, or nullopt.
+std::optional<FrameworkRule> MaxTextViolation(const ModelSpec& model,
+                                              const ParallelConfig& parallel,
+                                              const Knobs& knobs);
+// What MaxText runs for `knobs`, changing only unpinned axes: the tensors no
+// named checkpoint covers (norm outputs, activation-function outputs) are
+// always recomputed, so every recompute set gains layernorm (and moe_act on
+// a MoE model); offload of such tensors is dropped; remat_policy full keeps
+// nothing to offload. Then the first knob rule still broken.
+NormalizedKnobs NormalizeForMaxText(const ModelSpec& model, const ParallelConfig& parallel,
+                                    const FixedKnobs& fixed, Knobs knobs);
+
+// The transformer layers MaxText's pipeline splits over its stages: for a
+// model with leading dense layers (MaxText's DeepSeek decoder block) only the
+// MoE layers (types.py: pipeline_parallel_layers defaults to
+// num_decoder_layers - first_num_dense_layers for decoder_block deepseek),
+// else all layers.
+int MaxTextPipelinedLayers(const ModelSpec& model);
+
+// Per named checkpoint of MaxText's custom remat policy (configs/types.py,
+// tensors of remat_policy 'custom'): 'remat', 'device' or 'offload'.
+struct MaxTextRematName {
+  std::string_view name;    // "decoder_layer_input", "context", ...
+  std::string_view policy;  // "remat", "device", "offload"
+};
+// remat_policy ("full" or "custom") and, for custom, the names the model has
+// with their placement; the mapping from the knobs is in the .cc, per name.
+struct MaxTextRemat {
+  std::string_view remat_policy;
+  std::vector<MaxTextRematName> names;
+};
+MaxTextRemat MaxTextRematOf(const ModelSpec& model, const Knobs& knobs);
+
+// Framework-generic forms: Megatron's or MaxText's rules.
+std::optional<FrameworkRule> FrameworkViolation(Framework framework, const ModelSpec& model,
+                                                const ParallelConfig& parallel,
+                                                const Knobs& knobs);
+NormalizedKnobs NormalizeFor(Framework framework, const ModelSpec& model,
+                             const ParallelConfig& parallel, const FixedKnobs& fixed,
+                             Knobs knobs);
 
 // What in a layout the normalization depends on (besides the model and the
 // pins): the search builds one knob set per class.

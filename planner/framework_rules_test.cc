@@ -191,5 +191,137 @@ TEST(RuleLayoutClassTest, RepresentativeHasTheSameClass) {
   }
 }
 
+// --- MaxText ---------------------------------------------------------------
+
+TrainingShape Shape(int gpus, int gbs) {
+  TrainingShape t;
+  t.gpus = gpus;
+  t.seq_len = 4096;
+  t.global_batch = gbs;
+  return t;
+}
+
+Knobs MaxTextDefault(const ModelSpec& m) {
+  // What MaxText always recomputes: norms, and the MoE activation.
+  return Selective(kRecomputeLayerNorm | (m.IsMoe() ? uint32_t{kRecomputeMoeAct} : 0u));
+}
+
+TEST(MaxTextLayoutTest, TheSeedLayoutRuns) {
+  // DeepSeek-V3 on 128 GPUs: FSDP 16 x EP 8, no pipeline.
+  ParallelConfig p = Layout(1, 1, 8);
+  p.dp = 128;
+  p.shard_params = true;
+  p.mbs = 6;
+  EXPECT_EQ(MaxTextLayoutViolation(Moe(), Shape(128, 768), p), std::nullopt);
+}
+
+TEST(MaxTextLayoutTest, EachLayoutRule) {
+  // etp != tp: the expert FFN dim shards over the tensor axis.
+  ParallelConfig etp = Layout(1, 1, 8);
+  etp.etp = 2;
+  EXPECT_THAT(MaxTextLayoutViolation(Moe(), Shape(128, 768), etp),
+              Optional(FrameworkRule::kMaxTextEtpIsTp));
+  // ep not inside dp: 128 GPUs, tp 8 -> dp 16, ep 32.
+  ParallelConfig ep = Layout(1, 1, 32);
+  ep.tp = ep.etp = 8;
+  EXPECT_THAT(MaxTextLayoutViolation(Moe(), Shape(128, 768), ep),
+              Optional(FrameworkRule::kMaxTextExpertAxisInData));
+  // DeepSeek-V3 pipelines its 58 MoE layers (61 - 3 dense): pp 2 divides,
+  // pp 2 x vp 2 = 4 does not.
+  EXPECT_EQ(MaxTextPipelinedLayers(Moe()), 58);
+  EXPECT_EQ(MaxTextLayoutViolation(Moe(), Shape(128, 768), Layout(2, 1, 8)), std::nullopt);
+  EXPECT_THAT(MaxTextLayoutViolation(Moe(), Shape(128, 768), Layout(2, 2, 8)),
+              Optional(FrameworkRule::kMaxTextPipelineEvenStages));
+  ParallelConfig uneven = Layout(2, 1, 8);
+  uneven.first_stage_layers = 29;
+  EXPECT_THAT(MaxTextLayoutViolation(Moe(), Shape(128, 768), uneven),
+              Optional(FrameworkRule::kMaxTextPipelineNoUnevenStages));
+  // 128 GPUs, pp 2 -> dp 64; gbs 64 at mbs 1: 1 micro-batch, not a multiple of 2.
+  EXPECT_THAT(MaxTextLayoutViolation(Moe(), Shape(128, 64), Layout(2, 1, 8)),
+              Optional(FrameworkRule::kMaxTextPipelineMicrobatches));
+  // Every rule a layout breaks, pipeline first.
+  ParallelConfig both = Layout(2, 2, 8);
+  both.etp = 2;
+  const uint32_t broken = MaxTextLayoutViolations(Moe(), Shape(128, 768), both);
+  EXPECT_NE(broken & (1u << static_cast<int>(FrameworkRule::kMaxTextEtpIsTp)), 0u);
+  EXPECT_THAT(FirstRule(broken), Optional(FrameworkRule::kMaxTextPipelineEvenStages));
+}
+
+TEST(MaxTextKnobsTest, NamedCheckpointsOnly) {
+  EXPECT_EQ(MaxTextViolation(Moe(), Layout(1, 1, 8), MaxTextDefault(Moe())), std::nullopt);
+  EXPECT_EQ(MaxTextViolation(Moe(), Layout(1, 1, 8), FullRecompute()), std::nullopt);
+  EXPECT_THAT(MaxTextViolation(Moe(), Layout(1, 1, 8), Knobs{}),
+              Optional(FrameworkRule::kMaxTextUnnamedAlwaysRemat));
+  EXPECT_THAT(MaxTextViolation(Moe(), Layout(1, 1, 8), Selective(kRecomputeLayerNorm)),
+              Optional(FrameworkRule::kMaxTextUnnamedAlwaysRemat));  // moe_act missing
+  Knobs norm = MaxTextDefault(Moe());
+  norm.offload_activations = true;
+  norm.offload_modules = kOffloadMlpNorm;
+  EXPECT_THAT(MaxTextViolation(Moe(), Layout(1, 1, 8), norm),
+              Optional(FrameworkRule::kMaxTextOffloadNeedsName));
+  Knobs full = FullRecompute();
+  full.offload_activations = true;
+  full.offload_modules = kOffloadExpertFc1;
+  EXPECT_THAT(MaxTextViolation(Moe(), Layout(1, 1, 8), full),
+              Optional(FrameworkRule::kMaxTextFullRematNoOffload));
+}
+
+TEST(MaxTextKnobsTest, NormalizeChangesOnlyWhatIsNotPinned) {
+  Knobs k;  // recompute none, offload all
+  k.offload_activations = true;
+  k.offload_modules = kOffloadMlpNorm | kOffloadExpertFc1;
+  const NormalizedKnobs n = NormalizeForMaxText(Moe(), Layout(1, 1, 8), FixedKnobs{}, k);
+  EXPECT_EQ(n.violation, std::nullopt);
+  EXPECT_EQ(n.knobs.recompute.mode, RecomputeMode::kSelective);
+  EXPECT_EQ(n.knobs.recompute.modules, kRecomputeLayerNorm | kRecomputeMoeAct);
+  EXPECT_EQ(n.knobs.offload_modules, uint32_t{kOffloadExpertFc1});
+  FixedKnobs pinned;
+  pinned.recompute = Recompute{};
+  EXPECT_THAT(NormalizeForMaxText(Moe(), Layout(1, 1, 8), pinned, k).violation,
+              Optional(FrameworkRule::kMaxTextUnnamedAlwaysRemat));
+  // The generic forms dispatch on the framework.
+  EXPECT_THAT(FrameworkViolation(Framework::kMaxText, Moe(), Layout(1, 1, 8), Knobs{}),
+              Optional(FrameworkRule::kMaxTextUnnamedAlwaysRemat));
+  EXPECT_EQ(FrameworkViolation(Framework::kMegatron, Moe(), Layout(1, 1, 8), Knobs{}),
+            std::nullopt);
+}
+
+TEST(MaxTextRematTest, TheSeedsCustomPolicy) {
+  // The seed: up-projections of the experts offloaded, attention context
+  // recomputed, the rest saved on device.
+  Knobs k = Selective(kRecomputeLayerNorm | kRecomputeMoeAct | kRecomputeCoreAttn);
+  k.offload_activations = true;
+  k.offload_modules = kOffloadExpertFc1;
+  const MaxTextRemat r = MaxTextRematOf(Moe(), k);
+  EXPECT_EQ(r.remat_policy, "custom");
+  auto policy = [&r](std::string_view name) -> std::string_view {
+    for (const MaxTextRematName& n : r.names) {
+      if (n.name == name) return n.policy;
+    }
+    return "absent";
+  };
+  EXPECT_EQ(policy("decoder_layer_input"), "device");
+  EXPECT_EQ(policy("context"), "remat");
+  EXPECT_EQ(policy("moe_mlpwi_0"), "offload");
+  EXPECT_EQ(policy("moe_mlpwi_1"), "offload");
+  EXPECT_EQ(policy("moe_mlpwo"), "device");
+  EXPECT_EQ(policy("mla_q"), "device");
+  EXPECT_EQ(policy("query_proj"), "absent");  // MLA: no separate q projection
+  EXPECT_EQ(MaxTextRematOf(Moe(), FullRecompute()).remat_policy, "full");
+  EXPECT_TRUE(MaxTextRematOf(Moe(), FullRecompute()).names.empty());
+}
+
+TEST(RuleTextTest, MaxTextRulesSayMaxText) {
+  EXPECT_THAT(RuleText(FrameworkRule::kMaxTextPipelineEvenStages),
+              HasSubstr("MaxText: pp x vp (stages x num_pipeline_repeats) must divide"));
+  EXPECT_THAT(RuleText(FrameworkRule::kMaxTextPipelineEvenStages), HasSubstr("configs/types.py"));
+  for (int r = 0; r < kNumFrameworkRules; ++r) {
+    const FrameworkRule rule = static_cast<FrameworkRule>(r);
+    EXPECT_EQ(RuleInfo(rule).framework == Framework::kMaxText,
+              RuleText(rule).rfind("MaxText: ", 0) == 0)
+        << r;
+  }
+}
+
 }  // namespace
 }  // namespace moetune::planner

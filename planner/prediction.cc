@@ -106,6 +106,7 @@ nlohmann::json ToJson(const Knobs& k) {
 
 nlohmann::json ToJson(const Prediction& p) {
   nlohmann::json j;
+  if (p.framework != Framework::kMegatron) j["framework"] = FrameworkName(p.framework);
   j["step_time_s"] = p.step_time_s;
   j["tokens_per_sec_per_gpu"] = p.tokens_per_sec_per_gpu;
   j["model_flops_per_token"] = p.model_flops_per_token;

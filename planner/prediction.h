@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "planner/framework.h"
 #include "planner/cost_model.h"
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
@@ -98,6 +99,10 @@ struct Prediction {
   // (stage v runs on pipeline rank v % pp), as the step model placed them;
   // the embedding is on stage 0, the output layer, loss and MTP on the last.
   std::vector<int> stage_layers;
+  // The framework the plan is for (set by the search from its options). In
+  // ToJson as "framework" only when not Megatron, the default, so Megatron
+  // outputs stay as they were.
+  Framework framework = Framework::kMegatron;
 };
 
 // One JSON object: tokens_per_sec_per_gpu, model_tflops_per_gpu,

@@ -29,13 +29,13 @@ SearchOptions OptionsOf(const PlanRequest& r) {
   o.constraints = r.constraints;
   o.max_memory_fraction = r.max_memory_fraction;
   o.threads = r.threads;
+  o.framework = r.stack.framework;
   return o;
 }
 
 absl::StatusOr<SearchResult> PlanSearch(const PlanRequest& r,
                                         std::shared_ptr<const CostModel> cost_model) {
-  return SearchForStack(ProblemOf(r), std::move(cost_model), OptionsOf(r),
-                        r.stack.generation);
+  return SearchForStack(ProblemOf(r), std::move(cost_model), OptionsOf(r), r.stack);
 }
 
 namespace {
@@ -88,14 +88,20 @@ absl::StatusOr<Prediction> PredictPinned(const PlanRequest& r,
   if (result.status().code() != absl::StatusCode::kFailedPrecondition || !single) {
     return result.status();
   }
-  const NormalizedKnobs n = NormalizeForMegatron(r.model, single->first,
-                                                 r.constraints.fixed, single->second);
+  if (r.stack.framework == Framework::kMaxText) {
+    if (const auto rule = MaxTextLayoutViolation(r.model, r.shape, single->first)) {
+      return absl::InvalidArgumentError(RuleText(*rule));
+    }
+  }
+  const NormalizedKnobs n = NormalizeFor(r.stack.framework, r.model, single->first,
+                                         r.constraints.fixed, single->second);
   if (n.violation) return absl::InvalidArgumentError(RuleText(*n.violation));
-  absl::StatusOr<StepModel> sm =
-      StepModel::Create(r.model, r.cluster, r.shape, std::move(cost_model),
-                        StackConstantsFor(r.stack.generation));
+  absl::StatusOr<StepModel> sm = StepModel::Create(r.model, r.cluster, r.shape,
+                                                   std::move(cost_model), StackConstantsFor(r.stack));
   if (!sm.ok()) return sm.status();
-  return sm->Predict(single->first, n.knobs);
+  absl::StatusOr<Prediction> p = sm->Predict(single->first, n.knobs);
+  if (p.ok()) p->framework = r.stack.framework;
+  return p;
 }
 
 absl::StatusOr<std::optional<std::string>> ReadIfFile(std::string_view arg) {

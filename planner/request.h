@@ -34,7 +34,9 @@ struct PlanRequest {
   int top_k = 5;
   bool exhaustive = false;
   int threads = 0;  // 0: one per core
-  SoftwareStack stack;  // what the user runs (default: the latest generation)
+  SoftwareStack stack;  // what the user runs (default: Megatron, the latest
+                        // generation); stack.framework selects the rules,
+                        // the search space and the step model's pricing
 };
 
 // The search the request asks for.

@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planner/framework_rules.h"
 #include "testing/status_matchers.h"
 
 namespace moetune::planner {
@@ -94,6 +95,34 @@ TEST(FixSpecTest, OverlapComponentsRoundTrip) {
   EXPECT_EQ(ParseFixSpec("overlap=none")->overlap, false);
   EXPECT_THAT(ParseFixSpec("overlap=tp+xx"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("tp, ep, dp, pp")));
+}
+
+TEST(PredictPinnedTest, MaxTextPinsGoThroughMaxTextsRules) {
+  PlanRequest r = Small();
+  r.stack = *ParseSoftwareStack(Framework::kMaxText, "maxtext-2026-09-10");
+  // Megatron accepts recompute=none; MaxText recomputes unnamed tensors.
+  r.constraints.fixed = *ParseFixSpec("tp=1,pp=1,ep=8,recompute=none");
+  EXPECT_THAT(PredictPinned(r, Prior(r)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("MaxText: every tensor without a named checkpoint")));
+  // Uneven stages: Megatron runs them, MaxText has no key for them.
+  r.constraints.fixed = *ParseFixSpec("pp=2,vp=1,first_stage_layers=23,last_stage_layers=25");
+  EXPECT_THAT(PredictPinned(r, Prior(r)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("MaxText: every pipeline stage")));
+  // What MaxText runs: a prediction marked as MaxText's, its knobs normalized
+  // (norms and the MoE activation recomputed).
+  r.constraints.fixed = *ParseFixSpec("tp=1,pp=1,ep=8");
+  absl::StatusOr<Prediction> p = PredictPinned(r, Prior(r));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->framework, Framework::kMaxText);
+  EXPECT_EQ(FrameworkViolation(Framework::kMaxText, r.model, p->parallel, p->knobs), std::nullopt);
+  EXPECT_EQ(MaxTextLayoutViolation(r.model, r.shape, p->parallel), std::nullopt);
+  // Megatron's request is unchanged by the field.
+  PlanRequest m = Small();
+  m.constraints.fixed = *ParseFixSpec("tp=1,pp=1,ep=8");
+  absl::StatusOr<Prediction> mp = PredictPinned(m, Prior(m));
+  ASSERT_TRUE(mp.ok());
+  EXPECT_EQ(mp->framework, Framework::kMegatron);
 }
 
 }  // namespace

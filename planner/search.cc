@@ -35,8 +35,9 @@ using internal::Sv;
 
 constexpr int kNumInfeasibilities =
     static_cast<int>(Infeasibility::kPrecisionUnsupported) + 1;
-static_assert(kNumFrameworkRules <= kNumInfeasibilities,
-              "Tally's detail index also holds FrameworkRule values");
+// Tally's detail index holds an Infeasibility or a FrameworkRule.
+constexpr int kNumDetails =
+    kNumFrameworkRules > kNumInfeasibilities ? kNumFrameworkRules : kNumInfeasibilities;
 constexpr uint32_t kNoCombo = std::numeric_limits<uint32_t>::max();
 
 double SecondsSince(Clock::time_point start) {
@@ -80,8 +81,8 @@ struct Example {
   double a = 0, b = 0;  // rule-specific numbers
 };
 struct Tally {
-  uint64_t count[kNumPruneRules][kNumInfeasibilities][2] = {};
-  Example example[kNumPruneRules][kNumInfeasibilities][2];
+  uint64_t count[kNumPruneRules][kNumDetails][2] = {};
+  Example example[kNumPruneRules][kNumDetails][2];
   void Add(PruneRule rule, int detail, bool evaluated, uint64_t n,
            const Example& ex) {
     const int r = static_cast<int>(rule);
@@ -90,7 +91,7 @@ struct Tally {
   }
   void Merge(const Tally& o) {
     for (int r = 0; r < kNumPruneRules; ++r) {
-      for (int d = 0; d < kNumInfeasibilities; ++d) {
+      for (int d = 0; d < kNumDetails; ++d) {
         for (int e = 0; e < 2; ++e) {
           count[r][d][e] += o.count[r][d][e];
           if (!example[r][d][e].set) example[r][d][e] = o.example[r][d][e];
@@ -212,8 +213,8 @@ class Searcher {
       std::vector<int8_t>& violations = violations_[size_t(i)];
       violations.assign(ks.combos.size(), -1);
       for (size_t j = 0; j < ks.combos.size(); ++j) {
-        const NormalizedKnobs n = NormalizeForMegatron(
-            problem_.model, rep, options_.constraints.fixed, ks.combos[j]);
+        const NormalizedKnobs n = NormalizeFor(
+            options_.framework, problem_.model, rep, options_.constraints.fixed, ks.combos[j]);
         ks.combos[j] = n.knobs;
         ks.combos[j].moe_load_imbalance = options_.constraints.moe_load_imbalance;
         if (n.violation) violations[j] = static_cast<int8_t>(*n.violation);
@@ -605,8 +606,12 @@ ParallelConfig Searcher::ExplicitStages(const ParallelConfig& p,
 
 absl::StatusOr<RankedPlan> Searcher::Derive(const Scored& s) const {
   const Knobs& k = KnobsOf(layouts_[s.layout]).combos[s.combo];
-  const ParallelConfig p = ExplicitStages(layouts_[s.layout], k);
-  if (const auto rule = MegatronViolation(problem_.model, p, k)) {
+  // MaxText has no uneven stages (framework_rules.h): its plans keep the
+  // step model's even split.
+  const ParallelConfig p = options_.framework == Framework::kMaxText
+                               ? layouts_[s.layout]
+                               : ExplicitStages(layouts_[s.layout], k);
+  if (const auto rule = FrameworkViolation(options_.framework, problem_.model, p, k)) {
     return absl::InternalError(absl::StrCat(
         "search derived a plan the framework refuses: ", Describe(s.layout, s.combo),
         ": ", RuleText(*rule)));
@@ -621,6 +626,7 @@ absl::StatusOr<RankedPlan> Searcher::Derive(const Scored& s) const {
   r.plan.parallel = pred->parallel;
   r.plan.knobs = k;
   r.prediction = *std::move(pred);
+  r.prediction.framework = options_.framework;
   return r;
 }
 
@@ -642,6 +648,9 @@ absl::Status Searcher::NoFeasiblePlan(const Worker& all) const {
     int worst = -1;
     uint64_t worst_n = 0;
     for (int d = 0; d < kNumFrameworkRules; ++d) {
+      // Layouts the framework refuses were dropped before scoring; the
+      // pinned values in conflict are among the knob rules.
+      if (IsLayoutRule(static_cast<FrameworkRule>(d))) continue;
       const uint64_t n = all.tally.count[r][d][0] + all.tally.count[r][d][1];
       if (n > worst_n) worst = d, worst_n = n;
     }
@@ -707,6 +716,7 @@ std::string Searcher::ExampleText(PruneRule rule, int detail, bool evaluated,
                           Sv(InfeasibilityName(static_cast<Infeasibility>(detail))),
                           evaluated ? "" : " (as its group head)");
     case PruneRule::kFrameworkRule:
+    case PruneRule::kFrameworkLayout:
       return absl::StrCat(what, ": ", RuleText(static_cast<FrameworkRule>(detail)));
   }
   return what;
@@ -728,7 +738,32 @@ absl::StatusOr<SearchResult> Searcher::Run() {
           rejected_examples[d] = r;
         }
         total_ += n;
-      });
+      },
+      /*search_shard_params=*/options_.framework == Framework::kMaxText);
+  // MaxText's layout rules (framework_rules.h): layouts it cannot run are
+  // dropped here, each counted under its rule.
+  std::vector<LayoutRejection> rule_examples(kNumFrameworkRules);
+  uint32_t broken_by_all = ~0u;  // the layout rules every dropped layout breaks
+  if (options_.framework == Framework::kMaxText) {
+    std::vector<ParallelConfig> kept;
+    for (const ParallelConfig& p : layouts_) {
+      const uint32_t broken = MaxTextLayoutViolations(problem_.model, problem_.shape, p);
+      const auto rule = FirstRule(broken);
+      if (rule) broken_by_all &= broken;
+      if (!rule) {
+        kept.push_back(p);
+        continue;
+      }
+      const uint64_t n = KnobsOf(p).combos.size();
+      const int d = static_cast<int>(*rule);
+      rejections_.count[static_cast<int>(PruneRule::kFrameworkLayout)][d][0] += n;
+      if (rule_examples[d].reason == Infeasibility::kNone) {
+        rule_examples[d] = LayoutRejection{Infeasibility::kBadUnevenStages, p};
+      }
+      total_ += n;
+    }
+    layouts_ = std::move(kept);
+  }
   for (const ParallelConfig& p : layouts_) total_ += KnobsOf(p).combos.size();
   if (layouts_.size() > std::numeric_limits<uint32_t>::max() / 2) {
     return absl::ResourceExhaustedError("search space too large");
@@ -752,6 +787,30 @@ absl::StatusOr<SearchResult> Searcher::Run() {
   if (layouts_.empty()) {
     const bool fixed_layout =
         !ToString(options_.constraints.fixed).empty();
+    // Every valid layout refused by the framework: name the rule.
+    int worst_rule = -1;
+    uint64_t worst_rule_n = 0;
+    for (int d = 0; d < kNumFrameworkRules; ++d) {
+      const uint64_t n =
+          rejections_.count[static_cast<int>(PruneRule::kFrameworkLayout)][d][0];
+      if (n > worst_rule_n) worst_rule_n = n, worst_rule = d;
+    }
+    // A rule every layout breaks is the one the pins force; else the most
+    // frequent.
+    if (const auto forced = FirstRule(broken_by_all); worst_rule >= 0 && forced) {
+      worst_rule = static_cast<int>(*forced);
+    }
+    if (worst_rule >= 0) {
+      const std::string why = absl::StrCat(
+          "every valid layout is refused, e.g. ", ToString(rule_examples[worst_rule].layout), ": ",
+          RuleText(static_cast<FrameworkRule>(worst_rule)));
+      if (fixed_layout) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--fix ", ToString(options_.constraints.fixed), ": ", why));
+      }
+      return absl::FailedPreconditionError(
+          absl::StrCat("no parallel layout for ", ToString(problem_), ": ", why));
+    }
     int worst = -1;
     uint64_t worst_n = 0;
     for (int d = 0; d < kNumInfeasibilities; ++d) {
@@ -924,7 +983,7 @@ absl::StatusOr<SearchResult> Searcher::Run() {
   }
   result.audit_evaluations = audit_evaluations_;
   for (int r = 0; r < kNumPruneRules; ++r) {
-    for (int d = 0; d < kNumInfeasibilities; ++d) {
+    for (int d = 0; d < kNumDetails; ++d) {
       for (int e = 0; e < 2; ++e) {
         const uint64_t n = all.tally.count[r][d][e];
         if (n == 0) continue;
@@ -935,12 +994,15 @@ absl::StatusOr<SearchResult> Searcher::Run() {
         if (rule == PruneRule::kInvalidLayout ||
             rule == PruneRule::kUnsupportedByModel) {
           pc.detail = std::string(InfeasibilityName(static_cast<Infeasibility>(d)));
-        } else if (rule == PruneRule::kFrameworkRule) {
+        } else if (rule == PruneRule::kFrameworkRule || rule == PruneRule::kFrameworkLayout) {
           pc.detail = std::string(RuleInfo(static_cast<FrameworkRule>(d)).name);
         }
         pc.candidates = n;
-        pc.example = rule == PruneRule::kInvalidLayout
-                         ? invalid_text[d]
+        pc.example = rule == PruneRule::kInvalidLayout ? invalid_text[d]
+                     : rule == PruneRule::kFrameworkLayout && d < kNumFrameworkRules &&
+                             rule_examples[d].reason != Infeasibility::kNone
+                         ? absl::StrCat(ToString(rule_examples[d].layout), ": ",
+                                        RuleText(static_cast<FrameworkRule>(d)))
                          : ExampleText(rule, d, e == 1, all.tally.example[r][d][e]);
         result.pruned.push_back(std::move(pc));
       }
@@ -989,6 +1051,8 @@ std::string_view PruneRuleName(PruneRule rule) {
       return "rejected_by_step_model";
     case PruneRule::kFrameworkRule:
       return "refused_by_framework";
+    case PruneRule::kFrameworkLayout:
+      return "layout_refused_by_framework";
   }
   return "unknown";
 }
@@ -1013,6 +1077,8 @@ std::string_view PruneRuleText(PruneRule rule) {
       return "the step model rejects the configuration";
     case PruneRule::kFrameworkRule:
       return "pinned values the framework refuses together (framework_rules.h)";
+    case PruneRule::kFrameworkLayout:
+      return "a layout the framework cannot run (framework_rules.h), dropped before scoring";
   }
   return "";
 }
@@ -1083,6 +1149,12 @@ absl::StatusOr<SearchResult> Search(const SearchProblem& problem,
                                     const SearchOptions& options,
                                     const StackConstants& stack) {
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  if (options.framework != stack.framework) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the search's framework (", Sv(FrameworkName(options.framework)),
+        ") differs from the step model's (", Sv(FrameworkName(stack.framework)),
+        "); set both from one SoftwareStack (SearchForStack)"));
+  }
   absl::StatusOr<StepModel> model = StepModel::Create(
       problem.model, problem.cluster, problem.shape, std::move(cost_model), stack);
   if (!model.ok()) return model.status();

@@ -89,6 +89,11 @@ struct SearchOptions {
   // A plan fits when its peak memory <= max_memory_fraction x HBM. (0, 1].
   double max_memory_fraction = 1.0;
   int threads = 0;  // 0: one per hardware thread
+  // Whose rules restrict the space (framework_rules.h) and how the layouts
+  // are enumerated: MaxText drops the layouts it cannot run, searches FSDP
+  // (shard_params) both ways unless pinned and keeps pipeline stages even.
+  // Search() requires it to equal StackConstants::framework.
+  Framework framework = Framework::kMegatron;
   // Called from the calling thread about every progress_interval_s while the
   // search runs, and once at the end. May be empty.
   std::function<void(const SearchProgress&)> progress;
@@ -107,8 +112,10 @@ enum class PruneRule {
   kUnsupportedByModel,    // the step model rejected the configuration
   kFrameworkRule,         // the framework refuses the combination (pinned
                           // values in conflict; see framework_rules.h)
+  kFrameworkLayout,       // MaxText: a layout the framework cannot run,
+                          // dropped before scoring (the rule in detail)
 };
-inline constexpr int kNumPruneRules = 8;
+inline constexpr int kNumPruneRules = 9;
 std::string_view PruneRuleName(PruneRule rule);
 std::string_view PruneRuleText(PruneRule rule);
 
@@ -116,7 +123,7 @@ struct PruneCount {
   PruneRule rule;
   std::string detail;    // the Infeasibility, for kInvalidLayout and
                          // kUnsupportedByModel; the FrameworkRule name for
-                         // kFrameworkRule
+                         // kFrameworkRule and kFrameworkLayout
   bool evaluated = false;  // scored then rejected (vs never scored)
   uint64_t candidates = 0;
   std::string example;   // one pruned candidate, with its numbers

@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planner/cost_model.h"
+#include "planner/framework_rules.h"
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
 #include "planner/search.h"
@@ -32,11 +33,13 @@ struct Case {
   std::string fix;           // --fix string, narrows big spaces
   bool all_precisions = false;
   double memory_fraction = 1.0;
+  Framework framework = Framework::kMegatron;
 };
 
 std::string Name(const ::testing::TestParamInfo<Case>& info) {
   std::string n = info.param.model + "_" + info.param.cluster + "_" +
-                  std::to_string(info.param.gpus);
+                  std::to_string(info.param.gpus) +
+                  (info.param.framework == Framework::kMaxText ? "_maxtext" : "");
   for (char& c : n) {
     if (!isalnum(static_cast<unsigned char>(c))) c = '_';
   }
@@ -67,9 +70,12 @@ TEST_P(ExhaustiveEqualsDefaultTest, SameTopPlans) {
   if (c.all_precisions) {
     options.constraints.precisions = SupportedPrecisions(problem.cluster.gpu);
   }
-  absl::StatusOr<SearchResult> fast = Search(problem, cost, options);
+  options.framework = c.framework;
+  StackConstants stack;
+  stack.framework = c.framework;
+  absl::StatusOr<SearchResult> fast = Search(problem, cost, options, stack);
   options.exhaustive = true;
-  absl::StatusOr<SearchResult> full = Search(problem, cost, options);
+  absl::StatusOr<SearchResult> full = Search(problem, cost, options, stack);
   ASSERT_THAT(fast, IsOk());
   ASSERT_THAT(full, IsOk());
   std::cout << ToString(problem) << "\n  default: " << fast->candidates_evaluated
@@ -78,7 +84,21 @@ TEST_P(ExhaustiveEqualsDefaultTest, SameTopPlans) {
             << " s\n  best: " << ToString(full->best.plan) << " -> "
             << full->best.prediction.tokens_per_sec_per_gpu << " tokens/s/GPU\n";
 
-  EXPECT_EQ(full->candidates_evaluated, full->candidates_total);
+  if (c.framework == Framework::kMegatron) {
+    EXPECT_EQ(full->candidates_evaluated, full->candidates_total);
+  } else {
+    // MaxText drops the layouts it cannot run before scoring: the rest is
+    // every candidate.
+    uint64_t refused = 0;
+    for (const PruneCount& pc : full->pruned) {
+      if (!pc.evaluated) {
+        EXPECT_EQ(pc.rule, PruneRule::kFrameworkLayout) << pc.detail;
+        refused += pc.candidates;
+      }
+    }
+    EXPECT_GT(refused, 0u);
+    EXPECT_EQ(full->candidates_evaluated + refused, full->candidates_total);
+  }
   EXPECT_EQ(fast->candidates_total, full->candidates_total);
   EXPECT_LT(fast->candidates_evaluated, full->candidates_evaluated / 4);
   ASSERT_EQ(fast->top.size(), full->top.size());
@@ -93,6 +113,22 @@ TEST_P(ExhaustiveEqualsDefaultTest, SameTopPlans) {
   // The reported prediction is the step model's own for that plan.
   EXPECT_GT(full->best.prediction.tokens_per_sec_per_gpu, 0);
   EXPECT_FALSE(full->best.prediction.breakdown.empty());
+  // Every plan reported is one the framework runs, and says whose it is.
+  for (const SearchResult* r : {&*fast, &*full}) {
+    for (const std::vector<RankedPlan>* plans : {&r->top, &r->pareto}) {
+      for (const RankedPlan& rp : *plans) {
+        EXPECT_EQ(rp.prediction.framework, c.framework);
+        EXPECT_EQ(FrameworkViolation(c.framework, problem.model, rp.plan.parallel, rp.plan.knobs),
+                  std::nullopt)
+            << ToString(rp.plan);
+        if (c.framework == Framework::kMaxText) {
+          EXPECT_EQ(MaxTextLayoutViolation(problem.model, problem.shape, rp.plan.parallel),
+                    std::nullopt)
+              << ToString(rp.plan);
+        }
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -107,7 +143,14 @@ INSTANTIATE_TEST_SUITE_P(
         // Fine-grained MoE on Blackwell, every precision the GPU has.
         Case{"qwen3-30b-a3b", "b200", 8, 4096, 256, "", true},
         // MLA + MTP + 61 layers (uneven stages) on 72-GPU NVLink domains.
-        Case{"deepseek-v3", "gb200-nvl72", 256, 4096, 1024, "tp=1,cp=1"}),
+        Case{"deepseek-v3", "gb200-nvl72", 256, 4096, 1024, "tp=1,cp=1"},
+        // MaxText's space (framework_rules.h): FSDP searched both ways, even
+        // circular pipelines, named-checkpoint remat/offload only.
+        Case{"mixtral-8x7b", "h100-sxm", 16, 4096, 256, "", false, 1.0, Framework::kMaxText},
+        Case{"llama3-8b", "h100-sxm", 16, 8192, 128, "", false, 1.0, Framework::kMaxText},
+        // The seed's problem (DeepSeek-V3 on 128 GB200, gbs 768).
+        Case{"deepseek-v3", "gb200-nvl72", 128, 4096, 768, "tp=1,cp=1", false, 1.0,
+             Framework::kMaxText}),
     Name);
 
 // The default search drops a layout when WeightsFloorBytes() exceeds the

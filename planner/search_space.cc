@@ -573,7 +573,8 @@ KnobSet BuildKnobSet(const KnobAxes& axes, const ModelSpec& model,
 std::vector<ParallelConfig> EnumerateLayouts(
     const ModelSpec& model, const ClusterSpec& cluster,
     const TrainingShape& shape, const FixedKnobs& f,
-    const std::function<void(const LayoutRejection&)>& on_reject) {
+    const std::function<void(const LayoutRejection&)>& on_reject,
+    bool search_shard_params) {
   std::vector<ParallelConfig> out;
   if (shape.gpus <= 0 || shape.global_batch <= 0 || shape.seq_len <= 0) {
     return out;
@@ -679,6 +680,10 @@ std::vector<ParallelConfig> EnumerateLayouts(
                 p.last_stage_layers = f.last_stage_layers;
                 p.shard_params = f.shard_params.value_or(false);
                 check(p);
+                if (search_shard_params && !f.shard_params) {
+                  p.shard_params = true;
+                  check(p);
+                }
               }
             }
           }

@@ -12,7 +12,9 @@
 //     mbs <= kMaxMicroBatch. Uneven first/last stages are left to the step
 //     model (it balances embedding, output layer and MTP) unless fixed; the
 //     search makes them explicit for the plans it reports. FSDP
-//     (shard_params) is searched only when fixed (--fix shard_params=true).
+//     (shard_params) is searched only when fixed (--fix shard_params=true),
+//     except for MaxText (EnumerateLayouts' search_shard_params: both; its
+//     default is FSDP).
 //   knobs: precision x recompute level x offload level x dispatcher x
 //     grouped GEMM x overlap level x CUDA graphs, where an axis that cannot
 //     matter collapses to one value (no dispatcher or grouped GEMM choice on
@@ -54,7 +56,8 @@ inline constexpr int kMaxMicroBatch = 16;
 struct FixedKnobs {
   std::optional<int> tp, pp, vp, ep, etp, cp, dp, mbs;
   std::optional<int> first_stage_layers, last_stage_layers;
-  std::optional<bool> shard_params;  // FSDP; unset: not searched (false)
+  std::optional<bool> shard_params;  // FSDP; unset: not searched (false;
+                                     // MaxText: both)
   std::optional<Recompute> recompute;
   std::optional<uint32_t> offload_modules;  // 0: no offload
   std::optional<Dispatcher> dispatcher;
@@ -202,10 +205,13 @@ struct LayoutRejection {
 // Every layout of the space in a fixed order (tp, cp, pp, ep, etp, vp, mbs
 // ascending), honouring constraints.fixed. Layouts failing CheckLayout are
 // not returned; each is passed to `on_reject` (may be null).
+// search_shard_params: each layout also with FSDP (shard_params = true)
+// unless fixed.shard_params pins it (MaxText, whose default is FSDP).
 std::vector<ParallelConfig> EnumerateLayouts(
     const ModelSpec& model, const ClusterSpec& cluster,
     const TrainingShape& shape, const FixedKnobs& fixed,
-    const std::function<void(const LayoutRejection&)>& on_reject);
+    const std::function<void(const LayoutRejection&)>& on_reject,
+    bool search_shard_params = false);
 
 // A lower bound on the bytes per GPU that any knob setting of the layout
 // needs: its parameters at 2 bytes each (Megatron keeps BF16 weights at every

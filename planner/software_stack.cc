@@ -7,25 +7,6 @@
 
 namespace moetune::planner {
 
-std::string_view FrameworkName(Framework framework) {
-  switch (framework) {
-    case Framework::kMegatron:
-      return "megatron";
-    case Framework::kMaxText:
-      return "maxtext";
-  }
-  return "unknown";
-}
-
-absl::StatusOr<Framework> ParseFramework(std::string_view name) {
-  const std::string lower = absl::AsciiStrToLower(std::string(name));
-  for (Framework f : {Framework::kMegatron, Framework::kMaxText}) {
-    if (lower == FrameworkName(f)) return f;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown framework '", std::string(name), "' (known: megatron, maxtext)"));
-}
-
 absl::StatusOr<SoftwareStack> ParseSoftwareStack(std::string_view text) {
   SoftwareStack s;
   if (text.empty() || text == "latest") return s;
@@ -40,7 +21,32 @@ absl::StatusOr<SoftwareStack> ParseSoftwareStack(std::string_view text) {
   return s;
 }
 
+absl::StatusOr<SoftwareStack> ParseSoftwareStack(Framework framework, std::string_view text) {
+  if (framework == Framework::kMegatron) return ParseSoftwareStack(text);
+  SoftwareStack s;
+  s.framework = framework;
+  if (text.empty() || text == "latest") return s;
+  // maxtext-YYYY-MM-DD: the NVIDIA JAX container tags (ghcr.io/nvidia/jax).
+  constexpr std::string_view kPrefix = "maxtext-";
+  bool ok = text.size() == kPrefix.size() + 10 && text.substr(0, kPrefix.size()) == kPrefix;
+  for (size_t i = kPrefix.size(); ok && i < text.size(); ++i) {
+    const size_t k = i - kPrefix.size();
+    ok = (k == 4 || k == 7) ? text[i] == '-' : (text[i] >= '0' && text[i] <= '9');
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "software stack '", std::string(text),
+        "' is not a MaxText container tag maxtext-YYYY-MM-DD (e.g. maxtext-2026-09-10) "
+        "or 'latest'"));
+  }
+  s.container = std::string(text);
+  return s;
+}
+
 std::string ToString(const SoftwareStack& stack) {
+  if (stack.framework == Framework::kMaxText) {
+    return absl::StrCat("MaxText ", stack.container);
+  }
   return absl::StrCat(stack.container, " (modelled as generation ",
                       std::string(StackGenerationName(stack.generation)), ")");
 }
@@ -50,6 +56,23 @@ absl::StatusOr<SearchResult> SearchForStack(const SearchProblem& problem,
                                             const SearchOptions& options,
                                             StackGeneration generation) {
   return Search(problem, std::move(cost_model), options, StackConstantsFor(generation));
+}
+
+}  // namespace moetune::planner
+
+namespace moetune::planner {
+
+StackConstants StackConstantsFor(const SoftwareStack& stack) {
+  StackConstants k = StackConstantsFor(stack.generation);
+  k.framework = stack.framework;
+  return k;
+}
+
+absl::StatusOr<SearchResult> SearchForStack(const SearchProblem& problem,
+                                            std::shared_ptr<const CostModel> cost_model,
+                                            SearchOptions options, const SoftwareStack& stack) {
+  options.framework = stack.framework;
+  return Search(problem, std::move(cost_model), options, StackConstantsFor(stack));
 }
 
 }  // namespace moetune::planner

@@ -11,19 +11,11 @@
 
 #include "absl/status/statusor.h"
 #include "planner/cost_model.h"
+#include "planner/framework.h"  // Framework, FrameworkName, ParseFramework
 #include "planner/search.h"
 #include "planner/step_model.h"
 
 namespace moetune::planner {
-
-// The training framework a plan is for: what the search may propose (its
-// rules), how the step model prices it and which config the emitters write.
-// Megatron-Core / Megatron-Bridge (PyTorch + Transformer Engine) or MaxText
-// (JAX + XLA + Transformer Engine).
-enum class Framework { kMegatron, kMaxText };
-std::string_view FrameworkName(Framework framework);  // "megatron", "maxtext"
-// Case-insensitive; InvalidArgument naming the text and the known names.
-absl::StatusOr<Framework> ParseFramework(std::string_view name);
 
 struct SoftwareStack {
   Framework framework = Framework::kMegatron;
@@ -34,8 +26,15 @@ struct SoftwareStack {
 // "" or "latest" -> the latest generation; "YY.MM[.NN]" -> its generation
 // (StackGenerationForContainer). InvalidArgument naming the text otherwise.
 absl::StatusOr<SoftwareStack> ParseSoftwareStack(std::string_view text);
+// The stack of `framework`: for Megatron as above; for MaxText "" or
+// "latest", or an NVIDIA JAX MaxText container tag "maxtext-YYYY-MM-DD"
+// (e.g. maxtext-2026-09-10, the seed run's container). A MaxText stack keeps
+// the latest Megatron generation's constants (the step model tells MaxText
+// apart by StackConstants::framework). InvalidArgument naming the text.
+absl::StatusOr<SoftwareStack> ParseSoftwareStack(Framework framework, std::string_view text);
 
-// "26.04.01 (modelled as generation 26.02)", "latest (generation 26.06)".
+// "26.04.01 (modelled as generation 26.02)", "latest (generation 26.06)";
+// MaxText: "MaxText maxtext-2026-09-10".
 std::string ToString(const SoftwareStack& stack);
 
 // Search() with the step model of `generation` (same contract as Search).
@@ -43,5 +42,12 @@ absl::StatusOr<SearchResult> SearchForStack(const SearchProblem& problem,
                                             std::shared_ptr<const CostModel> cost_model,
                                             const SearchOptions& options,
                                             StackGeneration generation);
+// Search() for `stack`: the search's rules (options.framework) and the step
+// model's constants (StackConstants::framework) both take stack.framework.
+absl::StatusOr<SearchResult> SearchForStack(const SearchProblem& problem,
+                                            std::shared_ptr<const CostModel> cost_model,
+                                            SearchOptions options, const SoftwareStack& stack);
+// The step-model constants of a stack: its generation's, with its framework.
+StackConstants StackConstantsFor(const SoftwareStack& stack);
 
 }  // namespace moetune::planner

@@ -66,5 +66,25 @@ TEST(SoftwareStackTest, OlderGenerationIsNeverFasterForMoe) {
                    plain->best.prediction.tokens_per_sec_per_gpu);
 }
 
+TEST(SoftwareStackTest, MaxTextTakesItsContainerTags) {
+  absl::StatusOr<SoftwareStack> latest = ParseSoftwareStack(Framework::kMaxText, "latest");
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(latest->framework, Framework::kMaxText);
+  absl::StatusOr<SoftwareStack> seed = ParseSoftwareStack(Framework::kMaxText, "maxtext-2026-09-10");
+  ASSERT_TRUE(seed.ok()) << seed.status();
+  EXPECT_EQ(seed->container, "maxtext-2026-09-10");
+  EXPECT_EQ(ToString(*seed), "MaxText maxtext-2026-09-10");
+  EXPECT_EQ(StackConstantsFor(*seed).framework, Framework::kMaxText);
+  for (const char* bad : {"26.04.01", "maxtext-2026-9-10", "maxtext-20260910", "jax-2026-09-10"}) {
+    EXPECT_EQ(ParseSoftwareStack(Framework::kMaxText, bad).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  // Megatron keeps its own form.
+  EXPECT_FALSE(ParseSoftwareStack(Framework::kMegatron, "maxtext-2026-09-10").ok());
+  EXPECT_EQ(ParseSoftwareStack(Framework::kMegatron, "26.04.01")->generation,
+            StackGeneration::k2602);
+}
+
 }  // namespace
 }  // namespace moetune::planner

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "planner/cost_model.h"
 #include "planner/flops.h"
+#include "planner/framework.h"
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
 #include "planner/prediction.h"
@@ -50,6 +51,7 @@ absl::StatusOr<StackGeneration> ParseStackGeneration(std::string_view name);
 // never per model or per run.
 struct StackConstants {
   StackGeneration generation = kLatestStackGeneration;
+  Framework framework = Framework::kMegatron;  // who runs the step (framework.h)
   // Fraction of the EP dispatch/combine time hidden behind the other
   // micro-batch's compute when the schedule allows it (Megatron-Core 1F1B
   // A2A overlap; bounded by that compute). Low in the published recipes:

@@ -35,12 +35,20 @@ absl::Status InField(const std::string& field, const absl::Status& s) {
   return absl::Status(code, absl::StrCat(field, ": ", s.message()));
 }
 
-// software_stack: a container version or "latest"/empty (planner/software_stack.h).
-absl::StatusOr<p::SoftwareStack> ResolveStack(const std::string& text) {
+// framework: "megatron" (or empty) / "maxtext"; software_stack: that
+// framework's container version or "latest"/empty (planner/software_stack.h).
+absl::StatusOr<p::SoftwareStack> ResolveStack(const std::string& framework_text,
+                                              const std::string& text) {
+  if (framework_text.size() > 32) {
+    return absl::InvalidArgumentError("framework is longer than 32 characters");
+  }
+  absl::StatusOr<p::Framework> framework =
+      framework_text.empty() ? p::Framework::kMegatron : p::ParseFramework(framework_text);
+  if (!framework.ok()) return InField("framework", framework.status());
   if (text.size() > 32) {
     return absl::InvalidArgumentError("software_stack is longer than 32 characters");
   }
-  absl::StatusOr<p::SoftwareStack> s = p::ParseSoftwareStack(text);
+  absl::StatusOr<p::SoftwareStack> s = p::ParseSoftwareStack(*framework, text);
   if (!s.ok()) return InField("software_stack", s.status());
   return s;
 }
@@ -260,7 +268,7 @@ absl::Status PlannerAdapter::ValidatePlan(const v1::SubmitPlanRequest& r) const 
   if (r.cluster().calibration_cluster().size() > 128) {
     return absl::InvalidArgumentError("cluster.calibration_cluster is longer than 128 characters");
   }
-  absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.software_stack());
+  absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.framework(), r.software_stack());
   if (!stack.ok()) return stack.status();
   return absl::OkStatus();
 }
@@ -310,7 +318,7 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
   if (!shape.ok()) return shape.status();
   absl::StatusOr<p::SearchOptions> options = ToSearchOptions(r.constraints(), *cluster);
   if (!options.ok()) return options.status();
-  absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.software_stack());
+  absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.framework(), r.software_stack());
   if (!stack.ok()) return stack.status();
   PlanOutput out;
   std::string fitted_at;
@@ -324,7 +332,7 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
   };
   p::SearchProblem problem{*model, *cluster, *shape};
   absl::StatusOr<p::SearchResult> result =
-      p::SearchForStack(problem, *cost, *options, stack->generation);
+      p::SearchForStack(problem, *cost, *options, *stack);
   if (!result.ok()) return result.status();
   out.method = absl::StrFormat(
       "planner search (%s): %d candidates, %d evaluated, %d feasible, %.2f s",
@@ -346,9 +354,13 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
       (*plan.mutable_knobs())[key] = value.is_string() ? value.get<std::string>() : value.dump();
     }
     out.configs[{rank, v1::CONFIG_FORMAT_JSON}] = p::EmitCanonicalJson(rp.prediction, ctx);
-    out.configs[{rank, v1::CONFIG_FORMAT_MEGATRON}] = p::EmitMegatronArgs(rp.prediction, ctx);
-    out.configs[{rank, v1::CONFIG_FORMAT_MAXTEXT}] =
-        p::RenderMaxText(p::EmitMaxText(rp.prediction, *cluster, ctx));
+    if (stack->framework == p::Framework::kMaxText) {
+      absl::StatusOr<p::MaxTextConfig> mt = p::EmitMaxText(rp.prediction, *cluster, ctx);
+      if (!mt.ok()) return mt.status();
+      out.configs[{rank, v1::CONFIG_FORMAT_MAXTEXT}] = p::RenderMaxText(*mt);
+    } else {
+      out.configs[{rank, v1::CONFIG_FORMAT_MEGATRON}] = p::EmitMegatronArgs(rp.prediction, ctx);
+    }
   }
   // The report page (best plan), what-ifs re-planned with this job's cost
   // model choice when enabled.
@@ -368,7 +380,13 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
           std::string ignored;
           auto c = CostModelFor(q.cluster, r.cluster().calibration_cluster(), &ignored);
           if (!c.ok()) return c.status();
-          return p::Search(q, *c, what_if_options);
+          // The job's framework (the what-ifs keep the latest generation, as
+          // before the framework existed).
+          p::SearchOptions o = what_if_options;
+          o.framework = stack->framework;
+          p::StackConstants k;
+          k.framework = stack->framework;
+          return p::Search(q, *c, o, k);
         });
   }
   absl::StatusOr<std::string> html = p::RenderPlanReport(report);
@@ -420,7 +438,7 @@ absl::StatusOr<v1::Prediction> PlannerAdapter::Predict(const v1::PredictRequest&
   }
   absl::StatusOr<p::SearchOptions> options = ToSearchOptions(constraints, *cluster);
   if (!options.ok()) return options.status();
-  absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.software_stack());
+  absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.framework(), r.software_stack());
   if (!stack.ok()) return stack.status();
   p::PlanRequest request = ToPlanRequest(*model, *cluster, *shape, *options);
   request.threads = options_.search_threads;

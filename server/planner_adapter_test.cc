@@ -76,7 +76,7 @@ TEST_F(PlannerAdapterTest, BadInputsNameTheApiField) {
   EXPECT_TRUE(adapter_->ValidatePlan(Request("deepseek-v3", "gb200-nvl72", 1024)).ok());
 }
 
-TEST_F(PlannerAdapterTest, PlanRendersEveryFormatForEachPlan) {
+TEST_F(PlannerAdapterTest, PlanRendersItsFrameworksFormatsForEachPlan) {
   v1::SubmitPlanRequest r = Request("llama3-8b", "h100-sxm", 8);
   r.mutable_constraints()->set_top_k(2);
   r.mutable_constraints()->set_fix("tp=2");
@@ -93,7 +93,8 @@ TEST_F(PlannerAdapterTest, PlanRendersEveryFormatForEachPlan) {
     EXPECT_THAT(out->configs.at({rank, v1::CONFIG_FORMAT_JSON}), HasSubstr("moetune.plan.v1"));
     EXPECT_THAT(out->configs.at({rank, v1::CONFIG_FORMAT_MEGATRON}),
                 HasSubstr("--tensor-model-parallel-size"));
-    EXPECT_THAT(out->configs.at({rank, v1::CONFIG_FORMAT_MAXTEXT}), HasSubstr("XLA_FLAGS"));
+    // A Megatron plan is not a MaxText plan: no MaxText config.
+    EXPECT_EQ(out->configs.count({rank, v1::CONFIG_FORMAT_MAXTEXT}), 0u);
   }
   const v1::Plan& best = out->plans[0];
   const v1::ParallelConfig& p = best.parallel();
@@ -105,6 +106,26 @@ TEST_F(PlannerAdapterTest, PlanRendersEveryFormatForEachPlan) {
   for (const auto& [term, source] : best.prediction().term_sources()) {
     EXPECT_EQ(source, v1::TERM_SOURCE_DATASHEET) << term;
   }
+}
+
+TEST_F(PlannerAdapterTest, FrameworkMaxTextPlansAndEmitsMaxText) {
+  v1::SubmitPlanRequest bad = Request("llama3-8b", "h100-sxm", 8);
+  bad.set_framework("nemo");
+  EXPECT_THAT(adapter_->ValidatePlan(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("framework: ")));
+  v1::SubmitPlanRequest r = Request("llama3-8b", "h100-sxm", 8);
+  r.set_framework("maxtext");
+  r.set_software_stack("maxtext-2026-09-10");
+  auto out = adapter_->Plan(r, [](int64_t, int64_t) {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(out->configs.at({1, v1::CONFIG_FORMAT_MAXTEXT}),
+              HasSubstr("software stack MaxText maxtext-2026-09-10"));
+  EXPECT_THAT(out->configs.at({1, v1::CONFIG_FORMAT_JSON}), HasSubstr("\"framework\": \"maxtext\""));
+  EXPECT_EQ(out->configs.count({1, v1::CONFIG_FORMAT_MEGATRON}), 0u);
+  // A Megatron container version is no MaxText stack.
+  r.set_software_stack("26.04.01");
+  EXPECT_THAT(adapter_->ValidatePlan(r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("maxtext-YYYY-MM-DD")));
 }
 
 TEST_F(PlannerAdapterTest, SoftwareStackIsAnInput) {

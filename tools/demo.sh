@@ -7,7 +7,8 @@
 #   4. submits DeepSeek-V3 for 1,024 GB200 GPUs (NVL72 racks), seq 4096,
 #      global batch 8192, waits for the plan job and prints the tuned
 #      configuration with its prediction and breakdown, then the Megatron-LM
-#      arguments and the MaxText YAML;
+#      arguments; then plans the seed run's job (DeepSeek-V3 on 128 GB200,
+#      gbs 768) with --framework maxtext and prints its MaxText YAML;
 #   5. stops what it started and removes the temporary directory.
 # The local agent measures this machine, not a GB200 rack, so the GB200 plan
 # comes from datasheet priors (the output says so); on a real cluster, point
@@ -97,6 +98,10 @@ if [[ -f "$CHECK" ]] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     --world-size 1024 --startup "$WORK/megatron_args.sh" 2>/dev/null ||
     echo "demo: Megatron-LM rejected the plan (see above)"
 fi
+echo "== demo: a MaxText plan (--framework maxtext): DeepSeek-V3 on 128 GB200, gbs 768"
+"$CLI" submit --server "$ADDR" --framework maxtext --model deepseek-v3 --cluster gb200-nvl72 \
+  --gpus 128 --seq 4096 --gbs 768 --wait | tee "$WORK/submit_maxtext.txt"
+MT_JOB="$(grep -Eo 'job[-_ ][A-Za-z0-9_-]+|JOB [A-Za-z0-9_-]+' "$WORK/submit_maxtext.txt" | head -n1 | awk '{print $NF}')"
 echo "== demo: MaxText YAML"
-"$CLI" fetch --server "$ADDR" "$JOB" --format maxtext
+"$CLI" fetch --server "$ADDR" "$MT_JOB" --format maxtext
 echo "== demo: done; stopping the server and the agent"

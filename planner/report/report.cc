@@ -1232,9 +1232,10 @@ absl::StatusOr<std::string> RenderPlanReport(const ReportInput& in) {
         "timeline_ranks must be >= 1, got ", in.timeline_ranks));
   }
   const SearchProblem& pb = r.problem;
+  // The framework only when not Megatron (the default), as in the JSON.
   const std::string title =
-      absl::StrCat(pb.model.name, " on ", HumanCount(pb.shape.gpus), " x ",
-                   pb.cluster.name);
+      absl::StrCat(pb.model.name, " on ", HumanCount(pb.shape.gpus), " x ", pb.cluster.name,
+                   r.best.prediction.framework == Framework::kMaxText ? ", MaxText" : "");
   std::string out;
   out.reserve(1 << 16);
   absl::StrAppend(&out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"

@@ -90,7 +90,9 @@ Replanner DatasheetReplanner(SearchOptions options) {
   return [options](const SearchProblem& problem)
              -> absl::StatusOr<SearchResult> {
     auto cost = std::make_shared<DatasheetCostModel>(problem.cluster);
-    return Search(problem, std::move(cost), options);
+    StackConstants stack;
+    stack.framework = options.framework;  // the plan's framework, priced as such
+    return Search(problem, std::move(cost), options, stack);
   };
 }
 

@@ -7,6 +7,7 @@
 //       [--explain] [--format json|megatron|maxtext|text|html] [--out FILE]
 //       [--max-memory-fraction F] [--dispatchers alltoall,fused_dedup]
 //       [--threads N] [--objective pretrain|finetune|lora] [--stack CONTAINER]
+//       [--framework megatron|maxtext]
 //
 // Exit codes: 0 ok, 1 internal failure, 2 bad input (one line on stderr),
 // 3 no feasible plan (the tightest constraint on stderr).
@@ -65,7 +66,8 @@ const std::vector<FlagSpec>& PlanFlags() {
       {"dispatchers", false, "allowed MoE dispatchers: alltoall, fused_dedup (default both)"},
       {"threads", false, "worker threads (default: one per core)"},
       {"objective", false, "pretrain (default), finetune or lora"},
-      {"stack", false, "software stack: container version (26.02, 26.04.01, 26.06, ...) or latest (default)"},
+      {"stack", false, "software stack: container version (Megatron: 26.02, 26.04.01, 26.06, ...; MaxText: maxtext-2026-09-10, ...) or latest (default)"},
+      {"framework", false, "megatron (default) or maxtext: whose rules, search space and config the plan follows"},
       {"help", true, "show this help"},
   };
   return specs;
@@ -296,11 +298,21 @@ int RunPlan(const std::vector<std::string>& argv) {
     };
   }
 
-  absl::StatusOr<pl::SoftwareStack> stack = pl::ParseSoftwareStack(args.GetOr("stack", ""));
+  absl::StatusOr<pl::Framework> framework = pl::ParseFramework(args.GetOr("framework", "megatron"));
+  if (!framework.ok()) {
+    return Fail(kExitBadInput, "--framework: " + OneLine(framework.status().message()));
+  }
+  if ((format == "megatron" && *framework != pl::Framework::kMegatron) ||
+      (format == "maxtext" && *framework != pl::Framework::kMaxText)) {
+    return Fail(kExitBadInput, absl::StrCat("--format ", format, " needs --framework ", format,
+                                            " (the plan is searched under that framework's rules)"));
+  }
+  absl::StatusOr<pl::SoftwareStack> stack =
+      pl::ParseSoftwareStack(*framework, args.GetOr("stack", ""));
   if (!stack.ok()) return Fail(kExitBadInput, "--stack: " + OneLine(stack.status().message()));
+  options.framework = stack->framework;
   auto cost = std::make_shared<pl::DatasheetCostModel>(problem.cluster);
-  absl::StatusOr<pl::SearchResult> result =
-      pl::SearchForStack(problem, cost, options, stack->generation);
+  absl::StatusOr<pl::SearchResult> result = pl::SearchForStack(problem, cost, options, *stack);
   if (progress_shown) std::fprintf(stderr, "\n");
   if (!result.ok()) {
     return Fail(ExitCodeFor(result.status()), OneLine(result.status().message()));
@@ -317,7 +329,10 @@ int RunPlan(const std::vector<std::string>& argv) {
   } else if (format == "megatron") {
     text = pl::EmitMegatronArgs(result->best.prediction, ctx);
   } else if (format == "maxtext") {
-    text = pl::RenderMaxText(pl::EmitMaxText(result->best.prediction, problem.cluster, ctx));
+    absl::StatusOr<pl::MaxTextConfig> mt =
+        pl::EmitMaxText(result->best.prediction, problem.cluster, ctx);
+    if (!mt.ok()) return Fail(ExitCodeFor(mt.status()), OneLine(mt.status().message()));
+    text = pl::RenderMaxText(*mt);
   } else if (format == "html") {
     // The report page (planner/report), each what-if re-planned like this plan.
     pl::ReportInput report;

@@ -44,10 +44,25 @@ check "megatron" 0 $?
 expect_in "megatron flags" "$TMP/out.sh" "--tensor-model-parallel-size"
 expect_in "megatron array" "$TMP/out.sh" "MEGATRON_ARGS=("
 bash -n "$TMP/out.sh" || { echo "FAIL: megatron output is not valid bash"; fails=$((fails + 1)); }
-"$BIN" plan "${SMALL[@]}" --format maxtext > "$TMP/out.yaml" 2> "$TMP/err"
+"$BIN" plan "${SMALL[@]}" --framework maxtext --format maxtext > "$TMP/out.yaml" 2> "$TMP/err"
 check "maxtext" 0 $?
 expect_in "maxtext keys" "$TMP/out.yaml" "^ici_tensor_parallelism:"
 expect_in "maxtext xla" "$TMP/out.yaml" "XLA_FLAGS"
+# A Megatron plan is not emitted as MaxText, nor a MaxText plan as Megatron.
+"$BIN" plan "${SMALL[@]}" --format maxtext > /dev/null 2> "$TMP/err"
+check "maxtext needs --framework maxtext" 2 $?
+one_line "maxtext needs --framework maxtext" "$TMP/err"
+"$BIN" plan "${SMALL[@]}" --framework maxtext --format megatron > /dev/null 2> "$TMP/err"
+check "megatron needs --framework megatron" 2 $?
+"$BIN" plan "${SMALL[@]}" --framework maxtext --format json > "$TMP/mt.json" 2> "$TMP/err"
+check "maxtext json" 0 $?
+expect_in "json says maxtext" "$TMP/mt.json" '"framework": "maxtext"'
+"$BIN" plan "${SMALL[@]}" --framework jax > /dev/null 2> "$TMP/err"
+check "bad --framework" 2 $?
+one_line "bad --framework" "$TMP/err"
+"$BIN" plan "${SMALL[@]}" --framework maxtext --stack 26.04 > /dev/null 2> "$TMP/err"
+check "megatron stack for maxtext" 2 $?
+expect_in "maxtext stack form" "$TMP/err" "maxtext-YYYY-MM-DD"
 "$BIN" plan "${SMALL[@]}" --format text --explain --fix tp=1 > "$TMP/out.txt" 2> "$TMP/err"
 check "text + explain + fix" 0 $?
 expect_in "text layout" "$TMP/out.txt" "tp=1 "

@@ -10,7 +10,7 @@
 //       [--overlap tp,ep,dp,pp|none] [--comm-streams K] [--moe-imbalance X]
 //       [--shard-params] [--first-stage-layers L] [--last-stage-layers L]
 //       [--objective pretrain|finetune|lora] [--stack CONTAINER|latest]
-//       [--format json|text]
+//       [--framework megatron|maxtext] [--format json|text|maxtext]
 //
 // --stack: the software the run uses, a Megatron-Core/Bridge container
 // version (26.02, 26.04.01, 26.06, ...; default latest); it selects the step
@@ -49,6 +49,7 @@
 #include "absl/strings/str_split.h"
 #include "planner/request.h"
 #include "planner/cost_model.h"
+#include "planner/emitters.h"
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
 #include "planner/prediction.h"
@@ -99,8 +100,9 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"first-stage-layers", false, "layers on the first pipeline stage"},
       {"last-stage-layers", false, "layers on the last pipeline stage"},
       {"objective", false, "pretrain (default), finetune or lora"},
-      {"stack", false, "software stack: container version (26.02, 26.04.01, 26.06, ...) or latest (default)"},
-      {"format", false, "json (default) or text"},
+      {"stack", false, "software stack: container version (Megatron: 26.02, 26.04.01, 26.06, ...; MaxText: maxtext-2026-09-10, ...) or latest (default)"},
+      {"framework", false, "megatron (default) or maxtext: whose rules the pins must pass and how the step is priced"},
+      {"format", false, "json (default), text, or maxtext (with --framework maxtext: the MaxText YAML and XLA_FLAGS)"},
       {"help", true, "show this help"},
   };
   return specs;
@@ -307,7 +309,12 @@ int RunPredict(const std::vector<std::string>& argv) {
     shape.objective = *o;
   }
 
-  absl::StatusOr<pl::SoftwareStack> stack = pl::ParseSoftwareStack(args.GetOr("stack", ""));
+  absl::StatusOr<pl::Framework> framework = pl::ParseFramework(args.GetOr("framework", "megatron"));
+  if (!framework.ok()) {
+    return Fail(kExitBadInput, absl::StrCat("--framework: ", framework.status().message()));
+  }
+  absl::StatusOr<pl::SoftwareStack> stack =
+      pl::ParseSoftwareStack(*framework, args.GetOr("stack", ""));
   if (!stack.ok()) return Fail(kExitBadInput, absl::StrCat("--stack: ", stack.status().message()));
 
   pl::ParallelConfig p;
@@ -440,11 +447,20 @@ int RunPredict(const std::vector<std::string>& argv) {
     nlohmann::json j = pl::ToJson(*pred);
     j["software_stack"] = {{"container", stack->container},
                            {"generation", std::string(pl::StackGenerationName(stack->generation))}};
+    if (stack->framework != pl::Framework::kMegatron) {
+      j["software_stack"]["framework"] = std::string(pl::FrameworkName(stack->framework));
+    }
     std::cout << j.dump(2) << "\n";
+  } else if (format == "maxtext") {
+    pl::EmitContext ctx;
+    ctx.problem = pl::ToString(pl::ProblemOf(request)) + ", software stack " + pl::ToString(*stack);
+    absl::StatusOr<pl::MaxTextConfig> mt = pl::EmitMaxText(*pred, *cluster, ctx);
+    if (!mt.ok()) return Fail(kExitBadInput, std::string(mt.status().message()));
+    std::cout << pl::RenderMaxText(*mt);
   } else if (format == "text") {
     std::cout << TextReport(*pred) << "software stack: " << pl::ToString(*stack) << "\n";
   } else {
-    return Fail(kExitBadInput, absl::StrCat("--format: expected json or text, got '", format, "'"));
+    return Fail(kExitBadInput, absl::StrCat("--format: expected json, text or maxtext, got '", format, "'"));
   }
   return kExitOk;
 }

@@ -17,7 +17,7 @@ constexpr char kUsage[] =
     "submit --model PRESET|config.json (--cluster PRESET | --cluster_file "
     "cluster.json)\n       --gpus N --seq N --gbs N [--calibration_cluster NAME] [--top_k K] "
     "[--precision bf16|fp8|mxfp8|nvfp4]\n       [--tp N --pp N --ep N --cp N --etp N --vp N "
-    "--mbs N] [--wait] [--format text|json]";
+    "--mbs N] [--framework megatron|maxtext] [--wait] [--format text|json]";
 
 int RunSubmit(const std::vector<std::string>& argv) {
   Args args;
@@ -38,7 +38,8 @@ int RunSubmit(const std::vector<std::string>& argv) {
       {"fix", false, "pin knobs as in `moetune plan --fix`, e.g. recompute=full,ep=64"},
       {"wait", true, "follow the job until it ends"},
       {"wait_timeout_s", false, "give up waiting after this long (default 3600)"},
-      {"format", false, "text (default) or json"}};
+      {"format", false, "text (default) or json"},
+      {"framework", false, "megatron (default) or maxtext: whose rules and configs the job's plans follow"}};
   for (const char* k : {"tp", "pp", "vp", "ep", "etp", "cp", "dp", "mbs"}) {
     specs.push_back({k, false, "pin this parallel degree"});
   }
@@ -48,6 +49,8 @@ int RunSubmit(const std::vector<std::string>& argv) {
     return BadInput("submit", "--format must be text or json, got '" + format + "'");
   }
   v1::SubmitPlanRequest req;
+  // Checked by the server (planner_adapter ResolveStack), like the stack.
+  if (args.Has("framework")) req.set_framework(*args.Get("framework"));
   // --model takes a preset or a file, as in `plan` and `predict`
   // (planner/request.h); --model_file is the old spelling.
   if (args.Has("model") == args.Has("model_file")) {
