@@ -20,7 +20,8 @@ namespace moetune::planner {
 // rules), how the step model prices it and which config the emitters write.
 // Megatron-Core / Megatron-Bridge (PyTorch + Transformer Engine) or MaxText
 // (JAX + XLA + Transformer Engine).
-enum class Framework { kMegatron, kMaxText };
+// (enum class Framework is declared in step_model.h, beside StackGeneration,
+// because the step model's constants carry it.)
 std::string_view FrameworkName(Framework framework);  // "megatron", "maxtext"
 // Case-insensitive; InvalidArgument naming the text and the known names.
 absl::StatusOr<Framework> ParseFramework(std::string_view name);

@@ -23,9 +23,16 @@
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
 #include "planner/prediction.h"
+#include "planner/step_model_maxtext.h"
 #include "planner/training_config.h"
 
 namespace moetune::planner {
+
+// The training framework a plan is for: what the search may propose (its
+// rules), how the step model prices it and which config the emitters write.
+// Megatron-Core / Megatron-Bridge (PyTorch + Transformer Engine) or MaxText
+// (JAX + XLA + Transformer Engine). Parsed and named in software_stack.h.
+enum class Framework { kMegatron, kMaxText };
 
 // Generations of the training software whose behaviour the step model tells
 // apart (NVIDIA Megatron-Core / Megatron-Bridge containers). The container
@@ -50,6 +57,14 @@ absl::StatusOr<StackGeneration> ParseStackGeneration(std::string_view name);
 // never per model or per run.
 struct StackConstants {
   StackGeneration generation = kLatestStackGeneration;
+  // Which framework's execution the step model prices. kMaxText switches
+  // the few terms where XLA runs a mechanism differently (the EP exchange,
+  // the expert GEMMs, FSDP collectives and their overlap, remat/offload,
+  // host work, memory); see step_model_maxtext.h. The Megatron constants
+  // below are not read for those terms.
+  Framework framework = Framework::kMegatron;
+  // MaxText/XLA's own constants (read only when framework is kMaxText).
+  MaxTextConstants maxtext;
   // Fraction of the EP dispatch/combine time hidden behind the other
   // micro-batch's compute when the schedule allows it (Megatron-Core 1F1B
   // A2A overlap; bounded by that compute). Low in the published recipes:
@@ -139,6 +154,9 @@ struct StackConstants {
 
 // The constants of one generation (the defaults above are the latest's).
 StackConstants StackConstantsFor(StackGeneration generation);
+// MaxText on the NVIDIA JAX container maxtext-2026-09-10 (JAX + XLA +
+// Transformer Engine): framework kMaxText, MaxTextConstants' defaults.
+StackConstants MaxTextStackConstants();
 
 // A ring collective over `group_size` ranks, `members_per_domain` of them in
 // each NVLink domain. Inside one domain (span kNvlinkDomain), or with one
