@@ -60,9 +60,10 @@ struct MaxTextConstants {
   // moe_mlpwi_0/1 at worst-case size is 58 layers x 24,576 tokens x 8 x 8 x
   // 2 x 2,048 x 2 B = 747 GB per GPU against 240 GB of host memory per GB200
   // (the cluster preset), so the TE grouped-GEMM path keeps them at the
-  // routed rows; false prices that. true prices MaxText's worst-case
-  // sizing (the receive buffer itself is always worst-case, see
-  // MaxTextPeakMemory).
+  // routed rows, and so the receive buffer they are computed from (one
+  // static shape): false prices that. true prices MaxText's worst-case
+  // sizing, for the receive buffer (MaxTextPeakMemory) and the saved
+  // tensors alike.
   bool ragged_buffers_worst_case = false;
   // Bytes per parameter: MaxText keeps weights in weight_dtype float32
   // (base.yml) and computes in dtype bfloat16, so the FSDP all-gather moves

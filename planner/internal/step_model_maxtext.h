@@ -99,8 +99,9 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
 //  activations = saved activations of the rank's layers x in-flight
 //    micro-batches (as Megatron's 1F1B), + one MoE layer's full working set
 //    (the layer being recomputed and differentiated), + fp32 logits;
-//  comm buffers = kNcclBufferBytes + the ragged all-to-all's worst-case
-//    send and receive buffers (ep x tr k h x 2 B each) or NCCL EP's (2 tr k
+//  comm buffers = kNcclBufferBytes + the EP send and receive buffers:
+//    2 tr k h x 2 B, or with ragged all-to-all and ragged_buffers_worst_case
+//    the send buffer plus an ep times larger receive buffer ((1 + ep) tr k
 //    h x 2 B);
 //  reserve = kFixedReserveBytes (XLA assigns buffers at compile time: no
 //    caching-allocator fragmentation term).
