@@ -49,6 +49,24 @@ double ExpertRowsFactor(const Context& c) {
   return imbalance;
 }
 
+// XLA's expansion of the routed experts' weight gradients (see
+// MaxTextConstants::ragged_dot_wgrad_expanded): for each of the g local
+// experts a dense [k x M] x [M x n] product over all M rows of the buffer
+// (the rows of the other experts masked to zero), fc1 (k = h, n = gate x
+// fe) and fc2 (k = fe, n = h): g x (DenseGemm(h, gate fe, M) +
+// DenseGemm(fe, h, M)). M = tr x top_k x etp x the buffer's rows factor.
+Cost RaggedDotWgradExpanded(const Context& c) {
+  const ModelSpec& m = *c.model;
+  const double h = double(m.hidden_size);
+  const double gate = m.gated_mlp ? 2.0 : 1.0;
+  const double fe = double(m.moe_ffn_hidden_size) / c.etp;
+  const double rows = c.tokens_rank * m.moe_top_k * c.etp * ExpertRowsFactor(c);
+  const double g = double(m.num_routed_experts / c.ep);
+  const Cost fc1 = c.cost->DenseGemm(h, gate * fe, rows, c.precision);
+  const Cost fc2 = c.cost->DenseGemm(fe, h, rows, c.precision);
+  return {g * (fc1.seconds + fc2.seconds), CostSource::kDatasheetPrior};
+}
+
 bool OffloadsExpertFc1(const Knobs& knobs) {
   return knobs.offload_activations && (knobs.offload_modules & kOffloadExpertFc1) != 0;
 }
@@ -168,8 +186,16 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
     }
     gfc1_f = kc.gfc1.seconds;
     gfc2_f = kc.gfc2.seconds;
-    l.Add(kSRouted, kc.gfc1, fwd_bwd);
-    l.Add(kSRouted, kc.gfc2, fwd_bwd);
+    if (!knobs.grouped_gemm && c.stack->maxtext.ragged_dot_wgrad_expanded && !c.lora) {
+      // Forward and input gradient as ragged dots, weight gradients by the
+      // expansion (RaggedDotWgradExpanded).
+      l.Add(kSRouted, kc.gfc1, 2.0);
+      l.Add(kSRouted, kc.gfc2, 2.0);
+      l.Add(kSRouted, RaggedDotWgradExpanded(c));
+    } else {
+      l.Add(kSRouted, kc.gfc1, fwd_bwd);
+      l.Add(kSRouted, kc.gfc2, fwd_bwd);
+    }
   }
   // Memory-bound kernels: the same traffic as Megatron's (norms, residuals,
   // RoPE, router, permute/activation/unpermute, casts), forward bytes =
@@ -201,9 +227,13 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
     ep_fwd = kc.dispatch.seconds + kc.combine.seconds;
     const double total = 2.0 * ep_fwd;
     const uint8_t src = SourceBit(kc.dispatch.source) | SourceBit(kc.combine.source);
-    // With async collectives on their own streams the shared experts (not
-    // on the routed path) run while the exchange is in flight.
-    const double hidden = MaxTextMultiStream(knobs) && knobs.overlap.ep_comm
+    // ragged_all_to_all is an XLA async collective: with multi-stream
+    // collectives the shared experts (not on the routed path) run while it
+    // is in flight. TE's NCCL EP dispatch/combine is an FFI custom call on
+    // the compute stream: nothing overlaps it (A2A overlap is the blog's
+    // announced next step).
+    const bool async = knobs.dispatcher == Dispatcher::kAllToAll;
+    const double hidden = async && MaxTextMultiStream(knobs) && knobs.overlap.ep_comm
                               ? std::min(total, shared_f * fwd_bwd)
                               : 0.0;
     l.AddSeconds(kSEpHidden, hidden, src);

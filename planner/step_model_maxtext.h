@@ -51,6 +51,16 @@ struct MaxTextConstants {
   // lowering of ragged_dot (--xla_gpu_experimental_use_ragged_dot_grouped_gemm)
   // is hipBLASLt-only, so on NVIDIA ragged_dot takes XLA's own expansion.
   double ragged_dot_time_ratio = 1.2;
+  // The weight gradients of ragged_dot (ragged contracting dimension) take
+  // XLA's expansion (xla/hlo/transforms/expanders/ragged_dot_rewriter.cc,
+  // RaggedToDense: the operands are broadcast to one copy per group and
+  // masked, then one dense dot contracts over all rows): each of the g
+  // local experts' weight gradients is computed over every row of the
+  // buffer, g x the useful FLOPs. XLA's cuDNN ragged-dot fusion (cuDNN >=
+  // 9.22, kMinCudnnVersionForRaggedDotFusion) covers the forward-shaped
+  // calls only (forward, input gradient), which ragged_dot_time_ratio
+  // prices. false: the weight gradients at the grouped GEMM's cost too.
+  bool ragged_dot_wgrad_expanded = true;
   // Rows of the expert-side tensors XLA keeps for backward (sorted inputs,
   // moe_mlpwi_0/1 outputs, activation, moe_mlpwo output) under ragged
   // all-to-all. MaxText's own sparse path sizes its ragged buffers for the

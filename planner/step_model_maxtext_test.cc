@@ -134,7 +134,14 @@ TEST(MaxTextTermsTest, RaggedDotIsTheGroupedGemmTimesItsRatio) {
   k.grouped_gemm = true;
   EXPECT_NEAR(Seconds(PredictOrDie(sm, Layout(false), k), "moe.routed_experts"), 24e-3, 1e-12);
   k.grouped_gemm = false;
+  // Forward and input gradient as ragged dots: 2 GEMMs x 2 passes x 2 ms x
+  // the ratio x 2 layers; weight gradients by XLA's expansion: 8 / ep = 2
+  // local experts x 2 dense GEMMs (1 ms each) per layer.
   EXPECT_NEAR(Seconds(PredictOrDie(sm, Layout(false), k), "moe.routed_experts"),
+              16e-3 * stack.maxtext.ragged_dot_time_ratio + 2 * 2 * 2e-3, 1e-12);
+  StackConstants no_expansion = stack;
+  no_expansion.maxtext.ragged_dot_wgrad_expanded = false;
+  EXPECT_NEAR(Seconds(PredictOrDie(Make(no_expansion), Layout(false), k), "moe.routed_experts"),
               24e-3 * stack.maxtext.ragged_dot_time_ratio, 1e-12);
 }
 

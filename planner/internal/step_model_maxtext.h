@@ -23,7 +23,9 @@ bool MaxTextMultiStream(const Knobs& knobs);
 // Routed experts and the EP exchange of one MoE layer for one micro-batch
 // (replaces ExpertKindCosts; adds to kc->dispatch / kc->combine):
 //  - expert GEMMs: TE cuBLAS grouped GEMM = the cost model's grouped GEMM;
-//    XLA ragged_dot = that x MaxTextConstants::ragged_dot_time_ratio;
+//    XLA ragged_dot = that x MaxTextConstants::ragged_dot_time_ratio (in
+//    MaxTextLayerCost the weight gradients instead by XLA's expansion, g
+//    dense GEMMs over all buffer rows, when ragged_dot_wgrad_expanded);
 //  - ragged all-to-all (dedup false): an NCCL all-to-all of the send
 //    buffer, tokens x top_k rows of h BF16 elements (every copy), over the
 //    EP group (NVLink when the group fits one domain);
@@ -41,9 +43,11 @@ void MaxTextExpertKindCosts(const Context& c, bool grouped, bool dedup, double i
 //    kernels_fwd x 3 x launch_s (command buffers when cuda_graphs);
 //  - EP: dispatch + combine forward, the same two backward (their
 //    transposes): 2 (dispatch + combine), on the layer's critical path (no
-//    cross-micro-batch A2A overlap in MaxText); with multi-stream
-//    collectives the shared experts' GEMMs (independent of the routed path)
-//    hide up to their own time of it;
+//    cross-micro-batch A2A overlap in MaxText); for ragged all-to-all (an
+//    XLA async collective) with multi-stream collectives the shared
+//    experts' GEMMs (independent of the routed path) hide up to their own
+//    time of it; NCCL EP (a TE custom call on the compute stream) is never
+//    hidden;
 //  - TP collectives exposed (no userbuffers overlap); CP ring as Megatron;
 //  - remat (RecomputeModule -> named checkpoints, see step_model_maxtext.h):
 //    'moe' re-runs the routed GEMMs' forward and the dispatch (the sorted
