@@ -6,6 +6,10 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "planner/cost_model.h"
+#include "planner/hardware.h"
+#include "planner/model_spec.h"
+#include "planner/prediction.h"
 #include "planner/step_model.h"
 
 namespace moetune::planner {
@@ -241,6 +245,61 @@ TEST(MaxTextTermsTest, RaggedReceiveBufferWorstCaseOnlyWhenSet) {
   // The saved expert-side tensors (sorted inputs, moe_mlpwi_0/1, the
   // activation and the down-projection output) grow by the same 4 x.
   EXPECT_GT(worst_case.memory.activations_bytes, routed.memory.activations_bytes);
+}
+
+TEST(MaxTextTermsTest, QuickAgreesWithPredictAcrossKnobs) {
+  // The search's path (one prepared layout, many knob settings, cached
+  // lookups) must give what Predict gives for each setting.
+  absl::StatusOr<ModelSpec> m = LoadModelPreset("deepseek-v3");
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<ClusterSpec> c = LoadClusterPreset("gb200-nvl72");
+  ASSERT_TRUE(c.ok()) << c.status();
+  TrainingShape shape;
+  shape.gpus = 128;
+  shape.seq_len = 4096;
+  shape.global_batch = 768;
+  absl::StatusOr<StepModel> sm = StepModel::Create(
+      *m, *c, shape, std::make_shared<DatasheetCostModel>(*c), MaxTextStackConstants());
+  ASSERT_TRUE(sm.ok()) << sm.status();
+  ParallelConfig p;
+  p.ep = 8;
+  p.mbs = 6;
+  p.shard_params = true;
+  StepModel::PreparedLayout prepared;
+  sm->Prepare(p, &prepared);
+  int checked = 0;
+  for (Dispatcher d : {Dispatcher::kAllToAll, Dispatcher::kFusedDedup}) {
+    for (bool grouped : {false, true}) {
+      for (int streams : {1, 2}) {
+        for (Precision pr : {Precision::kBf16, Precision::kMxfp8}) {
+          for (bool offload : {false, true}) {
+            Knobs k;
+            k.dispatcher = d;
+            k.grouped_gemm = grouped;
+            k.overlap.num_comm_streams = streams;
+            k.precision = pr;
+            k.recompute.mode = RecomputeMode::kSelective;
+            k.recompute.modules = kRecomputeMoe | kRecomputeCoreAttn;
+            k.offload_activations = offload;
+            k.offload_modules = offload ? kOffloadExpertFc1 : 0u;
+            const Estimate e = sm->Quick(prepared, k);
+            const Prediction full = PredictOrDie(*sm, p, k);
+            EXPECT_EQ(e.reason, Infeasibility::kNone);
+            EXPECT_DOUBLE_EQ(e.step_time_s, full.step_time_s);
+            EXPECT_DOUBLE_EQ(e.peak_memory_bytes, full.peak_memory_bytes);
+            // The breakdown's exposed terms sum to the step time.
+            double exposed = 0;
+            for (const Term& t : full.breakdown) {
+              if (!IsHidden(t.kind)) exposed += t.seconds;
+            }
+            EXPECT_NEAR(exposed, full.step_time_s, 1e-9 * full.step_time_s);
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 32);
 }
 
 }  // namespace
