@@ -73,6 +73,14 @@ bool OffloadsExpertFc1(const Knobs& knobs) {
 
 }  // namespace
 
+int MaxTextSliceGpus(int gpus, int nvlink_domain_gpus) {
+  int slice = 1;
+  for (int d = 1; d <= std::min(gpus, nvlink_domain_gpus); ++d) {
+    if (gpus % d == 0) slice = d;
+  }
+  return slice;
+}
+
 bool MaxTextMultiStream(const Knobs& knobs) {
   return knobs.overlap.dp_comm && knobs.overlap.num_comm_streams >= 2;
 }
@@ -328,7 +336,8 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
                                        const Knobs& knobs, const MaxTextConstants& mt,
                                        int m_micro, double busy_s, double ep_step_s,
                                        const RankParams& params, Slots* step) {
-  const int domain = cost.cluster().nvlink_domain_gpus;
+  const int domain = MaxTextSliceGpus(p.tp * p.cp * p.dp * p.pp,
+                                      cost.cluster().nvlink_domain_gpus);
   const int dp_dense = DenseDpGroup(p);
   const int dp_expert = ExpertDpGroup(p);
   const bool multi = MaxTextMultiStream(knobs);

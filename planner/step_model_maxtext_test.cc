@@ -11,6 +11,7 @@
 #include "planner/model_spec.h"
 #include "planner/prediction.h"
 #include "planner/step_model.h"
+#include "planner/internal/step_model_maxtext.h"
 
 namespace moetune::planner {
 namespace {
@@ -105,6 +106,14 @@ TEST(MaxTextStackTest, FrameworkField) {
   EXPECT_EQ(MaxTextStackConstants().framework, Framework::kMaxText);
   EXPECT_EQ(StackConstants().framework, Framework::kMegatron);
   EXPECT_EQ(StackConstantsFor(StackGeneration::k2602).framework, Framework::kMegatron);
+}
+
+TEST(MaxTextTermsTest, SliceIsTheLargestDivisorInADomain) {
+  EXPECT_EQ(step_model_internal::MaxTextSliceGpus(128, 72), 64);
+  EXPECT_EQ(step_model_internal::MaxTextSliceGpus(1024, 72), 64);
+  EXPECT_EQ(step_model_internal::MaxTextSliceGpus(8, 72), 8);
+  EXPECT_EQ(step_model_internal::MaxTextSliceGpus(144, 72), 72);
+  EXPECT_EQ(step_model_internal::MaxTextSliceGpus(96, 8), 8);
 }
 
 TEST(MaxTextTermsTest, RaggedAllToAllSendsEveryCopy) {

@@ -16,6 +16,13 @@ inline bool IsMaxText(const StackConstants& stack) {
   return stack.framework == Framework::kMaxText;
 }
 
+// GPUs of one ICI slice of MaxText's hybrid mesh: the ici_* axes span a
+// slice and the dcn_* axes the slices, all slices the same size, so a slice
+// is a divisor of the job's GPUs; NVLink reaches inside one NVLink domain.
+// The largest divisor of `gpus` not above `nvlink_domain_gpus` (128 GPUs on
+// 72-GPU NVL72 domains: 64, i.e. ICI fsdp 8 x expert 8, DCN 2).
+int MaxTextSliceGpus(int gpus, int nvlink_domain_gpus);
+
 // Multi-stream collectives (XLA async collectives on their own streams):
 // overlap.dp_comm on and at least two communication streams.
 bool MaxTextMultiStream(const Knobs& knobs);
@@ -77,9 +84,10 @@ double MaxTextOffloadBytes(const StepModel::LayerKindTables& k, const Context& c
 // step. Per micro-batch and layer: all-gather of the weights for forward
 // and again for backward (remat re-gathers), reduce-scatter of the
 // gradients (fsdp_gather / fsdp_reduce bytes per parameter), dense
-// weights over dp, expert weights over dp / ep. A group spanning NVLink
-// domains has an NVLink phase and a scale-out phase (HierarchicalCollective's
-// two bounds): with multi-stream collectives they run in parallel (the
+// weights over dp, expert weights over dp / ep. A group spanning ICI slices
+// (MaxTextSliceGpus) has an NVLink phase and a scale-out (DCN) phase
+// (HierarchicalCollective's two bounds, with the group's members per
+// slice): with multi-stream collectives they run in parallel (the
 // larger bounds), on one stream in sequence (their sum). Exposure:
 //  - overlap.dp_comm off: all of it exposed;
 //  - one stream: the collectives share that stream with the EP exchange
