@@ -217,6 +217,15 @@ TEST(SeedBenchmark, MaxTextDeepSeekV3OnGb200) {
               kPublishedFinalTflops / kPublishedBaselineTflops,
               fin.model_tflops_per_gpu / base.model_tflops_per_gpu);
 
+  // Announced next in the blog (not measured): NVFP4 GEMMs on the final
+  // settings, printed as a prediction only.
+  Knobs nvfp4 = ladder.back().knobs;
+  nvfp4.precision = Precision::kNvfp4;
+  absl::StatusOr<Prediction> next = sm.Predict(SeedLayout(), nvfp4);
+  ASSERT_TRUE(next.ok()) << next.status();
+  std::printf("  announced next, predicted only: NVFP4 on the final settings %.1f TF/GPU (x%.3f)\n",
+              next->model_tflops_per_gpu, next->model_tflops_per_gpu / fin.model_tflops_per_gpu);
+
   // Physics that must hold.
   EXPECT_TRUE(fin.fits) << fin.peak_memory_bytes / units::kGiB << " GiB";
   for (size_t i = 1; i < preds.size(); ++i) {
