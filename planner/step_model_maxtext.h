@@ -30,10 +30,14 @@
 //   Knobs.offload_modules expert_fc1      = moe_mlpwi_0 and moe_mlpwi_1 set
 //     to 'offload' (host memory, over NVLink-C2C on Grace systems);
 //   Knobs.overlap.dp_comm + num_comm_streams >= 2 = multi-stream
-//     collectives (XLA async collectives on their own streams, scheduled by
-//     the latency-hiding scheduler: FSDP gathers/scatters overlapped with
-//     compute, the NVLink and scale-out phases of a collective in parallel);
-//     one stream: every collective queues on one stream;
+//     collectives (XLA async collectives scheduled by the latency-hiding
+//     scheduler, xla_gpu_enable_latency_hiding_scheduler, with more than one
+//     in flight: --xla_gpu_experimental_parallel_collective_overlap_limit =
+//     num_comm_streams; FSDP gathers/scatters overlapped with compute and
+//     with the EP exchange, the NVLink and scale-out phases of a collective
+//     in parallel); num_comm_streams 1 = that limit's default 1: one async
+//     collective in flight at a time, so every collective queues behind the
+//     others; overlap.dp_comm off = synchronous collectives;
 //   Knobs.precision kMxfp8                = MaxText/TE recipe: dense GEMMs
 //     FP8 current scaling, expert GEMMs MXFP8 (same peak on Blackwell);
 //     kNvfp4 = the NVFP4 recipe;
