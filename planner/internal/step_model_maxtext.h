@@ -104,9 +104,11 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
 // Memory per GPU under MaxText/XLA (the fuller of the first and last
 // pipeline rank, as PeakMemoryPerGpu):
 //  weights = shard x master_weight_bytes + gathered_layers x one layer's
-//    params x (2 B + low-precision copy);
-//  grads = shard x grad_bytes + one layer's params x fsdp_reduce bytes (the
-//    layer's full gradient before its reduce-scatter);
+//    params x (2 B + low-precision copy) (without shard_params: the shard
+//    is the whole local copy, and its BF16 cast replaces the gathered
+//    layers);
+//  grads = shard x grad_bytes + (FSDP) one layer's params x fsdp_reduce
+//    bytes (the layer's full gradient before its reduce-scatter);
 //  optimizer = shard x adam_state_bytes;
 //  activations = saved activations of the rank's layers x in-flight
 //    micro-batches (as Megatron's 1F1B), + one MoE layer's full working set
