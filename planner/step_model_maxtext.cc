@@ -12,8 +12,12 @@
 //    moe_mlpwi_0/1, moe_mlpwo).
 //  - XLA GPU flags: xla_gpu_enable_latency_hiding_scheduler,
 //    xla_gpu_enable_pipelined_all_gather / _reduce_scatter, async
-//    collectives on their own streams; ragged-all-to-all runs as an NCCL
-//    exchange of the actual rows (nccl_ragged_all_to_all thunk).
+//    collectives on their own streams; ragged-all-to-all moves the actual
+//    rows (xla/backends/gpu/runtime/ragged_all_to_all_thunk.cc): between
+//    load/store-accessible peers (one NVLink domain) with the one-shot copy
+//    kernel (RaggedAllToAllKernelImpl; its measured rate in
+//    MaxTextConstants::ragged_a2a_one_shot_bytes_per_sec, openxla/xla
+//    #33386), otherwise as NCCL send/recv pairs.
 //  - NVIDIA technical blog 2026-09-14, "Accelerating Dropless MoE Training
 //    in JAX with NVIDIA Transformer Engine": the ladder (TE grouped GEMM,
 //    multi-stream collectives with NVLink and IB in parallel, MXFP8, host
@@ -81,6 +85,10 @@ int MaxTextSliceGpus(int gpus, int nvlink_domain_gpus) {
   return slice;
 }
 
+double MaxTextRaggedAllToAllOneShotSeconds(double send_buffer_bytes, double bytes_per_sec) {
+  return bytes_per_sec > 0 ? send_buffer_bytes / bytes_per_sec : 0.0;
+}
+
 bool MaxTextMultiStream(const Knobs& knobs) {
   return knobs.overlap.dp_comm && knobs.overlap.num_comm_streams >= 2;
 }
@@ -127,10 +135,18 @@ void MaxTextExpertKindCosts(const Context& c, bool grouped, bool dedup, double i
       kc->dispatch = AddCost(kc->dispatch, cm.Dispatch(d));
       kc->combine = AddCost(kc->combine, cm.Dispatch(d));
     } else {
-      // ragged_all_to_all: every (token, expert) copy, BF16; NCCL moves the
-      // (ep - 1) / ep that leave the GPU (the collective's bus factor).
+      // ragged_all_to_all: every (token, expert) copy, BF16. Inside one
+      // NVLink domain XLA's one-shot copy kernel moves the whole send buffer
+      // at its measured rate (MaxTextRaggedAllToAllOneShotSeconds); across
+      // domains NCCL moves the (ep - 1) / ep that leave the GPU (the
+      // collective's bus factor).
       const double bytes = tokens * m.moe_top_k * h * kActivationBytes;
-      const Cost a2a = cm.Collective(CollectiveKind::kAllToAll, bytes, c.ep, ep_span);
+      const MaxTextConstants& mt = c.stack->maxtext;
+      const Cost a2a =
+          mt.ragged_a2a_one_shot && ep_span == LinkSpan::kNvlinkDomain
+              ? Cost{MaxTextRaggedAllToAllOneShotSeconds(bytes, mt.ragged_a2a_one_shot_bytes_per_sec),
+                     CostSource::kDatasheetPrior}
+              : cm.Collective(CollectiveKind::kAllToAll, bytes, c.ep, ep_span);
       kc->dispatch = AddCost(kc->dispatch, a2a);
       kc->combine = AddCost(kc->combine, a2a);
     }
@@ -252,9 +268,14 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
   const Recompute& rc = knobs.recompute;
   const bool fc1_offloaded = k.moe && OffloadsExpertFc1(knobs);
   double recompute = 0;
+  // The EP exchange that remat re-runs: communication kernels, so they go
+  // to the EP slot (a profile counts them as communication), not to
+  // recompute; still on the layer's critical path.
+  double recompute_ep = 0;
   if (rc.mode == RecomputeMode::kFull && recompute_this_layer) {
     for (int i = kSAttnProj; i <= kSLogits; ++i) recompute += l.s[i] / fwd_bwd;
-    recompute += kc.attn_f.seconds + mb_f.seconds + ep_fwd;
+    recompute += kc.attn_f.seconds + mb_f.seconds;
+    recompute_ep += ep_fwd;
   } else if (rc.mode == RecomputeMode::kSelective) {
     const double mb_per_elem =
         mb_f.seconds / std::max(1.0, k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
@@ -272,16 +293,20 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
     if ((rc.modules & kRecomputeMoe) && k.moe) {
       // The dispatch re-runs (its output is not a named checkpoint); the
       // up-projection GEMMs only when moe_mlpwi_0/1 are not offloaded.
-      recompute += kc.dispatch.seconds + gfc2_f + (fc1_offloaded ? 0.0 : gfc1_f) +
-                   mb_per_elem * k.mb_topk_elems;
+      recompute_ep += kc.dispatch.seconds;
+      recompute += gfc2_f + (fc1_offloaded ? 0.0 : gfc1_f) + mb_per_elem * k.mb_topk_elems;
     }
   }
   if (recompute > 0) l.AddSeconds(kSRecompute, recompute, kPriorBit);
+  if (recompute_ep > 0) {
+    l.AddSeconds(kSEpExposed, recompute_ep,
+                 SourceBit(kc.dispatch.source) | SourceBit(kc.combine.source));
+  }
   // Offload: copies on the copy engines beside the layer's work.
   const double off_bytes = MaxTextOffloadBytes(k, c);
   if (off_bytes > 0) {
     const Cost copy = cm.HostOffload(off_bytes);
-    const double compute = SlotRange(l, kSAttnCore, kSRecompute);
+    const double compute = SlotRange(l, kSAttnCore, kSRecompute) + recompute_ep;
     const double exposed = std::max(0.0, copy.seconds - compute / 3) +
                            std::max(0.0, copy.seconds - 2 * compute / 3);
     l.AddSeconds(kSOffloadExposed, exposed, SourceBit(copy.source));

@@ -14,7 +14,8 @@
 //   ParallelConfig.ep                    = ici_expert_parallelism;
 //   Knobs.dispatcher kAllToAll            = jax.lax.ragged_all_to_all (every
 //     (token, expert) copy, receive buffers sized for the worst case:
-//     ragged_buffer_factor -1, base.yml default);
+//     ragged_buffer_factor -1, base.yml default; inside one NVLink domain
+//     XLA's one-shot copy kernel, ragged_a2a_one_shot below);
 //   Knobs.dispatcher kFusedDedup          = Transformer Engine's NCCL EP
 //     dispatch/combine (one copy per destination GPU);
 //   Knobs.grouped_gemm false / true       = XLA ragged_dot / Transformer
@@ -79,6 +80,25 @@ struct MaxTextConstants {
   // sizing, for the receive buffer (MaxTextPeakMemory) and the saved
   // tensors alike.
   bool ragged_buffers_worst_case = false;
+  // jax.lax.ragged_all_to_all inside one NVLink domain runs XLA's one-shot
+  // kernel (--xla_gpu_unsupported_use_ragged_all_to_all_one_shot_kernel,
+  // default true: ragged_all_to_all_thunk.cc takes it before its NCCL
+  // send/recv fallback when the peers are load/store-accessible): a copy
+  // kernel of peer stores (RaggedAllToAllKernelImpl, 128-thread blocks,
+  // one update per peer as MaxText calls it), not an NCCL all-to-all.
+  // Public measurement at DeepSeek-V3's shape (256 experts, h 7168, BF16,
+  // 4,096 tokens per GPU, 8 B200 GPUs of one NVLink domain): 16.42 GiB/s
+  // sent per GPU, about 2% of NVLink (openxla/xla issue #33386,
+  // 2025-10-30), while the same call across hosts (NCCL) ran near the
+  // network peak. Corroborated on GB200: disabling the one-shot kernel
+  // alone cut a 4 x GB200 EP4 step from 52.8 s to 6.9 s (marin-community
+  // #7012 / PR #7494), and the multi-host NVLink (LSA) one-shot variant
+  // with one block per peer took 13.82 s of a 33.8 s step until its grid
+  // was raised 32x (marin-community PR #8081). Priced as the kernel's whole
+  // send buffer (every (token, expert) copy, its own slice included, as
+  // that benchmark counts it) at this rate, per GPU.
+  bool ragged_a2a_one_shot = true;
+  double ragged_a2a_one_shot_bytes_per_sec = 16.42 * 1073741824.0;
   // Bytes per parameter: MaxText keeps weights in weight_dtype float32
   // (base.yml) and computes in dtype bfloat16, so the FSDP all-gather moves
   // the bf16 cast of each layer's weights (XLA moves the convert before the

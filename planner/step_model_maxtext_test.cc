@@ -65,11 +65,13 @@ class RoundCostModel : public CostModel {
   ClusterSpec cluster_;
 };
 
-// 8 GPUs of one GB200 NVL72 domain, seq 1,024, 8 sequences: with mbs 1,
-// dp 8, one micro-batch per step; ep 4: 1,024 tokens per GPU.
-StepModel Make(const StackConstants& stack) {
+// 8 GPUs of one GB200 NVL72 domain (or of domains of nvlink_domain_gpus
+// when given), seq 1,024, 8 sequences: with mbs 1, dp 8, one micro-batch
+// per step; ep 4: 1,024 tokens per GPU.
+StepModel Make(const StackConstants& stack, int nvlink_domain_gpus = 0) {
   absl::StatusOr<ClusterSpec> c = LoadClusterPreset("gb200-nvl72");
   EXPECT_TRUE(c.ok()) << c.status();
+  if (nvlink_domain_gpus > 0) c->nvlink_domain_gpus = nvlink_domain_gpus;
   TrainingShape shape;
   shape.gpus = 8;
   shape.seq_len = 1024;
@@ -116,17 +118,41 @@ TEST(MaxTextTermsTest, SliceIsTheLargestDivisorInADomain) {
   EXPECT_EQ(step_model_internal::MaxTextSliceGpus(96, 8), 8);
 }
 
+TEST(MaxTextTermsTest, OneShotRaggedAllToAllIsTheSendBufferAtItsRate) {
+  EXPECT_NEAR(step_model_internal::MaxTextRaggedAllToAllOneShotSeconds(4194304, 16.42 * 1073741824.0),
+              4194304 / 17630840750.08, 1e-15);  // 237.9 us
+  EXPECT_EQ(step_model_internal::MaxTextRaggedAllToAllOneShotSeconds(4194304, 0), 0);
+  // The published rate: 16.42 GiB/s per GPU (openxla/xla #33386).
+  EXPECT_DOUBLE_EQ(MaxTextStackConstants().maxtext.ragged_a2a_one_shot_bytes_per_sec,
+                   16.42 * 1073741824.0);
+}
+
 TEST(MaxTextTermsTest, RaggedAllToAllSendsEveryCopy) {
-  const StepModel sm = Make(MaxTextStackConstants());
+  const StackConstants stack = MaxTextStackConstants();
   Knobs k;
   k.dispatcher = Dispatcher::kAllToAll;
   k.overlap.num_comm_streams = 1;
-  // Send buffer: 1,024 tokens x top-2 x 1,024 x 2 B = 4,194,304 B -> 4.194
-  // us at 1 TB/s; dispatch + combine forward and backward: 4 per layer, 2
-  // layers: 33.55 us, all exposed (no shared experts to hide behind).
-  const Prediction pr = PredictOrDie(sm, Layout(false), k);
-  EXPECT_NEAR(Seconds(pr, "ep.dispatch_combine.exposed"), 2 * 4 * 4194304 / 1e12, 1e-12);
+  // Send buffer: 1,024 tokens x top-2 x 1,024 x 2 B = 4,194,304 B;
+  // dispatch + combine forward and backward: 4 per layer, 2 layers, all
+  // exposed (no shared experts to hide behind).
+  const double send = 4194304;
+  // EP 4 inside the NVLink domain: XLA's one-shot kernel, the whole send
+  // buffer at 16.42 GiB/s = 237.9 us a call, 1.903 ms in all.
+  const Prediction pr = PredictOrDie(Make(stack), Layout(false), k);
+  EXPECT_NEAR(Seconds(pr, "ep.dispatch_combine.exposed"),
+              2 * 4 * send / stack.maxtext.ragged_a2a_one_shot_bytes_per_sec, 1e-12);
   EXPECT_EQ(Seconds(pr, "ep.dispatch_combine.hidden"), 0);
+  // One-shot kernel off (--xla_gpu_unsupported_use_ragged_all_to_all_
+  // one_shot_kernel=false): the NCCL exchange, 4.194 us at 1 TB/s.
+  StackConstants nccl = stack;
+  nccl.maxtext.ragged_a2a_one_shot = false;
+  EXPECT_NEAR(Seconds(PredictOrDie(Make(nccl), Layout(false), k), "ep.dispatch_combine.exposed"),
+              2 * 4 * send / 1e12, 1e-12);
+  // EP 4 across domains of 2 GPUs: no load/store access to every peer, so
+  // NCCL over the scale-out network (the round model's 100 GB/s) whatever
+  // the flag.
+  EXPECT_NEAR(Seconds(PredictOrDie(Make(stack, 2), Layout(false), k), "ep.dispatch_combine.exposed"),
+              2 * 4 * send / 1e11, 1e-12);
 }
 
 TEST(MaxTextTermsTest, NcclEpUsesTheDedupDispatch) {
@@ -171,16 +197,20 @@ TEST(MaxTextTermsTest, OffloadingMoeMlpwiRemovesTheirRecompute) {
   k.dispatcher = Dispatcher::kAllToAll;
   k.recompute.mode = RecomputeMode::kSelective;
   k.recompute.modules = kRecomputeMoe;
-  // remat moe: the dispatch (4.194 us) and both grouped GEMMs (2 x 2 ms)
-  // per layer; 2 layers.
-  const double dispatch = 4194304 / 1e12;
-  EXPECT_NEAR(Seconds(PredictOrDie(sm, Layout(false), k), "recompute"),
-              2 * (dispatch + 4e-3), 1e-12);
-  // moe_mlpwi_0/1 offloaded: the up-projection GEMM no longer re-runs.
+  // remat moe: both grouped GEMMs (2 x 2 ms) per layer, 2 layers, as
+  // recompute; the re-run dispatch (one one-shot call, 237.9 us) as EP
+  // communication: 4 + 1 calls per layer.
+  const double dispatch = 4194304 / MaxTextStackConstants().maxtext.ragged_a2a_one_shot_bytes_per_sec;
+  const Prediction remat = PredictOrDie(sm, Layout(false), k);
+  EXPECT_NEAR(Seconds(remat, "recompute"), 2 * 4e-3, 1e-12);
+  EXPECT_NEAR(Seconds(remat, "ep.dispatch_combine.exposed"), 2 * 5 * dispatch, 1e-12);
+  // moe_mlpwi_0/1 offloaded: the up-projection GEMM no longer re-runs; the
+  // dispatch still does.
   k.offload_activations = true;
   k.offload_modules = kOffloadExpertFc1;
   const Prediction pr = PredictOrDie(sm, Layout(false), k);
-  EXPECT_NEAR(Seconds(pr, "recompute"), 2 * (dispatch + 2e-3), 1e-12);
+  EXPECT_NEAR(Seconds(pr, "recompute"), 2 * 2e-3, 1e-12);
+  EXPECT_NEAR(Seconds(pr, "ep.dispatch_combine.exposed"), 2 * 5 * dispatch, 1e-12);
   // Copies: 1,024 tokens x 2 x (2 x 512) x 2 B = 4 MiB each way per layer
   // at 100 GB/s = 41.9 us, hidden behind the layer's ~20 ms of compute.
   EXPECT_NEAR(Seconds(pr, "offload.hidden"), 2 * 2 * 4194304 / 1e11, 1e-12);

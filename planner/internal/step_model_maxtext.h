@@ -23,6 +23,13 @@ inline bool IsMaxText(const StackConstants& stack) {
 // 72-GPU NVL72 domains: 64, i.e. ICI fsdp 8 x expert 8, DCN 2).
 int MaxTextSliceGpus(int gpus, int nvlink_domain_gpus);
 
+// One call of XLA's one-shot ragged all-to-all kernel (the EP exchange
+// inside one NVLink domain, see MaxTextConstants::ragged_a2a_one_shot):
+// seconds = send_buffer_bytes / bytes_per_sec, the send buffer being every
+// (token, expert) copy of this GPU (tokens x top_k x h x 2 B) and the rate
+// the kernel's measured per-GPU send rate; 0 when the rate is not positive.
+double MaxTextRaggedAllToAllOneShotSeconds(double send_buffer_bytes, double bytes_per_sec);
+
 // Multi-stream collectives (XLA async collectives on their own streams):
 // overlap.dp_comm on and at least two communication streams.
 bool MaxTextMultiStream(const Knobs& knobs);
@@ -33,9 +40,10 @@ bool MaxTextMultiStream(const Knobs& knobs);
 //    XLA ragged_dot = that x MaxTextConstants::ragged_dot_time_ratio (in
 //    MaxTextLayerCost the weight gradients instead by XLA's expansion, g
 //    dense GEMMs over all buffer rows, when ragged_dot_wgrad_expanded);
-//  - ragged all-to-all (dedup false): an NCCL all-to-all of the send
-//    buffer, tokens x top_k rows of h BF16 elements (every copy), over the
-//    EP group (NVLink when the group fits one domain);
+//  - ragged all-to-all (dedup false): the send buffer, tokens x top_k rows
+//    of h BF16 elements (every copy), over the EP group: inside one NVLink
+//    domain by XLA's one-shot kernel (MaxTextRaggedAllToAllOneShotSeconds,
+//    when ragged_a2a_one_shot), otherwise an NCCL all-to-all;
 //  - NCCL EP (dedup true): the cost model's de-duplicated dispatch (one copy
 //    per destination GPU inside a domain, per domain across), BF16;
 //  - ETP > 1: the gather / scatter of ExpertTensorParallelExchange.
@@ -60,7 +68,9 @@ void MaxTextExpertKindCosts(const Context& c, bool grouped, bool dedup, double i
 //    'moe' re-runs the routed GEMMs' forward and the dispatch (the sorted
 //    inputs are not a named checkpoint, so XLA rebuilds them); with
 //    moe_mlpwi_0/1 offloaded only the wo GEMM and the dispatch re-run;
-//    'full' re-runs the whole forward including dispatch and combine;
+//    'full' re-runs the whole forward including dispatch and combine; the
+//    EP exchange remat re-runs is added to the EP exposed slot (it is
+//    communication kernel time), the rest to recompute;
 //  - offload: D2H forward, H2D backward of the offloaded names at the host
 //    link rate, hidden behind the layer's compute (1/3 forward, 2/3
 //    backward) as in Megatron.
