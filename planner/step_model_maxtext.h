@@ -65,6 +65,12 @@ struct MaxTextConstants {
   // 9.22, kMinCudnnVersionForRaggedDotFusion) covers the forward-shaped
   // calls only (forward, input gradient), which ragged_dot_time_ratio
   // prices. false: the weight gradients at the grouped GEMM's cost too.
+  // Open question (issue 14): the seed's published baseline (84% of kernel
+  // time in communication over a ~62 s step: at most ~10 s of compute) is
+  // not consistent with this expansion (18.7 s of the baseline's 24.7 s of
+  // compute); with false the seed baseline reads 119 TF/GPU and 88.5%
+  // (tests/seed_benchmark.cc). Which ragged-dot lowering the blog's
+  // container ran is not public, so the default follows XLA's source.
   bool ragged_dot_wgrad_expanded = true;
   // Rows of the expert-side tensors XLA keeps for backward (sorted inputs,
   // moe_mlpwi_0/1 outputs, activation, moe_mlpwo output) under ragged

@@ -9,6 +9,15 @@
 // moe_mlpwi_0/1 -> NCCL EP dispatch/combine: 1,068 TFLOPS/GPU; 97% weak
 // scaling 128 -> 1,024 GPUs on GB300 NVL72.
 //
+// The baseline's communication is the EP exchange: jax.lax.ragged_all_to_all
+// inside the NVLink domain runs XLA's one-shot copy kernel, measured at
+// 16.42 GiB/s per GPU at DeepSeek-V3's shape (openxla/xla#33386; about 2% of
+// NVLink), 2.82 GB a call here, 5 calls per MoE layer (dispatch and combine
+// forward and backward, the dispatch again under remat): ~47 s of the step.
+// Every step up to NCCL EP keeps it; NCCL EP (TE) removes it. The compute
+// side of the baseline is the remaining miss: see
+// MaxTextConstants::ragged_dot_wgrad_expanded.
+//
 // The step model is built directly with MaxTextStackConstants() (the CLI's
 // --framework plumbing is separate work). The test asserts the physics that
 // must hold whatever the constants (memory fits, each ladder step a gain,
