@@ -63,9 +63,8 @@ absl::StatusOr<SearchResult> SearchForStack(const SearchProblem& problem,
 namespace moetune::planner {
 
 StackConstants StackConstantsFor(const SoftwareStack& stack) {
-  StackConstants k = StackConstantsFor(stack.generation);
-  k.framework = stack.framework;
-  return k;
+  if (stack.framework == Framework::kMaxText) return MaxTextStackConstants();
+  return StackConstantsFor(stack.generation);
 }
 
 absl::StatusOr<SearchResult> SearchForStack(const SearchProblem& problem,

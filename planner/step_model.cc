@@ -8,6 +8,7 @@
 #include "planner/internal/pipeline_stages.h"
 #include "planner/internal/step_model_data_parallel.h"
 #include "planner/internal/step_model_layers.h"
+#include "planner/internal/step_model_maxtext.h"
 #include "planner/internal/step_model_memory.h"
 #include "planner/internal/step_model_terms.h"
 #include "planner/internal/strings.h"
@@ -81,6 +82,12 @@ StackConstants StackConstantsFor(StackGeneration generation) {
       k.moe_host_hidden_by_ep_overlap = true;
       break;
   }
+  return k;
+}
+
+StackConstants MaxTextStackConstants() {
+  StackConstants k = StackConstantsFor(kLatestStackGeneration);
+  k.framework = Framework::kMaxText;
   return k;
 }
 
@@ -329,8 +336,21 @@ Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& knobs,
   if (!c.lora) {
     const RankParams params =
         ParamsOnRank(plan, p, ranks.counts[times.bottleneck], times.bottleneck);
-    dp = DataParallelAndOptimizer(*cost_, p, knobs, m_micro, t_max, params,
-                                  breakdown ? &acc->slots : nullptr);
+    if (IsMaxText(stack_)) {
+      // The bottleneck rank's EP exchange per step: it shares a single
+      // collective stream with the FSDP collectives.
+      double ep_step = 0;
+      for (int k = 0; k < kNumLayerKinds; ++k) {
+        ep_step += ranks.counts[times.bottleneck][k] * double(m_micro) *
+                   (kr.cost[k].s[kSEpExposed] + kr.cost[k].s[kSEpHidden]);
+      }
+      dp = MaxTextFsdpAndOptimizer(*cost_, p, knobs, stack_.maxtext, m_micro,
+                                   m_micro * t_max, ep_step, params,
+                                   breakdown ? &acc->slots : nullptr);
+    } else {
+      dp = DataParallelAndOptimizer(*cost_, p, knobs, m_micro, t_max, params,
+                                    breakdown ? &acc->slots : nullptr);
+    }
   }
   acc->step_time_s = m_micro * t_max + bubble + dp.dp_exposed_s + dp.optimizer_s;
   acc->tokens_per_sec_per_gpu =
@@ -338,7 +358,8 @@ Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& knobs,
   acc->dp = p.dp;
 
   // 4. Memory per GPU.
-  const PeakMemory mem = PeakMemoryPerGpu(plan, c, p, m_micro, ranks, kr);
+  const PeakMemory mem = IsMaxText(stack_) ? MaxTextPeakMemory(plan, c, p, m_micro, ranks, kr)
+                                            : PeakMemoryPerGpu(plan, c, p, m_micro, ranks, kr);
   acc->memory = mem.memory;
   acc->peak_memory_bytes = mem.total_bytes;
   return Infeasibility::kNone;

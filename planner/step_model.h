@@ -24,6 +24,7 @@
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
 #include "planner/prediction.h"
+#include "planner/step_model_maxtext.h"
 #include "planner/training_config.h"
 
 namespace moetune::planner {
@@ -51,7 +52,14 @@ absl::StatusOr<StackGeneration> ParseStackGeneration(std::string_view name);
 // never per model or per run.
 struct StackConstants {
   StackGeneration generation = kLatestStackGeneration;
-  Framework framework = Framework::kMegatron;  // who runs the step (framework.h)
+  // Which framework's execution the step model prices. kMaxText switches
+  // the few terms where XLA runs a mechanism differently (the EP exchange,
+  // the expert GEMMs, FSDP collectives and their overlap, remat/offload,
+  // host work, memory); see step_model_maxtext.h. The Megatron constants
+  // below are not read for those terms.
+  Framework framework = Framework::kMegatron;
+  // MaxText/XLA's own constants (read only when framework is kMaxText).
+  MaxTextConstants maxtext;
   // Fraction of the EP dispatch/combine time hidden behind the other
   // micro-batch's compute when the schedule allows it (Megatron-Core 1F1B
   // A2A overlap; bounded by that compute). Low in the published recipes:
@@ -141,6 +149,9 @@ struct StackConstants {
 
 // The constants of one generation (the defaults above are the latest's).
 StackConstants StackConstantsFor(StackGeneration generation);
+// MaxText on the NVIDIA JAX container maxtext-2026-09-10 (JAX + XLA +
+// Transformer Engine): framework kMaxText, MaxTextConstants' defaults.
+StackConstants MaxTextStackConstants();
 
 // A ring collective over `group_size` ranks, `members_per_domain` of them in
 // each NVLink domain. Inside one domain (span kNvlinkDomain), or with one

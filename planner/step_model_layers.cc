@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "planner/flops.h"
+#include "planner/internal/step_model_maxtext.h"
 
 namespace moetune::planner::step_model_internal {
 
@@ -197,6 +198,7 @@ void PrecisionKindCosts(const LayerKindTables& k, const Context& c,
 // Routed experts and EP dispatch/combine (MoE kinds) at c.precision.
 void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalance,
                      KindCosts* kc) {
+  if (IsMaxText(*c.stack)) return MaxTextExpertKindCosts(c, grouped, dedup, imbalance, kc);
   const CostModel& cm = *c.cost;
   const ModelSpec& m = *c.model;
   const double h = double(m.hidden_size);
@@ -516,6 +518,7 @@ void AddOffloadTerms(const LayerKindTables& k, const Context& c, Slots* l) {
 
 Slots LayerCost(const LayerKindTables& k, const Context& c, bool recompute_this_layer,
                 const KindCosts& kc) {
+  if (IsMaxText(*c.stack)) return MaxTextLayerCost(k, c, recompute_this_layer, kc);
   Slots l;
   const GemmTerms g = AddGemmTerms(k, c, kc, &l);
   const Cost mb_f = AddMemoryBoundTerms(k, c, &l);
@@ -539,6 +542,7 @@ Slots LayerCost(const LayerKindTables& k, const Context& c, bool recompute_this_
 // permuted expert inputs, activation outputs, core-attention output).
 double LayerActivationBytes(const LayerKindTables& k,
                             const Context& c, bool full_recompute) {
+  if (IsMaxText(*c.stack)) return MaxTextLayerActivationBytes(k, c, full_recompute);
   const ModelSpec& m = *c.model;
   const double h = double(m.hidden_size);
   if (full_recompute) return c.tokens_rank * h * kActivationBytes;
