@@ -60,6 +60,11 @@ struct DispatchShape {
   int ep = 1;                // EP group size
   int ep_gpus_per_domain = 1;  // EP ranks inside one NVLink domain
   bool dedup = false;        // fused de-duplicated dispatch (DeepEP/HybridEP)
+  // Ceiling on the achieved NVLink rate of this dispatcher implementation
+  // (bytes/s per GPU), below the prior's; 0 = none. The step model sets it
+  // from the software stack (StackConstants::features); measured tables
+  // already include it.
+  double nvlink_rate_cap_bytes_per_sec = 0;
 };
 
 // Expert tensor parallelism (ETP > 1): each expert's FFN is split over etp

@@ -44,6 +44,49 @@ absl::StatusOr<StackGeneration> StackGenerationForContainer(std::string_view con
 // Also accepts a generation's own name ("26.02", "26.06") and "latest".
 absl::StatusOr<StackGeneration> ParseStackGeneration(std::string_view name);
 
+// Optimizations of the Megatron-Core / Transformer Engine software that change
+// what a layer costs on the host and the GPU, each named after the Megatron
+// flag (or TE change) that turns it on. Source of every one: NVIDIA/Megatron-LM
+// docs/discussions/deepseek-v3-gb200-optimization (dev, commit eb0783b6d3;
+// "the GB200 guide" below), section 2, and its reproduce guide (the final
+// launch flags). A stack has them or not (StackConstants::features); the
+// defaults are the final state of that guide, which is also what the
+// Megatron-Bridge 26.02+ performance recipes run (router and permute fusion,
+// flex dispatcher, partial CUDA graphs attn/moe_router/moe_preprocess,
+// bindpcie in their launchers), so the published rows keep their pricing.
+struct MegatronFeatures {
+  // TE PR 1793/1934/2134: the four tensors of an MXFP8 quantization (row/col
+  // data and scales) carved from one pre-allocated buffer instead of four
+  // torch.empty/zeros calls (guide 2.1.2).
+  bool mxfp8_fused_allocation = true;
+  // --moe-permute-fusion with TE PR 1927's permute kernel (guide 2.1.1: up
+  // to 10x faster when top-k << experts).
+  bool permute_fusion = true;
+  // --moe-router-fusion (TE PR 1883): router kernels 72 -> 31 (guide 2.1.4).
+  bool router_fusion = true;
+  // --moe-flex-dispatcher-backend for the fused (dedup) dispatcher.
+  enum class FlexBackend { kDeepEp, kHybridEp };
+  FlexBackend flex_backend = FlexBackend::kHybridEp;
+  // --cuda-graph-scope (with --cuda-graph-impl transformer_engine) when CUDA
+  // graphs are on: attention, router, EP preprocess; the shared experts are
+  // captured with moe_router unless shared-expert overlap is on (guide 2.3).
+  // The routed experts stay outside (dynamic shapes).
+  bool graph_attn = true;
+  bool graph_moe_router = true;
+  bool graph_moe_preprocess = true;
+  bool graph_shared_experts = true;
+  // bindpcie: each rank's process and memory on its GPU's NUMA node (guide
+  // 2.4).
+  bool cpu_numa_binding = true;
+  // TE PR 2019 (the swizzles of a GEMM's MXFP8 scales fused into one kernel,
+  // zero padding included) and programmatic dependent launch of the
+  // quantization kernels (guide 2.1.3 and the table's step 8).
+  bool fused_swizzle_pdl = true;
+  // cuDNN 9.14 norms that write MXFP8 directly (NVTE_NORM_FWD_USE_CUDNN=1,
+  // guide 2.1.5): the quantization after a norm is no separate kernel.
+  bool quant_fused_norm = true;
+};
+
 // How the training software behaves: what it overlaps, what it issues from
 // the host, which kernels it has. StackConstantsFor(generation) gives each
 // generation's values; the defaults are the latest generation's. Global:
@@ -135,6 +178,8 @@ struct StackConstants {
   // pipeline communication by vp). Set from data by the rule in
   // tests/internal/cross_validation.h (grid 0-400 us): 275 us.
   double pp_stage_visit_s = 275e-6;
+  // Which of the optimizations above this stack has.
+  MegatronFeatures features;
 };
 
 // The constants of one generation (the defaults above are the latest's).

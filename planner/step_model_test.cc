@@ -625,6 +625,100 @@ TEST(StepModelByHandTest, MoeHostTimePerGeneration) {
               MoeStepSeconds(TinyMoe(), shape, ep1, StackGeneration::k2602), 1e-15);
 }
 
+double MoeStepSecondsWith(const ModelSpec& m, const char* cluster, const ParallelConfig& p,
+                          const StackConstants& stack, const Knobs& k) {
+  const ClusterSpec c = Cluster(cluster);
+  absl::StatusOr<StepModel> sm =
+      StepModel::Create(m, c, {2, 2048, 16}, std::make_shared<UnitCostModel>(c), stack);
+  EXPECT_TRUE(sm.ok()) << sm.status();
+  absl::StatusOr<Prediction> pr = sm->Predict(p, k);
+  EXPECT_TRUE(pr.ok()) << pr.status();
+  return pr.ok() ? pr->step_time_s : 0.0;
+}
+
+TEST(StepModelByHandTest, MegatronFeaturesOnTheHost) {
+  // TinyMoe, EP 2, 26.02 (host time adds), as in MoeHostTimePerGeneration:
+  // 8 micro-batches x (2 layers x (9 + 1.825) + 3) = 197.2 ms with CUDA
+  // graphs. The unit cost model launches kernels for free, so a light
+  // PyTorch op costs kTorchCallHostS = 3 us on the host.
+  const ParallelConfig ep2 = Layout(1, 1, 1, 2, 1, 1);
+  const StackConstants latest = StackConstantsFor(StackGeneration::k2602);
+  Knobs graphs;
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, latest, graphs), 0.1972, 1e-12);
+  // Without CUDA graphs the attention (12 kernels) and the fused router +
+  // flex preprocess (17) run eagerly: (12 + 17) x 3 passes x 3 us = 261 us
+  // per layer, added to the GPU time (the MoE token-count sync):
+  // 8 x (2 x (9 + 1.825 + 0.261) + 3) = 201.376 ms.
+  Knobs eager;
+  eager.cuda_graphs = false;
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, latest, eager), 0.201376, 1e-12);
+  // Without --moe-router-fusion the router has 72 kernels, 41 more:
+  // + 8 x 2 x 41 x 3 x 3 us = 5.904 ms.
+  StackConstants no_router_fusion = latest;
+  no_router_fusion.features.router_fusion = false;
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, no_router_fusion, eager),
+              0.20728, 1e-12);
+  // Without NUMA binding every host op takes 1.5x: 8 x (2 x (9 + 1.5 x
+  // (1.825 + 0.261)) + 3) = 218.064 ms.
+  StackConstants unbound = latest;
+  unbound.features.cpu_numa_binding = false;
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, unbound, eager), 0.218064, 1e-12);
+  // NCCL all-to-all under CUDA graphs: its preprocess (12 ops) stays on the
+  // host, 12 x 3 x 3 us = 108 us, and it permutes four times instead of
+  // twice: 2 x 3 x 3 us = 18 us (its global permute's HBM traffic is free
+  // in the unit model): 8 x (2 x (9 + 1.825 + 0.126) + 3) = 199.216 ms.
+  Knobs a2a;
+  a2a.dispatcher = Dispatcher::kAllToAll;
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, latest, a2a), 0.199216, 1e-12);
+  // MXFP8 (on a Blackwell cluster) without the fused allocation: each
+  // quantization makes four torch.empty/zeros calls (4 x 3 us; launches
+  // free), for the fc1 and fc2 inputs of 4 local experts, x 3 passes:
+  // 2 x 4 x 3 x 12 us = 288 us per layer: + 8 x 2 x 0.288 = 4.608 ms over
+  // the latest stack (the graphed parts have no host work).
+  Knobs mxfp8;
+  mxfp8.precision = Precision::kMxfp8;
+  StackConstants unfused_alloc = latest;
+  unfused_alloc.features.mxfp8_fused_allocation = false;
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "gb200-nvl72", ep2, unfused_alloc, mxfp8) -
+                  MoeStepSecondsWith(TinyMoe(), "gb200-nvl72", ep2, latest, mxfp8),
+              0.004608, 1e-12);
+}
+
+TEST(StepModelRelativeTest, DeepEpOnMultiNodeNvlinkIsSlowerThanHybridEp) {
+  // EP 32 inside one NVL72 domain: DeepEP's MNNVL ceilings (400 GB/s
+  // dispatch, 190 GB/s combine) below the prior's ~630 GB/s make the EP
+  // time longer than HybridEP's; on HGX H100 (EP 8 in one 8-GPU node) the
+  // backend does not matter.
+  const ModelSpec m = Preset("deepseek-v3");
+  auto ep_seconds = [&](const char* cluster, int gpus, int ep,
+                        MegatronFeatures::FlexBackend backend) {
+    const ClusterSpec c = Cluster(cluster);
+    StackConstants s;
+    s.features.flex_backend = backend;
+    absl::StatusOr<StepModel> sm = StepModel::Create(
+        m, c, {gpus, 4096, 2048}, std::make_shared<DatasheetCostModel>(c), s);
+    EXPECT_TRUE(sm.ok()) << sm.status();
+    Knobs k;
+    k.overlap.ep_comm = false;
+    k.recompute.mode = RecomputeMode::kFull;
+    ParallelConfig p = Layout(1, 8, 1, ep, 1, 1);
+    absl::StatusOr<Prediction> pr = sm->Predict(p, k);
+    EXPECT_TRUE(pr.ok()) << pr.status();
+    double t = 0;
+    for (const Term& term : pr->breakdown) {
+      if (term.name == "ep.dispatch_combine.exposed") t += term.seconds;
+    }
+    return t;
+  };
+  using Backend = MegatronFeatures::FlexBackend;
+  const double deepep = ep_seconds("gb200-nvl72", 256, 32, Backend::kDeepEp);
+  const double hybridep = ep_seconds("gb200-nvl72", 256, 32, Backend::kHybridEp);
+  EXPECT_GT(hybridep, 0);
+  EXPECT_GT(deepep, 1.5 * hybridep);
+  EXPECT_DOUBLE_EQ(ep_seconds("h100-sxm", 256, 8, Backend::kDeepEp),
+                   ep_seconds("h100-sxm", 256, 8, Backend::kHybridEp));
+}
+
 TEST(StepModelByHandTest, LoraAdapterTraffic) {
   // TinyDense adapted linears, input + output widths per token: QKV 1,024
   // + 3,072, output projection 1,024 + 1,024, fc1 1,024 + 8,192, fc2 4,096

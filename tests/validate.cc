@@ -445,6 +445,14 @@ class RowModel {
     return mp::StepModel::Create(r.model, r.cluster, r.shape, Cost(r.cluster, f),
                                  Stack(r.generation, f));
   }
+  // With the software features of a knob-ladder step instead of the
+  // generation's.
+  absl::StatusOr<mp::StepModel> Model(const RowSpec& r, const FittedConstants& f,
+                                      const mp::MegatronFeatures& features) const {
+    mp::StackConstants s = Stack(r.generation, f);
+    s.features = features;
+    return mp::StepModel::Create(r.model, r.cluster, r.shape, Cost(r.cluster, f), s);
+  }
 
  private:
   Overrides o_;
@@ -925,13 +933,21 @@ int main(int argc, char** argv) {
         if (e.spec.id == step.id) row = &e;
       }
       if (row == nullptr || !row->spec.measured_tflops) continue;
-      absl::StatusOr<mp::StepModel> sm = row_model.Model(row->spec, default_constants);
+      absl::StatusOr<mp::StepModel> sm =
+          row_model.Model(row->spec, default_constants, step.features);
       if (!sm.ok()) continue;
       absl::StatusOr<mp::Prediction> p = sm->Predict(row->spec.parallel, step.knobs);
       if (!p.ok()) continue;
       meas.push_back(*row->spec.measured_tflops);
       pred.push_back(p->model_tflops_per_gpu);
       found.push_back(&step);
+      if (absl::GetFlag(FLAGS_verbose)) {
+        std::printf("  ladder %s: step %.3f s\n", step.id.c_str(), p->step_time_s);
+        for (const mp::Term& t : p->breakdown) {
+          std::printf("      %-32s %-22s %9.3f s\n", t.name.c_str(),
+                      std::string(mp::TermKindName(t.kind)).c_str(), t.seconds);
+        }
+      }
     }
     if (!found.empty()) {
       const std::vector<double> gm = mt::StepGains(meas);

@@ -1,8 +1,8 @@
 // Published optimization ladders: one job measured after each of a series
 // of named optimizations, each step adding one. Each step is mapped to the
-// step model's knobs -- honestly: where the model has no knob for the named
-// optimization, the step changes nothing and says so, and the model then
-// predicts no gain for it.
+// step model's knobs and software features (planner::MegatronFeatures) --
+// honestly: where the model has no mechanism for the named optimization, the
+// step changes nothing and says so, and the model then predicts no gain.
 //
 // The DeepSeek-V3 GB200 ladder (runs.json mlm-dsv3-gb200-opt-step00..12):
 // NVIDIA/Megatron-LM docs/discussions/deepseek-v3-gb200-optimization/
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/step_model.h"
 #include "planner/training_config.h"
 
 namespace moetune::tests {
@@ -24,6 +25,8 @@ struct LadderStep {
   std::string name;  // the optimization as the source names it
   // The knobs after this step (cumulative).
   planner::Knobs knobs;
+  // The software features after this step (cumulative).
+  planner::MegatronFeatures features;
   // Which knob the step changes, or "no knob: <what the model lacks>".
   std::string mapping;
   bool has_knob = false;
