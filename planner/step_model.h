@@ -176,8 +176,8 @@ struct StackConstants {
   // wait), which the interleaved schedule pays vp times per micro-batch
   // (Narayanan et al. 2021, sec. 2.2.2: interleaving multiplies the
   // pipeline communication by vp). Set from data by the rule in
-  // tests/internal/cross_validation.h (grid 0-400 us): 275 us.
-  double pp_stage_visit_s = 275e-6;
+  // tests/internal/cross_validation.h (grid 0-400 us): 250 us.
+  double pp_stage_visit_s = 250e-6;
   // Which of the optimizations above this stack has.
   MegatronFeatures features;
 };

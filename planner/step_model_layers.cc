@@ -195,13 +195,19 @@ void PrecisionKindCosts(const LayerKindTables& k, const Context& c,
 }
 
 DispatcherNvlinkCaps NvlinkDispatchCaps(const StackConstants& stack, bool dedup,
-                                        int ep_gpus_per_domain) {
+                                        int ep_gpus_per_domain, bool low_precision) {
   DispatcherNvlinkCaps caps;
   using Backend = MegatronFeatures::FlexBackend;
   const bool deepep_or_nccl = !dedup || stack.features.flex_backend == Backend::kDeepEp;
   if (deepep_or_nccl && ep_gpus_per_domain > kDeepEpNativeNvlinkDomain) {
     caps.dispatch_bytes_per_sec = kDeepEpMnnvlDispatchBytesPerSec;
     caps.combine_bytes_per_sec = kDeepEpMnnvlCombineBytesPerSec;
+  } else if (!deepep_or_nccl && ep_gpus_per_domain >= kHybridEpMeasuredMinRanks) {
+    const HybridEpRates& r =
+        ep_gpus_per_domain <= kHybridEpMeasuredMinRanks ? kHybridEp8Ranks : kHybridEp16Ranks;
+    caps.dispatch_bytes_per_sec =
+        low_precision ? r.dispatch_fp8_bytes_per_sec : r.dispatch_bf16_bytes_per_sec;
+    caps.combine_bytes_per_sec = r.combine_bytes_per_sec;
   }
   return caps;
 }
@@ -265,7 +271,7 @@ void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalanc
     d.ep_gpus_per_domain = c.ep_gpus_per_domain;
     d.dedup = dedup;
     d.bytes_per_token = h * (c.low_precision ? c.operand_bytes : 2.0);
-    const DispatcherNvlinkCaps caps = NvlinkDispatchCaps(*c.stack, dedup, c.ep_gpus_per_domain);
+    const DispatcherNvlinkCaps caps = NvlinkDispatchCaps(*c.stack, dedup, c.ep_gpus_per_domain, c.low_precision);
     d.nvlink_rate_cap_bytes_per_sec = caps.dispatch_bytes_per_sec;
     kc->dispatch = cm.Dispatch(d);
     d.bytes_per_token = h * kActivationBytes;

@@ -69,11 +69,26 @@ inline constexpr double kUnboundHostOpFactor = 1.5;
 // PR): EP32 dispatch "about 400 GB/s", combine "about 190 GB/s" algorithm
 // bandwidth with 24 SMs (guide 2.2.1). The NCCL all-to-all delivered the
 // same ("after switching to DeepEP, we did not get the communication
-// benefits"), so it gets the same ceilings there. HybridEP reaches the
-// prior's NVLink efficiency.
+// benefits"), so it gets the same ceilings there.
 inline constexpr int kDeepEpNativeNvlinkDomain = 8;
 inline constexpr double kDeepEpMnnvlDispatchBytesPerSec = 400e9;
 inline constexpr double kDeepEpMnnvlCombineBytesPerSec = 190e9;
+// HybridEP on GB200 NVL72 with 32 SMs (the guide's --moe-hybridep-num-sms
+// 32), measured through its Torch API: deepseek-ai/DeepEP PR 420 (the
+// HybridEP intranode solution), GB200 table. 8 ranks: dispatch 447.76 GB/s
+// FP8, 615.78 BF16, combine 519.57; 16 ranks: 393.72, 520.76, 442.51. Used
+// for EP groups of 8 ranks in a domain and of more (the 16-rank row; the
+// table's 24-rank combine, 207 GB/s, is not used: no other row falls like
+// it and no larger group was measured). Below 8 ranks the prior's NVLink
+// efficiency stays.
+struct HybridEpRates {
+  double dispatch_fp8_bytes_per_sec;
+  double dispatch_bf16_bytes_per_sec;
+  double combine_bytes_per_sec;
+};
+inline constexpr int kHybridEpMeasuredMinRanks = 8;
+inline constexpr HybridEpRates kHybridEp8Ranks = {447.76e9, 615.78e9, 519.57e9};
+inline constexpr HybridEpRates kHybridEp16Ranks = {393.72e9, 520.76e9, 442.51e9};
 // Without --moe-permute-fusion Megatron-Core permutes with PyTorch ops
 // (moe_utils.permute, fused=False: the routing map's transpose, an arange
 // expand, masked_select, argsort, index_select and the probs' gather): 6
@@ -89,10 +104,11 @@ struct DispatcherNvlinkCaps {
   double combine_bytes_per_sec = 0;
 };
 // The ceilings above for this dispatcher (dedup: the flex dispatcher with
-// the stack's backend; else NCCL all-to-all) when EP spans more than one
-// 8-GPU node of an NVLink domain; none otherwise.
+// the stack's backend; else NCCL all-to-all) for an EP group with
+// ep_gpus_per_domain ranks in one NVLink domain; low_precision: FP8/MXFP8
+// dispatch payload. 0 where none applies.
 DispatcherNvlinkCaps NvlinkDispatchCaps(const StackConstants& stack, bool dedup,
-                                        int ep_gpus_per_domain);
+                                        int ep_gpus_per_domain, bool low_precision);
 // Host seconds of one MXFP8 quantization of a GEMM input under `f`, with
 // C++-side kernel launches at launch_s; after_norm: it directly follows a
 // norm.
