@@ -45,13 +45,18 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "planner/cost_model.h"
+#include "planner/framework_rules.h"
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
 #include "planner/prediction_interval.h"
+#include "planner/request.h"
+#include "planner/search_space.h"
+#include "planner/software_stack.h"
 #include "planner/step_model.h"
 #include "planner/training_config.h"
 #include "tests/internal/contradictions.h"
@@ -441,6 +446,20 @@ class RowModel {
     return s;
   }
 
+  // Whether these are the shipped constants with no --set override: then
+  // the step model is the one PredictPinned builds (StackConstantsFor the
+  // row's generation).
+  bool ShippedConstants(const FittedConstants& f) const {
+    const FittedConstants shipped = FromValues(mt::Priors(FitParameters()));
+    return o_.stack.empty() && o_.fitted.empty() && o_.attention_efficiency_scale == 1.0 &&
+           o_.dispatch_efficiency_scale == 1.0 && o_.hbm_efficiency_scale == 1.0 &&
+           o_.comm_sm_fraction_scale == 1.0 && o_.dispatch_scaleout_efficiency == 0 &&
+           f.ep_overlap_fraction == shipped.ep_overlap_fraction &&
+           f.host_op_s == shipped.host_op_s &&
+           f.unfused_sink_layers == shipped.unfused_sink_layers &&
+           f.pp_stage_visit_s == shipped.pp_stage_visit_s;
+  }
+
   absl::StatusOr<mp::StepModel> Model(const RowSpec& r, const FittedConstants& f) const {
     return mp::StepModel::Create(r.model, r.cluster, r.shape, Cost(r.cluster, f),
                                  Stack(r.generation, f));
@@ -467,6 +486,22 @@ struct RowSetup {
   bool recompute_inferred = false;
 };
 
+// The selective-recompute modules `modules` keeps for a model: MLA up
+// projections only with multi-latent attention, MoE modules only with
+// routed experts, the dense MLP only with dense layers.
+uint32_t ModulesOfModel(const mp::ModelSpec& m, const mp::ParallelConfig&, uint32_t modules) {
+  if (m.attention != mp::AttentionType::kMla) modules &= ~uint32_t(mp::kRecomputeMlaUpProj);
+  if (!m.IsMoe()) {
+    modules &= ~uint32_t(mp::kRecomputeMoeAct | mp::kRecomputeMoe | mp::kRecomputeSharedExperts);
+  } else {
+    bool dense_layers = false;
+    for (int l = 0; l < m.num_layers; ++l) dense_layers = dense_layers || !m.IsMoeLayer(l);
+    if (!dense_layers) modules &= ~uint32_t(mp::kRecomputeMlp);
+    if (m.num_shared_experts == 0) modules &= ~uint32_t(mp::kRecomputeSharedExperts);
+  }
+  return modules;
+}
+
 absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, bool print) {
   RowSetup s;
   s.knobs = StackKnobs(r.precision);
@@ -475,8 +510,18 @@ absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, 
                                                 : RecomputeLadder();
   s.recompute_inferred = !r.published_recompute.has_value();
   absl::StatusOr<mp::Prediction> pred = absl::UnknownError("no prediction");
+  const mp::Knobs stack_knobs = s.knobs;
   for (const mp::Recompute& rc : ladder) {
-    s.knobs.recompute = rc;
+    mp::Knobs k = stack_knobs;
+    k.recompute = rc;
+    // The modules this model has (the step model ignores the others;
+    // Megatron-Core refuses them), then what Megatron-Core runs for the
+    // combination (framework_rules.h: e.g. no EP A2A overlap without
+    // interleaving or with recompute of the whole MoE layer) -- what
+    // `moetune predict` would price for these pins.
+    k.recompute.modules = ModulesOfModel(r.model, r.parallel, k.recompute.modules);
+    const mp::NormalizedKnobs n = mp::NormalizeForMegatron(r.model, r.parallel, {}, k);
+    s.knobs = n.knobs;
     pred = sm.Predict(r.parallel, s.knobs);
     if (print && pred.ok()) {
       const mp::MemoryBreakdown& mem = pred->memory;
@@ -506,6 +551,43 @@ std::string RecomputeText(const mp::Recompute& r) {
   return t;
 }
 
+// The request `moetune predict` (and the Predict RPC) builds for a row:
+// every knob pinned to what the validator chose (the published layout,
+// recompute, the stack's defaults for the rest), the row's software
+// generation as --stack.
+mp::PlanRequest RowRequest(const RowSpec& r, const mp::Knobs& k) {
+  mp::PlanRequest q;
+  q.model = r.model;
+  q.cluster = r.cluster;
+  q.shape = r.shape;
+  const mp::ParallelConfig& p = r.parallel;
+  mp::FixedKnobs& f = q.constraints.fixed;
+  f.tp = p.tp, f.pp = p.pp, f.vp = p.vp, f.ep = p.ep, f.etp = p.etp, f.cp = p.cp;
+  f.mbs = p.mbs;
+  if (p.dp > 0) f.dp = p.dp;
+  f.shard_params = p.shard_params;
+  f.first_stage_layers = p.first_stage_layers;
+  f.last_stage_layers = p.last_stage_layers;
+  f.recompute = k.recompute;
+  f.offload_modules = k.offload_activations ? k.offload_modules : 0u;
+  f.dispatcher = k.dispatcher;
+  f.grouped_gemm = k.grouped_gemm;
+  f.overlap_exact = k.overlap;
+  f.overlap = k.overlap.tp_comm || k.overlap.ep_comm || k.overlap.dp_comm || k.overlap.pp_comm;
+  f.comm_streams = k.overlap.num_comm_streams;
+  f.cuda_graphs = k.cuda_graphs;
+  f.precision = k.precision;
+  q.constraints.precisions = {k.precision};
+  q.constraints.dispatchers = {k.dispatcher};
+  q.constraints.moe_load_imbalance = k.moe_load_imbalance;
+  q.top_k = 1;
+  q.threads = 1;
+  q.stack.framework = mp::Framework::kMegatron;
+  q.stack.container = r.container.empty() ? std::string("(none)") : r.container;
+  q.stack.generation = r.generation;
+  return q;
+}
+
 // A row predicted with the shipped constants.
 struct Evaluated {
   RowSpec spec;
@@ -521,6 +603,32 @@ absl::StatusOr<Evaluated> EvaluateRow(RowSpec spec, const RowModel& row_model,
   if (!setup.ok()) return setup.status();
   absl::StatusOr<mp::Prediction> pred = sm->Predict(spec.parallel, setup->knobs);
   if (!pred.ok()) return pred.status();
+  if (row_model.ShippedConstants(constants)) {
+    // What a user gets: the same question through planner/request.h, the
+    // path of `moetune predict`. Must equal the step model's answer above
+    // (the CV's fast path reproduces that one); a difference is reported.
+    absl::StatusOr<mp::Prediction> user =
+        mp::PredictPinned(RowRequest(spec, setup->knobs), row_model.Cost(spec.cluster, constants));
+    if (!user.ok()) {
+      return absl::Status(user.status().code(),
+                          absl::StrCat("through PredictPinned: ", user.status().message()));
+    }
+    // The user's plan states the pipeline split (Megatron needs it as
+    // --decoder-first/last-pipeline-num-layers; search.cc ExplicitStages)
+    // and what the framework runs for the pins: that plan is the row's from
+    // here on (the cross-validation prices it), and the step model on it
+    // must give PredictPinned's answer.
+    spec.parallel = user->parallel;
+    setup->knobs = user->knobs;
+    absl::StatusOr<mp::Prediction> direct = sm->Predict(spec.parallel, setup->knobs);
+    if (!direct.ok() ||
+        std::abs(direct->tokens_per_sec_per_gpu / user->tokens_per_sec_per_gpu - 1) > 1e-12) {
+      std::printf("REQUEST PATH DIFFERS %s: step model %.9g, PredictPinned %.9g tokens/s/GPU\n",
+                  spec.id.c_str(), direct.ok() ? direct->tokens_per_sec_per_gpu : 0.0,
+                  user->tokens_per_sec_per_gpu);
+    }
+    pred = *std::move(user);
+  }
   return Evaluated{std::move(spec), *setup, *std::move(pred)};
 }
 
