@@ -167,10 +167,10 @@ struct DataSetPriors {
   double blackwell_ultra_clock_gain = 1.18;
   // Ceiling on the inter-node EP dispatch/combine rate per GPU on Blackwell
   // (bytes/s), whatever the NIC. Range 15-60 GB/s (a 400G port: 50 GB/s).
-  double blackwell_dispatch_scaleout_max_bytes_per_sec = 30e9;
+  double blackwell_dispatch_scaleout_max_bytes_per_sec = 35e9;
   // Multiplies every GEMM efficiency of every generation: the public ranges
   // quoted in PriorConstantsFor are about +-10% wide.
-  double gemm_efficiency_scale = 1.0;
+  double gemm_efficiency_scale = 0.98;
 };
 PriorConstants PriorConstantsFor(const GpuSpec& gpu, const DataSetPriors& fitted);
 
