@@ -1084,5 +1084,37 @@ int main(int argc, char** argv) {
                   100 * (pred.front() / meas.front() - 1), 100 * (pred.back() / meas.back() - 1));
     }
   }
+  // --- Ladders whose rows runs.json lacks (numbers and sources in
+  // tests/internal/knob_ladder.cc).
+  for (const mt::StandaloneLadder& l : {mt::Qwen3H100EpOverlapLadder()}) {
+    absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(l.model_preset);
+    absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(l.cluster_preset);
+    if (!model.ok() || !cluster.ok()) continue;
+    std::printf("\n== Knob ladder: %s (%s; software predicted as %s) ==\n", l.title.c_str(),
+                l.source.c_str(), std::string(mp::StackGenerationName(l.generation)).c_str());
+    std::vector<double> pred;
+    for (const mt::LadderStep& step : l.steps) {
+      mp::StackConstants s = row_model.Stack(l.generation, default_constants);
+      s.features = step.features;
+      absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
+          *model, *cluster, l.shape, row_model.Cost(*cluster, default_constants), s);
+      if (!sm.ok()) break;
+      absl::StatusOr<mp::Prediction> p = sm->Predict(l.parallel, step.knobs);
+      if (!p.ok()) {
+        std::printf("  %s: %s\n", step.id.c_str(), std::string(p.status().message()).c_str());
+        break;
+      }
+      pred.push_back(p->model_tflops_per_gpu);
+    }
+    if (pred.size() != l.steps.size()) continue;
+    const std::vector<double> gm = mt::StepGains(l.measured_tflops);
+    const std::vector<double> gp = mt::StepGains(pred);
+    for (size_t i = 0; i < pred.size(); ++i) {
+      std::printf("  %-20s meas %6.1f TF  pred %6.1f TF (%+5.1f%%)  meas x %.3f  pred x %.3f  %s\n",
+                  l.steps[i].name.c_str(), l.measured_tflops[i], pred[i],
+                  100 * (pred[i] / l.measured_tflops[i] - 1), gm[i], gp[i],
+                  l.steps[i].mapping.c_str());
+    }
+  }
   return 0;
 }

@@ -71,6 +71,35 @@ std::vector<LadderStep> DeepSeekV3Gb200Ladder() {
   return steps;
 }
 
+StandaloneLadder Qwen3H100EpOverlapLadder() {
+  StandaloneLadder l;
+  l.title = "Qwen3-235B-A22B, 256 H100, TP2 PP8 VP4 EP32, BF16, DeepEP";
+  l.source = "yanring/Megatron-MoE-ModelZoo best_practice/Qwen3/readme.md (Cross-node EP)";
+  l.model_preset = "qwen3-235b-a22b";
+  l.cluster_preset = "h100-sxm";
+  l.shape.gpus = 256;
+  l.shape.seq_len = 4096;
+  l.shape.global_batch = 2048;
+  planner::ParallelConfig& p = l.parallel;
+  p.tp = 2, p.cp = 1, p.ep = 32, p.pp = 8, p.vp = 4, p.etp = 1, p.mbs = 1;
+  planner::Knobs k;
+  k.precision = planner::Precision::kBf16;
+  k.dispatcher = planner::Dispatcher::kFusedDedup;
+  k.grouped_gemm = true;
+  k.recompute.mode = planner::RecomputeMode::kSelective;
+  k.recompute.modules = planner::kRecomputeLayerNorm | planner::kRecomputeMoeAct;
+  k.overlap.ep_comm = false;
+  planner::MegatronFeatures f;
+  f.flex_backend = planner::MegatronFeatures::FlexBackend::kDeepEp;
+  l.steps.push_back({"modelzoo-qwen3-235b-h100-ep32", "DeepEP baseline", k, f,
+                     "ep_comm overlap off", true});
+  k.overlap.ep_comm = true;
+  l.steps.push_back({"modelzoo-qwen3-235b-h100-ep32-1f1b", "+1f1b overlap", k, f,
+                     "overlap.ep_comm off -> on", true});
+  l.measured_tflops = {245, 276};
+  return l;
+}
+
 std::vector<double> StepGains(const std::vector<double>& values) {
   std::vector<double> g;
   for (size_t i = 0; i < values.size(); ++i) {

@@ -35,6 +35,27 @@ struct LadderStep {
 // The 13 DeepSeek-V3 GB200 steps, baseline first.
 std::vector<LadderStep> DeepSeekV3Gb200Ladder();
 
+// A ladder whose rows are not in runs.json: the job and the measured
+// figures are carried here, each with its source.
+struct StandaloneLadder {
+  std::string title;
+  std::string source;
+  std::string model_preset;
+  std::string cluster_preset;
+  planner::TrainingShape shape;
+  planner::ParallelConfig parallel;
+  planner::StackGeneration generation = planner::StackGeneration::k2602;
+  std::vector<LadderStep> steps;
+  std::vector<double> measured_tflops;  // per step, model TFLOPS/GPU
+};
+
+// Qwen3-235B-A22B on 256 H100 (yanring/Megatron-MoE-ModelZoo
+// best_practice/Qwen3/readme.md, "Cross-node EP strategy"): TP2 CP1 EP32 PP8
+// VP4 MBS1 GBS2048, BF16, DeepEP, recompute norm + act; 245 TFLOPS/GPU
+// (19.7 s), then "+1f1b overlap" (the combined-1F1B EP A2A overlap) 276
+// (17.6 s). Code moe_dev(f3e6c5), mid-2025: the oldest generation.
+StandaloneLadder Qwen3H100EpOverlapLadder();
+
 // Gains between consecutive values (v[i] / v[i-1], first = 1) and the
 // cumulative gain v.back() / v.front().
 std::vector<double> StepGains(const std::vector<double>& values);

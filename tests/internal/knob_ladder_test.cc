@@ -63,6 +63,21 @@ TEST(KnobLadderTest, DeepSeekV3Gb200Mapping) {
   EXPECT_EQ(f12.quant_fused_norm, latest.quant_fused_norm);
 }
 
+TEST(KnobLadderTest, Qwen3H100EpOverlapPair) {
+  const StandaloneLadder l = Qwen3H100EpOverlapLadder();
+  ASSERT_EQ(l.steps.size(), 2u);
+  ASSERT_EQ(l.measured_tflops.size(), 2u);
+  EXPECT_EQ(l.measured_tflops[0], 245);
+  EXPECT_EQ(l.measured_tflops[1], 276);
+  // 256 GPUs = tp 2 x pp 8 x dp 16; the two steps differ in EP overlap only.
+  EXPECT_EQ(l.parallel.tp * l.parallel.pp * 16, l.shape.gpus);
+  EXPECT_FALSE(l.steps[0].knobs.overlap.ep_comm);
+  EXPECT_TRUE(l.steps[1].knobs.overlap.ep_comm);
+  planner::Knobs a = l.steps[0].knobs, b = l.steps[1].knobs;
+  b.overlap.ep_comm = false;
+  EXPECT_EQ(planner::ToString(a), planner::ToString(b));
+}
+
 TEST(KnobLadderTest, GainsByHand) {
   // 494 -> 529 -> 566: 1, 529/494 = 1.0709, 566/529 = 1.0699.
   const std::vector<double> g = StepGains({494, 529, 566});
