@@ -567,15 +567,21 @@ void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_sc
     // their host time adds to the GPU's like the experts' (MoeHostSeconds).
     const double host = MoeHostSeconds(*c.stack, local) +
                         ExtraQuantizationsHostSeconds(c, 2.0 * local, 0.0) +
-                        (PermuteHostSeconds(c) - LatestPermuteHostSeconds(c)) + static_host;
-    if (c.stack->moe_host_hidden_by_ep_overlap && ep_overlap_schedule && c.ep > 1) {
+                        (PermuteHostSeconds(c) - LatestPermuteHostSeconds(c));
+    if (c.stack->moe_host_hidden_by_ep_overlap && ep_overlap_schedule && c.ep > 1 &&
+        c.knobs->cuda_graphs) {
       // The other micro-batch's layer keeps the GPU busy while this one's
-      // host work runs: only host time beyond that compute shows.
+      // host work runs: only host time beyond that compute shows. That
+      // needs the other micro-batch's static parts to cost the CPU nothing
+      // (graph replays): without CUDA graphs the one CPU issues both
+      // micro-batches' ops in turn and its time adds (the Megatron-Bridge
+      // MoE recipes pair moe_a2a_overlap with CUDA graphs).
       const double compute = SlotSum(*l, kSAttnCore, kSMemBound);
       l->AddSeconds(kSLaunch, std::max(0.0, host - compute), kPriorBit);
     } else {
       l->AddSeconds(kSLaunch, host, kPriorBit);
     }
+    l->AddSeconds(kSLaunch, static_host, kPriorBit);
   }
   l->AddSeconds(kSLaunch, k.kernels_fwd * (1.0 + kBackwardKernelFactor) * c.launch_s,
                 kPriorBit);

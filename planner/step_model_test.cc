@@ -661,6 +661,14 @@ TEST(StepModelByHandTest, MegatronFeaturesOnTheHost) {
   Knobs eager;
   eager.cuda_graphs = false;
   EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, latest, eager), 0.201376, 1e-12);
+  // 26.06 hides the MoE host time behind the other micro-batch's compute
+  // under the EP-overlap schedule (168 ms, MoeHostTimePerGeneration) only
+  // with CUDA graphs: eager, the one CPU issues both micro-batches' ops and
+  // the host time adds as in 26.02: 201.376 ms.
+  StackConstants g2606 = StackConstantsFor(StackGeneration::k2606);
+  g2606.host_op_s = 25e-6;
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, g2606, graphs), 0.168, 1e-12);
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, g2606, eager), 0.201376, 1e-12);
   // Without --moe-router-fusion the router has 72 kernels, 41 more:
   // + 8 x 2 x 41 x 3 x 3 us = 5.904 ms.
   StackConstants no_router_fusion = latest;
