@@ -10,7 +10,16 @@
 //       [--cv=false]
 //
 // Each row is predicted with the software generation of its container
-// (StackGenerationForContainer; rows without one get the oldest, 26.02).
+// (StackGenerationForContainer; rows without one get the oldest, 26.02),
+// through planner/request.h: a PlanRequest with every knob pinned (the
+// published layout and recompute, the stack's defaults for the rest,
+// normalized by the Megatron-Core rules) and PredictPinned, the path of
+// `moetune predict` -- the validator predicts what a user gets. The plan
+// PredictPinned returns (explicit pipeline split, normalized knobs) is what
+// the cross-validation then prices through the fast path; a difference
+// between the two paths is printed as REQUEST PATH DIFFERS. (--set
+// sensitivity runs and the knob ladders, whose software features no
+// request carries, use the step model directly.)
 // Row fields used: model_id, cluster_preset, num_gpus, seq_len,
 // global_batch, micro_batch, tp, pp, vp (null = 1), ep (null = 1), etp
 // (null = 1), cp, dp, precision_id, recompute, offload, id (a "-LoRA-" or

@@ -19,8 +19,10 @@ TEST(KnobLadderTest, DeepSeekV3Gb200Mapping) {
   EXPECT_FALSE(s[0].knobs.cuda_graphs);
   EXPECT_FALSE(s[0].knobs.overlap.ep_comm);
   EXPECT_EQ(s[0].knobs.recompute.modules, planner::kRecomputeMlp | planner::kRecomputeMlaUpProj);
-  // The baseline stack has none of the guide's section-2 optimizations.
+  // The baseline stack has none of the guide's section-2 optimizations
+  // (it had the permute fusion, guide section 1).
   const planner::MegatronFeatures& f0 = s[0].features;
+  EXPECT_TRUE(f0.permute_fusion);
   EXPECT_FALSE(f0.mxfp8_fused_allocation);
   EXPECT_FALSE(f0.router_fusion);
   EXPECT_FALSE(f0.cpu_numa_binding);
