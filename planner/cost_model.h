@@ -170,7 +170,7 @@ struct DataSetPriors {
   double blackwell_dispatch_scaleout_max_bytes_per_sec = 35e9;
   // Multiplies every GEMM efficiency of every generation: the public ranges
   // quoted in PriorConstantsFor are about +-10% wide.
-  double gemm_efficiency_scale = 0.98;
+  double gemm_efficiency_scale = 0.96;
 };
 PriorConstants PriorConstantsFor(const GpuSpec& gpu, const DataSetPriors& fitted);
 

@@ -71,7 +71,12 @@ void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
     // copy, unpermute with weighted sum (read k h, write h).
     t->mb_topk_elems = (h + k * h) + k * (gate + 1) * fe + (k * h + h);
     t->mb_quant_elems += h + k * h + k * fe + (fs > 0 ? h + fs : 0.0);
-    t->act_moe = k * h + k * gate * fe + k * h + 2.0 * model.num_routed_experts;
+    // Saved for backward: the permuted inputs (fc1's), fc1's output (the
+    // activation's input) and the routing scores; Megatron-Core applies the
+    // routing probabilities inside the activation (experts.py,
+    // activation_func_with_probs), so the unpermute only sums and the
+    // expert outputs are not kept.
+    t->act_moe = k * h + k * gate * fe + 2.0 * model.num_routed_experts;
     t->act_moe_act = k * fe;
     t->act_shared = fs > 0 ? (gate + 1) * fs : 0.0;
     t->lora_io_elems += k * ((h + gate * fe) + (fe + h)) +

@@ -416,7 +416,7 @@ TEST(StepModelKnownErrorTest, Qwen3On16H100ContradictoryPair) {
   Knobs k;
   k.precision = Precision::kFp8;
   const double t = TokensPerSec(sm, Layout(1, 2, 12, 8, 1, 1), k);
-  EXPECT_NEAR(t, 8389, 0.03 * 8389);  // true: 5,113 (26.02), 9,058 (26.02.01)
+  EXPECT_NEAR(t, 8091, 0.03 * 8091);  // true: 5,113 (26.02), 9,058 (26.02.01)
 }
 
 TEST(StepModelKnownErrorTest, Llama3LoraOn8Gb200) {
