@@ -344,8 +344,11 @@ Cost DatasheetCostModel::Dispatch(const DispatchShape& s) const {
     nvlink_copies = s.top_k * (g - 1) / s.ep;
     remote_copies = s.top_k * (s.ep - g) / s.ep;
   }
-  const double nv = s.tokens * nvlink_copies * s.bytes_per_token /
-                    (cluster_.nvlink_bytes_per_sec * k_.dispatch_nvlink_efficiency);
+  double nv_rate = cluster_.nvlink_bytes_per_sec * k_.dispatch_nvlink_efficiency;
+  if (s.nvlink_rate_cap_bytes_per_sec > 0) {
+    nv_rate = std::min(nv_rate, s.nvlink_rate_cap_bytes_per_sec);
+  }
+  const double nv = s.tokens * nvlink_copies * s.bytes_per_token / nv_rate;
   double ib_rate = cluster_.scaleout_bytes_per_sec * k_.dispatch_scaleout_efficiency;
   if (k_.dispatch_scaleout_max_bytes_per_sec > 0) {
     ib_rate = std::min(ib_rate, k_.dispatch_scaleout_max_bytes_per_sec);

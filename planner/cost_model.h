@@ -60,6 +60,11 @@ struct DispatchShape {
   int ep = 1;                // EP group size
   int ep_gpus_per_domain = 1;  // EP ranks inside one NVLink domain
   bool dedup = false;        // fused de-duplicated dispatch (DeepEP/HybridEP)
+  // Ceiling on the achieved NVLink rate of this dispatcher implementation
+  // (bytes/s per GPU), below the prior's; 0 = none. The step model sets it
+  // from the software stack (StackConstants::features); measured tables
+  // already include it.
+  double nvlink_rate_cap_bytes_per_sec = 0;
 };
 
 // Expert tensor parallelism (ETP > 1): each expert's FFN is split over etp
@@ -162,10 +167,10 @@ struct DataSetPriors {
   double blackwell_ultra_clock_gain = 1.18;
   // Ceiling on the inter-node EP dispatch/combine rate per GPU on Blackwell
   // (bytes/s), whatever the NIC. Range 15-60 GB/s (a 400G port: 50 GB/s).
-  double blackwell_dispatch_scaleout_max_bytes_per_sec = 30e9;
+  double blackwell_dispatch_scaleout_max_bytes_per_sec = 35e9;
   // Multiplies every GEMM efficiency of every generation: the public ranges
   // quoted in PriorConstantsFor are about +-10% wide.
-  double gemm_efficiency_scale = 1.0;
+  double gemm_efficiency_scale = 0.96;
 };
 PriorConstants PriorConstantsFor(const GpuSpec& gpu, const DataSetPriors& fitted);
 // One generation's table (planner/data/priors/*.json) with the data-set

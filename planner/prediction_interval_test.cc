@@ -64,9 +64,25 @@ TEST(PredictionIntervalTest, ShippedTableIsOrdered) {
     EXPECT_GT(q.q90, 0);
     EXPECT_GT(q.rows, 0);
   }
-  // Settings no published run measured get the wider interval.
-  EXPECT_LT(t.unmeasured.q10, t.moe.q10);
+  // The other-stack rows err more on the optimistic side than the measured
+  // classes do.
   EXPECT_GT(t.unmeasured.q90, t.moe.q90);
+  EXPECT_GT(t.unmeasured.q90, t.dense.q90);
+}
+
+TEST(PredictionIntervalTest, UnmeasuredIsNeverNarrowerThanTheClass) {
+  // moe -10%..+20% (1,000 tokens/s -> 833..1,111), unmeasured -5%..+40%:
+  // the envelope -10%..+40% -> 1,000 / 1.4 = 714.3 .. 1,000 / 0.9 = 1,111.1.
+  IntervalTable t;
+  t.dense = {-0.1, 0.1, 10};
+  t.moe = {-0.1, 0.2, 10};
+  t.unmeasured = {-0.05, 0.4, 10};
+  const PredictionInterval measured = IntervalFor(1000, true, {}, t);
+  EXPECT_NEAR(measured.tokens_per_sec_per_gpu_low, 1000 / 1.2, 1e-9);
+  EXPECT_NEAR(measured.tokens_per_sec_per_gpu_high, 1000 / 0.9, 1e-9);
+  const PredictionInterval wide = IntervalFor(1000, true, {"cuda_graphs off"}, t);
+  EXPECT_NEAR(wide.tokens_per_sec_per_gpu_low, 1000 / 1.4, 1e-9);
+  EXPECT_NEAR(wide.tokens_per_sec_per_gpu_high, 1000 / 0.9, 1e-9);
 }
 
 }  // namespace

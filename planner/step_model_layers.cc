@@ -72,7 +72,12 @@ void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
     // copy, unpermute with weighted sum (read k h, write h).
     t->mb_topk_elems = (h + k * h) + k * (gate + 1) * fe + (k * h + h);
     t->mb_quant_elems += h + k * h + k * fe + (fs > 0 ? h + fs : 0.0);
-    t->act_moe = k * h + k * gate * fe + k * h + 2.0 * model.num_routed_experts;
+    // Saved for backward: the permuted inputs (fc1's), fc1's output (the
+    // activation's input) and the routing scores; Megatron-Core applies the
+    // routing probabilities inside the activation (experts.py,
+    // activation_func_with_probs), so the unpermute only sums and the
+    // expert outputs are not kept.
+    t->act_moe = k * h + k * gate * fe + 2.0 * model.num_routed_experts;
     t->act_moe_act = k * fe;
     t->act_shared = fs > 0 ? (gate + 1) * fs : 0.0;
     t->lora_io_elems += k * ((h + gate * fe) + (fe + h)) +
@@ -195,6 +200,54 @@ void PrecisionKindCosts(const LayerKindTables& k, const Context& c,
   }
 }
 
+DispatcherNvlinkCaps NvlinkDispatchCaps(const StackConstants& stack, bool dedup,
+                                        int ep_gpus_per_domain, bool low_precision) {
+  DispatcherNvlinkCaps caps;
+  using Backend = MegatronFeatures::FlexBackend;
+  const bool deepep_or_nccl = !dedup || stack.features.flex_backend == Backend::kDeepEp;
+  if (deepep_or_nccl && ep_gpus_per_domain > kDeepEpNativeNvlinkDomain) {
+    caps.dispatch_bytes_per_sec = kDeepEpMnnvlDispatchBytesPerSec;
+    caps.combine_bytes_per_sec = kDeepEpMnnvlCombineBytesPerSec;
+  } else if (!deepep_or_nccl && ep_gpus_per_domain >= kHybridEpMeasuredMinRanks) {
+    const HybridEpRates& r =
+        ep_gpus_per_domain <= kHybridEpMeasuredMinRanks ? kHybridEp8Ranks : kHybridEp16Ranks;
+    caps.dispatch_bytes_per_sec =
+        low_precision ? r.dispatch_fp8_bytes_per_sec : r.dispatch_bf16_bytes_per_sec;
+    caps.combine_bytes_per_sec = r.combine_bytes_per_sec;
+  }
+  return caps;
+}
+
+double QuantizeHostSeconds(const MegatronFeatures& f, double launch_s, bool after_norm) {
+  // The quantize kernel (none after a norm that writes MXFP8 itself), the
+  // scale swizzle (one fused kernel per GEMM, else one per operand), and
+  // without the fused allocation four torch.empty/zeros calls, two of which
+  // launch a fill kernel.
+  double launches = (after_norm && f.quant_fused_norm ? 0.0 : 1.0) +
+                    (f.fused_swizzle_pdl ? 1.0 : double(kGemmOperands));
+  double seconds = 0;
+  if (!f.mxfp8_fused_allocation) {
+    seconds += kMxfp8TensorsPerQuantization * kTorchCallHostS;
+    launches += kMxfp8ZeroFilledTensors;
+  }
+  return seconds + launches * launch_s;
+}
+
+double RouterPreprocessHostOps(const MegatronFeatures& f, bool dedup) {
+  const double router_fusion_saving = kRouterKernelsUnfused - kRouterKernelsFused;
+  if (dedup) {
+    return kFlexRouterPreprocessKernels + (f.router_fusion ? 0.0 : router_fusion_saving);
+  }
+  return (f.router_fusion ? kRouterKernelsFused : kRouterKernelsUnfused) +
+         kAllToAllPreprocessOps;
+}
+
+double HostFactor(const StackConstants& stack) {
+  return stack.features.cpu_numa_binding ? 1.0 : kUnboundHostOpFactor;
+}
+
+double HostOpSeconds(const StackConstants& stack) { return stack.host_op_s * HostFactor(stack); }
+
 // Routed experts and EP dispatch/combine (MoE kinds) at c.precision.
 void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalance,
                      KindCosts* kc) {
@@ -225,8 +278,11 @@ void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalanc
     d.ep_gpus_per_domain = c.ep_gpus_per_domain;
     d.dedup = dedup;
     d.bytes_per_token = h * (c.low_precision ? c.operand_bytes : 2.0);
+    const DispatcherNvlinkCaps caps = NvlinkDispatchCaps(*c.stack, dedup, c.ep_gpus_per_domain, c.low_precision);
+    d.nvlink_rate_cap_bytes_per_sec = caps.dispatch_bytes_per_sec;
     kc->dispatch = cm.Dispatch(d);
     d.bytes_per_token = h * kActivationBytes;
+    d.nvlink_rate_cap_bytes_per_sec = caps.combine_bytes_per_sec;
     kc->combine = cm.Dispatch(d);
   }
   if (c.etp > 1) {
@@ -273,7 +329,105 @@ namespace {
 double MoeHostSeconds(const StackConstants& stack, int local_experts) {
   return (stack.moe_host_ops_forward * (1.0 + kBackwardKernelFactor) +
           stack.grouped_gemm_host_ops_per_expert * local_experts) *
-         stack.host_op_s;
+         HostOpSeconds(stack);
+}
+
+// Host seconds of one PyTorch op issued from Python that launches one
+// kernel: the Python/ATen call (kTorchCallHostS) and the CUDA launch (the
+// cost model's eager launch time), x the NUMA factor (HostFactor).
+double LightOpSeconds(const Context& c) {
+  return (kTorchCallHostS + c.cost->KernelLaunchSeconds(false)) * HostFactor(*c.stack);
+}
+
+// Host seconds (forward + backward) of `n` MXFP8 quantizations of GEMM
+// inputs, `after_norm` of them directly after a norm, each with a quantized
+// gradient in backward (x (1 + kBackwardKernelFactor)). Zero at BF16.
+double QuantizationsHostSeconds(const Context& c, const MegatronFeatures& f, double n,
+                                double after_norm) {
+  if (!c.low_precision || n <= 0) return 0;
+  const double launch_s = c.cost->KernelLaunchSeconds(false);
+  return (1.0 + kBackwardKernelFactor) * HostFactor(*c.stack) *
+         ((n - after_norm) * QuantizeHostSeconds(f, launch_s, false) +
+          after_norm * QuantizeHostSeconds(f, launch_s, true));
+}
+
+// What an older stack's quantizations cost beyond the latest's (the
+// latest's are inside grouped_gemm_host_ops_per_expert).
+double ExtraQuantizationsHostSeconds(const Context& c, double n, double after_norm) {
+  return QuantizationsHostSeconds(c, c.stack->features, n, after_norm) -
+         QuantizationsHostSeconds(c, MegatronFeatures(), n, after_norm);
+}
+
+// Permute / unpermute calls per forward of a MoE layer: the flex
+// dispatcher permutes once after its communication and unpermutes once
+// before it; the NCCL all-to-all adds the global permutation before the
+// exchange and its inverse after (token_dispatcher.py permute,
+// sort_chunks_by_idxs x 2, unpermute). Without --moe-permute-fusion each is
+// kUnfusedPermuteOps PyTorch ops instead of one fused kernel.
+double PermuteHostSeconds(const Context& c) {
+  const bool a2a = c.knobs->dispatcher == Dispatcher::kAllToAll && c.ep > 1;
+  const double calls = a2a ? 4.0 : 2.0;
+  const double ops = c.stack->features.permute_fusion ? 1.0 : kUnfusedPermuteOps;
+  return (1.0 + kBackwardKernelFactor) * calls * ops * LightOpSeconds(c);
+}
+// The latest stack's (fused permute, flex dispatcher: inside
+// moe_host_ops_forward).
+double LatestPermuteHostSeconds(const Context& c) {
+  return (1.0 + kBackwardKernelFactor) * 2.0 * LightOpSeconds(c);
+}
+
+// Host time (seconds, forward + backward) of the parts of a layer that CUDA
+// graphs can capture -- attention, dense MLP, router + EP preprocess, shared
+// experts -- for the parts the stack's graph scope leaves out (all of them
+// without CUDA graphs): one light PyTorch op (LightOpSeconds) per forward
+// kernel, plus the MXFP8 quantizations' launches and allocations
+// (QuantizeHostSeconds). Captured parts replay without host work (their
+// launches are in the kernel-launch term).
+double StaticHostSeconds(const LayerKindTables& k, const Context& c) {
+  const MegatronFeatures& f = c.stack->features;
+  const ModelSpec& m = *c.model;
+  const bool graphs = c.knobs->cuda_graphs;
+  const bool mla = m.attention == AttentionType::kMla;
+  const double op_s = LightOpSeconds(c);
+  const double passes = 1.0 + kBackwardKernelFactor;
+  double host = 0;
+  // Attention block: the model's forward kernels of it (kernels_fwd's
+  // attention share), one op each.
+  const double attn_ops = 12 + (mla ? 6 : 0);
+  const bool attn_captured = graphs && f.graph_attn;
+  if (!attn_captured) {
+    host += passes * attn_ops * op_s +
+            QuantizationsHostSeconds(c, f, mla ? kMlaQuantizedInputs : kGqaQuantizedInputs,
+                                     mla ? kMlaQuantizedAfterNorm : kGqaQuantizedAfterNorm);
+  }
+  // Selective recompute of the MLA up projections re-runs them in backward
+  // (once per micro-batch) outside any graph unless attention is captured.
+  if (mla && c.knobs->recompute.mode == RecomputeMode::kSelective &&
+      (c.knobs->recompute.modules & kRecomputeMlaUpProj) && !attn_captured) {
+    host += kUpProjRecomputeOps * op_s + QuantizationsHostSeconds(c, f, 2, 2) / passes;
+  }
+  if (!k.moe) {
+    // Dense MLP: captured with the layer under CUDA graphs (dense models
+    // run whole-layer graphs).
+    if (!graphs) host += passes * 8 * op_s + QuantizationsHostSeconds(c, f, 2, 1);
+    return host;
+  }
+  // EP 1 has no dispatcher communication: priced as the flex path.
+  const bool dedup = c.knobs->dispatcher == Dispatcher::kFusedDedup || c.ep <= 1;
+  // moe_preprocess captures the flex dispatcher's preprocess; the NCCL
+  // all-to-all's needs the host-side splits, so only its router is
+  // captured.
+  if (!(graphs && f.graph_moe_router)) {
+    host += passes * RouterPreprocessHostOps(f, dedup) * op_s;
+  } else if (!dedup) {
+    host += passes * kAllToAllPreprocessOps * op_s;
+  } else if (!f.graph_moe_preprocess) {
+    host += passes * (kFlexRouterPreprocessKernels - kFlexRouterOnlyKernels) * op_s;
+  }
+  if (m.num_shared_experts > 0 && !(graphs && f.graph_moe_router && f.graph_shared_experts)) {
+    host += passes * 6 * op_s + QuantizationsHostSeconds(c, f, 2, 1);
+  }
+  return host;
 }
 
 // The GEMM-bound part of a layer, what the communication terms after it
@@ -341,6 +495,32 @@ GemmTerms AddGemmTerms(const LayerKindTables& k, const Context& c, const KindCos
   return g;
 }
 
+// Forward HBM bytes an older stack moves beyond the latest's (whose
+// traffic k.mb_* counts): the NCCL all-to-all dispatcher's global permute
+// and unpermute (the flex dispatcher fuses them into its communication,
+// guide 2.2.1: read h, write k h; read k h, write h per token), and
+// without the cuDNN norm-quantize fusion the BF16 output of each norm before
+// a quantized GEMM written and read once more (2 x 2 B per element: two
+// h-wide norms, and MLA's q / kv latent norms).
+double OlderStackMemoryBoundBytes(const LayerKindTables& k, const Context& c) {
+  const MegatronFeatures& f = c.stack->features;
+  const ModelSpec& m = *c.model;
+  const double h = double(m.hidden_size);
+  const double tr = c.tokens_rank;
+  double bytes = 0;
+  if (k.moe) {
+    const double permute_elems = 2.0 * (h + m.moe_top_k * h);
+    const bool a2a = c.knobs->dispatcher == Dispatcher::kAllToAll && c.ep > 1;
+    if (a2a) bytes += tr * kActivationBytes * permute_elems;
+  }
+  if (c.low_precision && !f.quant_fused_norm) {
+    const double latents =
+        m.attention == AttentionType::kMla ? double(m.q_lora_rank + m.kv_lora_rank) : 0.0;
+    bytes += tr * (2.0 * h + latents) * 2.0 * kActivationBytes;
+  }
+  return bytes;
+}
+
 // Memory-bound kernels (norms, residuals, RoPE, activations,
 // permute/unpermute, casts), per token of the SP shard: forward bytes =
 // tr x 2 B x (attention + MLP + top-k elements) [+ tr x quantized elements
@@ -354,6 +534,10 @@ Cost AddMemoryBoundTerms(const LayerKindTables& k, const Context& c, Slots* l) {
   if (c.low_precision) mb_fwd_bytes += tr * k.mb_quant_elems * (2.0 + c.operand_bytes);
   const Cost mb_f = cm.MemoryBound(mb_fwd_bytes);
   l->Add(kSMemBound, mb_f, 1.0 + kBackwardMemoryBoundFactor);
+  const double extra_bytes = OlderStackMemoryBoundBytes(k, c);
+  if (extra_bytes > 0) {
+    l->Add(kSMemBound, cm.MemoryBound(extra_bytes), 1.0 + kBackwardMemoryBoundFactor);
+  }
   if (c.lora) {
     // LoRA adapters beside the frozen linears: memory-bound, BF16,
     // lora_adapter_hbm_passes x (input + output widths) per token of the CP
@@ -378,25 +562,50 @@ double SlotSum(const Slots& l, int first, int last) {
 // graphs the host issue time beyond the GPU time.
 void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_schedule,
                   Slots* l) {
+  // Ops outside CUDA graphs (StaticHostSeconds).
+  const double static_host = StaticHostSeconds(k, c);
   if (k.moe) {
-    const double host = MoeHostSeconds(*c.stack, c.model->num_routed_experts / c.ep);
-    if (c.stack->moe_host_hidden_by_ep_overlap && ep_overlap_schedule && c.ep > 1) {
+    const int local = c.model->num_routed_experts / c.ep;
+    // The routed experts' host work (fc1 and fc2 inputs quantized per local
+    // expert), the permutations', and the layer's ungraphed ops: the
+    // token-count synchronisation each MoE layer stops the CPU from running
+    // ahead, and the ungraphed parts are chains of kernels shorter than
+    // their issue time (guide sec. 2: "large gaps between kernels"), so
+    // their host time adds to the GPU's like the experts' (MoeHostSeconds).
+    const double host = MoeHostSeconds(*c.stack, local) +
+                        ExtraQuantizationsHostSeconds(c, 2.0 * local, 0.0) +
+                        (PermuteHostSeconds(c) - LatestPermuteHostSeconds(c));
+    if (c.stack->moe_host_hidden_by_ep_overlap && ep_overlap_schedule && c.ep > 1 &&
+        c.knobs->cuda_graphs) {
       // The other micro-batch's layer keeps the GPU busy while this one's
-      // host work runs: only host time beyond that compute shows.
+      // host work runs: only host time beyond that compute shows. That
+      // needs the other micro-batch's static parts to cost the CPU nothing
+      // (graph replays): without CUDA graphs the one CPU issues both
+      // micro-batches' ops in turn and its time adds (the Megatron-Bridge
+      // MoE recipes pair moe_a2a_overlap with CUDA graphs).
       const double compute = SlotSum(*l, kSAttnCore, kSMemBound);
       l->AddSeconds(kSLaunch, std::max(0.0, host - compute), kPriorBit);
     } else {
       l->AddSeconds(kSLaunch, host, kPriorBit);
     }
+    l->AddSeconds(kSLaunch, static_host, kPriorBit);
   }
   l->AddSeconds(kSLaunch, k.kernels_fwd * (1.0 + kBackwardKernelFactor) * c.launch_s,
                 kPriorBit);
-  if (!c.knobs->cuda_graphs) {
-    // Eager launches: the CPU issues every op; the GPU waits when the ops
-    // are shorter than their host cost.
+  if (!k.moe && static_host > 0) {
+    // Dense layers have no synchronisation: the CPU runs ahead and the GPU
+    // waits only for host time beyond the layer's GPU time.
     const double gpu = SlotSum(*l, kSAttnCore, kSLaunch);
-    const double host = k.kernels_fwd * (1.0 + kBackwardKernelFactor) * c.stack->host_op_s;
-    l->AddSeconds(kSLaunch, std::max(0.0, host - gpu), kPriorBit);
+    l->AddSeconds(kSLaunch, std::max(0.0, static_host - gpu), kPriorBit);
+  }
+  // Without programmatic dependent launch each quantization kernel's
+  // launch latency shows on the GPU timeline.
+  if (c.low_precision && !c.stack->features.fused_swizzle_pdl) {
+    const ModelSpec& m = *c.model;
+    const double quantized =
+        (m.attention == AttentionType::kMla ? kMlaQuantizedInputs : kGqaQuantizedInputs) +
+        2.0 + (k.moe ? 2.0 * m.num_routed_experts / c.ep : 0.0);
+    l->AddSeconds(kSLaunch, quantized * (1.0 + kBackwardKernelFactor) * c.launch_s, kPriorBit);
   }
 }
 

@@ -10,7 +10,16 @@
 //       [--cv=false]
 //
 // Each row is predicted with the software generation of its container
-// (StackGenerationForContainer; rows without one get the oldest, 26.02).
+// (StackGenerationForContainer; rows without one get the oldest, 26.02),
+// through planner/request.h: a PlanRequest with every knob pinned (the
+// published layout and recompute, the stack's defaults for the rest,
+// normalized by the Megatron-Core rules) and PredictPinned, the path of
+// `moetune predict` -- the validator predicts what a user gets. The plan
+// PredictPinned returns (explicit pipeline split, normalized knobs) is what
+// the cross-validation then prices through the fast path; a difference
+// between the two paths is printed as REQUEST PATH DIFFERS. (--set
+// sensitivity runs and the knob ladders, whose software features no
+// request carries, use the step model directly.)
 // Row fields used: model_id, cluster_preset, num_gpus, seq_len,
 // global_batch, micro_batch, tp, pp, vp (null = 1), ep (null = 1), etp
 // (null = 1), cp, dp, precision_id, recompute, offload, id (a "-LoRA-" or
@@ -45,13 +54,18 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "planner/cost_model.h"
+#include "planner/framework_rules.h"
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
 #include "planner/prediction_interval.h"
+#include "planner/request.h"
+#include "planner/search_space.h"
+#include "planner/software_stack.h"
 #include "planner/step_model.h"
 #include "planner/training_config.h"
 #include "tests/internal/contradictions.h"
@@ -441,9 +455,31 @@ class RowModel {
     return s;
   }
 
+  // Whether these are the shipped constants with no --set override: then
+  // the step model is the one PredictPinned builds (StackConstantsFor the
+  // row's generation).
+  bool ShippedConstants(const FittedConstants& f) const {
+    const FittedConstants shipped = FromValues(mt::Priors(FitParameters()));
+    return o_.stack.empty() && o_.fitted.empty() && o_.attention_efficiency_scale == 1.0 &&
+           o_.dispatch_efficiency_scale == 1.0 && o_.hbm_efficiency_scale == 1.0 &&
+           o_.comm_sm_fraction_scale == 1.0 && o_.dispatch_scaleout_efficiency == 0 &&
+           f.ep_overlap_fraction == shipped.ep_overlap_fraction &&
+           f.host_op_s == shipped.host_op_s &&
+           f.unfused_sink_layers == shipped.unfused_sink_layers &&
+           f.pp_stage_visit_s == shipped.pp_stage_visit_s;
+  }
+
   absl::StatusOr<mp::StepModel> Model(const RowSpec& r, const FittedConstants& f) const {
     return mp::StepModel::Create(r.model, r.cluster, r.shape, Cost(r.cluster, f),
                                  Stack(r.generation, f));
+  }
+  // With the software features of a knob-ladder step instead of the
+  // generation's.
+  absl::StatusOr<mp::StepModel> Model(const RowSpec& r, const FittedConstants& f,
+                                      const mp::MegatronFeatures& features) const {
+    mp::StackConstants s = Stack(r.generation, f);
+    s.features = features;
+    return mp::StepModel::Create(r.model, r.cluster, r.shape, Cost(r.cluster, f), s);
   }
 
  private:
@@ -459,6 +495,22 @@ struct RowSetup {
   bool recompute_inferred = false;
 };
 
+// The selective-recompute modules `modules` keeps for a model: MLA up
+// projections only with multi-latent attention, MoE modules only with
+// routed experts, the dense MLP only with dense layers.
+uint32_t ModulesOfModel(const mp::ModelSpec& m, const mp::ParallelConfig&, uint32_t modules) {
+  if (m.attention != mp::AttentionType::kMla) modules &= ~uint32_t(mp::kRecomputeMlaUpProj);
+  if (!m.IsMoe()) {
+    modules &= ~uint32_t(mp::kRecomputeMoeAct | mp::kRecomputeMoe | mp::kRecomputeSharedExperts);
+  } else {
+    bool dense_layers = false;
+    for (int l = 0; l < m.num_layers; ++l) dense_layers = dense_layers || !m.IsMoeLayer(l);
+    if (!dense_layers) modules &= ~uint32_t(mp::kRecomputeMlp);
+    if (m.num_shared_experts == 0) modules &= ~uint32_t(mp::kRecomputeSharedExperts);
+  }
+  return modules;
+}
+
 absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, bool print) {
   RowSetup s;
   s.knobs = StackKnobs(r.precision);
@@ -467,8 +519,18 @@ absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, 
                                                 : RecomputeLadder();
   s.recompute_inferred = !r.published_recompute.has_value();
   absl::StatusOr<mp::Prediction> pred = absl::UnknownError("no prediction");
+  const mp::Knobs stack_knobs = s.knobs;
   for (const mp::Recompute& rc : ladder) {
-    s.knobs.recompute = rc;
+    mp::Knobs k = stack_knobs;
+    k.recompute = rc;
+    // The modules this model has (the step model ignores the others;
+    // Megatron-Core refuses them), then what Megatron-Core runs for the
+    // combination (framework_rules.h: e.g. no EP A2A overlap without
+    // interleaving or with recompute of the whole MoE layer) -- what
+    // `moetune predict` would price for these pins.
+    k.recompute.modules = ModulesOfModel(r.model, r.parallel, k.recompute.modules);
+    const mp::NormalizedKnobs n = mp::NormalizeForMegatron(r.model, r.parallel, {}, k);
+    s.knobs = n.knobs;
     pred = sm.Predict(r.parallel, s.knobs);
     if (print && pred.ok()) {
       const mp::MemoryBreakdown& mem = pred->memory;
@@ -498,6 +560,43 @@ std::string RecomputeText(const mp::Recompute& r) {
   return t;
 }
 
+// The request `moetune predict` (and the Predict RPC) builds for a row:
+// every knob pinned to what the validator chose (the published layout,
+// recompute, the stack's defaults for the rest), the row's software
+// generation as --stack.
+mp::PlanRequest RowRequest(const RowSpec& r, const mp::Knobs& k) {
+  mp::PlanRequest q;
+  q.model = r.model;
+  q.cluster = r.cluster;
+  q.shape = r.shape;
+  const mp::ParallelConfig& p = r.parallel;
+  mp::FixedKnobs& f = q.constraints.fixed;
+  f.tp = p.tp, f.pp = p.pp, f.vp = p.vp, f.ep = p.ep, f.etp = p.etp, f.cp = p.cp;
+  f.mbs = p.mbs;
+  if (p.dp > 0) f.dp = p.dp;
+  f.shard_params = p.shard_params;
+  f.first_stage_layers = p.first_stage_layers;
+  f.last_stage_layers = p.last_stage_layers;
+  f.recompute = k.recompute;
+  f.offload_modules = k.offload_activations ? k.offload_modules : 0u;
+  f.dispatcher = k.dispatcher;
+  f.grouped_gemm = k.grouped_gemm;
+  f.overlap_exact = k.overlap;
+  f.overlap = k.overlap.tp_comm || k.overlap.ep_comm || k.overlap.dp_comm || k.overlap.pp_comm;
+  f.comm_streams = k.overlap.num_comm_streams;
+  f.cuda_graphs = k.cuda_graphs;
+  f.precision = k.precision;
+  q.constraints.precisions = {k.precision};
+  q.constraints.dispatchers = {k.dispatcher};
+  q.constraints.moe_load_imbalance = k.moe_load_imbalance;
+  q.top_k = 1;
+  q.threads = 1;
+  q.stack.framework = mp::Framework::kMegatron;
+  q.stack.container = r.container.empty() ? std::string("(none)") : r.container;
+  q.stack.generation = r.generation;
+  return q;
+}
+
 // A row predicted with the shipped constants.
 struct Evaluated {
   RowSpec spec;
@@ -513,6 +612,32 @@ absl::StatusOr<Evaluated> EvaluateRow(RowSpec spec, const RowModel& row_model,
   if (!setup.ok()) return setup.status();
   absl::StatusOr<mp::Prediction> pred = sm->Predict(spec.parallel, setup->knobs);
   if (!pred.ok()) return pred.status();
+  if (row_model.ShippedConstants(constants)) {
+    // What a user gets: the same question through planner/request.h, the
+    // path of `moetune predict`. Must equal the step model's answer above
+    // (the CV's fast path reproduces that one); a difference is reported.
+    absl::StatusOr<mp::Prediction> user =
+        mp::PredictPinned(RowRequest(spec, setup->knobs), row_model.Cost(spec.cluster, constants));
+    if (!user.ok()) {
+      return absl::Status(user.status().code(),
+                          absl::StrCat("through PredictPinned: ", user.status().message()));
+    }
+    // The user's plan states the pipeline split (Megatron needs it as
+    // --decoder-first/last-pipeline-num-layers; search.cc ExplicitStages)
+    // and what the framework runs for the pins: that plan is the row's from
+    // here on (the cross-validation prices it), and the step model on it
+    // must give PredictPinned's answer.
+    spec.parallel = user->parallel;
+    setup->knobs = user->knobs;
+    absl::StatusOr<mp::Prediction> direct = sm->Predict(spec.parallel, setup->knobs);
+    if (!direct.ok() ||
+        std::abs(direct->tokens_per_sec_per_gpu / user->tokens_per_sec_per_gpu - 1) > 1e-12) {
+      std::printf("REQUEST PATH DIFFERS %s: step model %.9g, PredictPinned %.9g tokens/s/GPU\n",
+                  spec.id.c_str(), direct.ok() ? direct->tokens_per_sec_per_gpu : 0.0,
+                  user->tokens_per_sec_per_gpu);
+    }
+    pred = *std::move(user);
+  }
   return Evaluated{std::move(spec), *setup, *std::move(pred)};
 }
 
@@ -925,13 +1050,21 @@ int main(int argc, char** argv) {
         if (e.spec.id == step.id) row = &e;
       }
       if (row == nullptr || !row->spec.measured_tflops) continue;
-      absl::StatusOr<mp::StepModel> sm = row_model.Model(row->spec, default_constants);
+      absl::StatusOr<mp::StepModel> sm =
+          row_model.Model(row->spec, default_constants, step.features);
       if (!sm.ok()) continue;
       absl::StatusOr<mp::Prediction> p = sm->Predict(row->spec.parallel, step.knobs);
       if (!p.ok()) continue;
       meas.push_back(*row->spec.measured_tflops);
       pred.push_back(p->model_tflops_per_gpu);
       found.push_back(&step);
+      if (absl::GetFlag(FLAGS_verbose)) {
+        std::printf("  ladder %s: step %.3f s\n", step.id.c_str(), p->step_time_s);
+        for (const mp::Term& t : p->breakdown) {
+          std::printf("      %-32s %-22s %9.3f s\n", t.name.c_str(),
+                      std::string(mp::TermKindName(t.kind)).c_str(), t.seconds);
+        }
+      }
     }
     if (!found.empty()) {
       const std::vector<double> gm = mt::StepGains(meas);
@@ -958,6 +1091,38 @@ int main(int argc, char** argv) {
                   "right %d / %d; baseline absolute %+.1f%%, final %+.1f%%\n",
                   cm, cp, 100 * (cp / cm - 1), right_sign, steps_with_gain,
                   100 * (pred.front() / meas.front() - 1), 100 * (pred.back() / meas.back() - 1));
+    }
+  }
+  // --- Ladders whose rows runs.json lacks (numbers and sources in
+  // tests/internal/knob_ladder.cc).
+  for (const mt::StandaloneLadder& l : {mt::Qwen3H100EpOverlapLadder()}) {
+    absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(l.model_preset);
+    absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(l.cluster_preset);
+    if (!model.ok() || !cluster.ok()) continue;
+    std::printf("\n== Knob ladder: %s (%s; software predicted as %s) ==\n", l.title.c_str(),
+                l.source.c_str(), std::string(mp::StackGenerationName(l.generation)).c_str());
+    std::vector<double> pred;
+    for (const mt::LadderStep& step : l.steps) {
+      mp::StackConstants s = row_model.Stack(l.generation, default_constants);
+      s.features = step.features;
+      absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
+          *model, *cluster, l.shape, row_model.Cost(*cluster, default_constants), s);
+      if (!sm.ok()) break;
+      absl::StatusOr<mp::Prediction> p = sm->Predict(l.parallel, step.knobs);
+      if (!p.ok()) {
+        std::printf("  %s: %s\n", step.id.c_str(), std::string(p.status().message()).c_str());
+        break;
+      }
+      pred.push_back(p->model_tflops_per_gpu);
+    }
+    if (pred.size() != l.steps.size()) continue;
+    const std::vector<double> gm = mt::StepGains(l.measured_tflops);
+    const std::vector<double> gp = mt::StepGains(pred);
+    for (size_t i = 0; i < pred.size(); ++i) {
+      std::printf("  %-20s meas %6.1f TF  pred %6.1f TF (%+5.1f%%)  meas x %.3f  pred x %.3f  %s\n",
+                  l.steps[i].name.c_str(), l.measured_tflops[i], pred[i],
+                  100 * (pred[i] / l.measured_tflops[i] - 1), gm[i], gp[i],
+                  l.steps[i].mapping.c_str());
     }
   }
   return 0;

@@ -11,6 +11,116 @@ namespace moetune::planner::step_model_internal {
 
 using LayerKindTables = StepModel::LayerKindTables;
 
+// --- Host-side and dispatcher constants of the Megatron software features
+// (MegatronFeatures, step_model.h). "The GB200 guide": NVIDIA/Megatron-LM
+// docs/discussions/deepseek-v3-gb200-optimization (dev, commit eb0783b6d3).
+//
+// Router kernels per forward without / with --moe-router-fusion (guide
+// 2.1.4: "from 72 to 31").
+inline constexpr double kRouterKernelsUnfused = 72;
+inline constexpr double kRouterKernelsFused = 31;
+// Of these, the router's own with the flex dispatcher (its preprocess is
+// the one fused kernel that --cuda-graph-scope moe_preprocess captures).
+inline constexpr double kFlexRouterOnlyKernels = 16;
+// Router + EP preprocess kernels with the flex dispatcher's fused
+// preprocess kernel (guide 2.2.1: "further reducing ... to 17").
+inline constexpr double kFlexRouterPreprocessKernels = 17;
+// The all-to-all dispatcher's preprocess ops per forward, counted in
+// Megatron-LM megatron/core/transformer/moe/token_dispatcher.py
+// (MoEAlltoAllTokenDispatcher.preprocess / dispatch_preprocess, EP > 1,
+// TP 1): routing-map sum, split sums, the count all-gather, its reshape,
+// slice, two sums, the device-to-host copy and sync, the global permute's
+// index build and the probs all-to-all: 12.
+inline constexpr double kAllToAllPreprocessOps = 12;
+// Host cost of one PyTorch call from Python before any kernel launch
+// (guide sec. 2: "a simple torch.empty will not call any CUDA kernel, but it
+// will generate a few microseconds of overhead on the host side"; 2.1.2:
+// "several microseconds"): 3 us. A light op (one kernel) adds the launch.
+inline constexpr double kTorchCallHostS = 3e-6;
+// An MXFP8 quantization allocates row/col data and row/col scales (guide
+// 2.1.2: "four tensors"), the scales with torch.zeros (zero padding the
+// tensor cores need).
+inline constexpr double kMxfp8TensorsPerQuantization = 4;
+inline constexpr double kMxfp8ZeroFilledTensors = 2;
+inline constexpr int kGemmOperands = 2;
+// MXFP8-quantized GEMM inputs per attention block forward: MLA q_down,
+// kv_down, q_up, kv_up, o_proj (Megatron-Core's MLA linears, each a TE
+// Linear); GQA: qkv, o_proj. Of these, the ones that directly follow an
+// RMSNorm (input norm, q/kv latent norms), whose quantization cuDNN 9.14
+// fuses into the norm (guide 2.1.5).
+inline constexpr double kMlaQuantizedInputs = 5;
+inline constexpr double kMlaQuantizedAfterNorm = 4;
+inline constexpr double kGqaQuantizedInputs = 2;
+inline constexpr double kGqaQuantizedAfterNorm = 1;
+// Selective recompute of the MLA up projections (--recompute-modules
+// up_proj): in backward, the checkpoint wrapper (RNG state save/restore,
+// output discard) and q_up / kv_up with their split, concat and RoPE: ~12
+// Python/PyTorch ops (Megatron-Core multi_latent_attention.py); guide 2.2.2:
+// "it also has serious CPU overhead".
+inline constexpr double kUpProjRecomputeOps = 12;
+// Host time per op of a process that bindpcie has not pinned to its GPU's
+// NUMA node, over a pinned one. An assumption, not a measured GB200 figure:
+// the usual remote/local memory latency ratio of two-socket servers
+// (~1.5x), which the launch thread's memory traffic pays when the scheduler
+// places it on the other Grace of the tray. Guide 2.4 reports the effect
+// (lower and less variable launch latency) without a per-op figure.
+inline constexpr double kUnboundHostOpFactor = 1.5;
+// DeepEP on an NVLink domain beyond one 8-GPU node (the community MNNVL
+// PR): EP32 dispatch "about 400 GB/s", combine "about 190 GB/s" algorithm
+// bandwidth with 24 SMs (guide 2.2.1). The NCCL all-to-all delivered the
+// same ("after switching to DeepEP, we did not get the communication
+// benefits"), so it gets the same ceilings there.
+inline constexpr int kDeepEpNativeNvlinkDomain = 8;
+inline constexpr double kDeepEpMnnvlDispatchBytesPerSec = 400e9;
+inline constexpr double kDeepEpMnnvlCombineBytesPerSec = 190e9;
+// HybridEP on GB200 NVL72 with 32 SMs (the guide's --moe-hybridep-num-sms
+// 32), measured through its Torch API: deepseek-ai/DeepEP PR 420 (the
+// HybridEP intranode solution), GB200 table. 8 ranks: dispatch 447.76 GB/s
+// FP8, 615.78 BF16, combine 519.57; 16 ranks: 393.72, 520.76, 442.51. Used
+// for EP groups of 8 ranks in a domain and of more (the 16-rank row; the
+// table's 24-rank combine, 207 GB/s, is not used: no other row falls like
+// it and no larger group was measured). Below 8 ranks the prior's NVLink
+// efficiency stays.
+struct HybridEpRates {
+  double dispatch_fp8_bytes_per_sec;
+  double dispatch_bf16_bytes_per_sec;
+  double combine_bytes_per_sec;
+};
+inline constexpr int kHybridEpMeasuredMinRanks = 8;
+inline constexpr HybridEpRates kHybridEp8Ranks = {447.76e9, 615.78e9, 519.57e9};
+inline constexpr HybridEpRates kHybridEp16Ranks = {393.72e9, 520.76e9, 442.51e9};
+// Without --moe-permute-fusion Megatron-Core permutes with PyTorch ops
+// (moe_utils.permute, fused=False: the routing map's transpose, an arange
+// expand, masked_select, argsort, index_select and the probs' gather): 6
+// ops per permute or unpermute call instead of one fused kernel. (The GB200
+// guide's baseline already had the fusion; its step 1 faster permute
+// kernel, TE PR 1927, is not priced: the guide gives "up to 10x" for the
+// kernel but not its share of the step, and 10x on all permute traffic
+// predicts +40% for that step where +7% was measured.)
+inline constexpr double kUnfusedPermuteOps = 6;
+
+struct DispatcherNvlinkCaps {
+  double dispatch_bytes_per_sec = 0;  // 0: none
+  double combine_bytes_per_sec = 0;
+};
+// The ceilings above for this dispatcher (dedup: the flex dispatcher with
+// the stack's backend; else NCCL all-to-all) for an EP group with
+// ep_gpus_per_domain ranks in one NVLink domain; low_precision: FP8/MXFP8
+// dispatch payload. 0 where none applies.
+DispatcherNvlinkCaps NvlinkDispatchCaps(const StackConstants& stack, bool dedup,
+                                        int ep_gpus_per_domain, bool low_precision);
+// Host seconds of one MXFP8 quantization of a GEMM input under `f`, with
+// C++-side kernel launches at launch_s; after_norm: it directly follows a
+// norm.
+double QuantizeHostSeconds(const MegatronFeatures& f, double launch_s, bool after_norm);
+// Router + EP-preprocess host ops per forward (dedup: flex dispatcher).
+double RouterPreprocessHostOps(const MegatronFeatures& f, bool dedup);
+// 1, or kUnboundHostOpFactor without NUMA binding.
+double HostFactor(const StackConstants& stack);
+// Seconds per heavy (module-level) Python/PyTorch op on the host:
+// host_op_s x HostFactor.
+double HostOpSeconds(const StackConstants& stack);
+
 // Fills *t (whose moe flag is set) from layer `layer` of `model`, the
 // first of its kind: FLOPs, parameters, element counts per token.
 void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,

@@ -194,6 +194,19 @@ void Summary(const ReportInput& in, std::string* out) {
          HumanSeconds(p.step_time_s));
   Metric(out, "tokens_per_sec_per_gpu", p.tokens_per_sec_per_gpu,
          "tokens/s per GPU", HumanCount(p.tokens_per_sec_per_gpu));
+  const PredictionInterval& iv = p.interval;
+  if (iv.coverage > 0) {
+    // The range measured runs are expected in (prediction_interval.h).
+    absl::StrAppend(out, "<div class=\"metric\" data-metric=\"tokens_per_sec_per_gpu_interval\" "
+                         "data-coverage=\"", DataNum(iv.coverage), "\" data-low=\"",
+                    DataNum(iv.tokens_per_sec_per_gpu_low), "\" data-high=\"",
+                    DataNum(iv.tokens_per_sec_per_gpu_high), "\"><div class=\"v\">",
+                    Esc(absl::StrCat(HumanCount(iv.tokens_per_sec_per_gpu_low), " \u2013 ",
+                                     HumanCount(iv.tokens_per_sec_per_gpu_high))),
+                    "</div><div class=\"l\">",
+                    Esc(absl::StrFormat("%.0f%% interval, tokens/s per GPU", 100 * iv.coverage)),
+                    "</div></div>");
+  }
   Metric(out, "tokens_per_sec", total_tps, "tokens/s, all GPUs",
          HumanCount(total_tps));
   Metric(out, "model_tflops_per_gpu", p.model_tflops_per_gpu, "TFLOPS per GPU",
@@ -232,6 +245,13 @@ void Summary(const ReportInput& in, std::string* out) {
       absl::StrCat(NumMicroBatches(p.shape, p.parallel), " per DP rank"),
       "micro_batches");
   Row(out, "knobs", ToString(p.knobs), "knobs");
+  if (iv.coverage > 0) {
+    std::string basis = iv.basis;
+    if (!iv.unmeasured.empty()) {
+      basis += absl::StrCat(" (wider: ", absl::StrJoin(iv.unmeasured, ", "), ")");
+    }
+    Row(out, "interval basis", basis, "interval_basis");
+  }
   Row(out, "fits",
       absl::StrCat(p.fits ? "yes" : "NO", " (limit ",
                    HumanGiB(r.memory_limit_bytes), ")"),

@@ -289,6 +289,21 @@ TEST(ReportTest, RealSearchNumbersReachThePage) {
               1e-4 * best.step_time_s);
   EXPECT_EQ(Find(all, "id", "summary")[0].Attr("data-cost-source"),
             "datasheet_prior");
+  // The prediction's 80% interval is on the page, around the prediction,
+  // with what set it.
+  ASSERT_GT(best.interval.coverage, 0);
+  const auto iv = Find(all, "data-metric", "tokens_per_sec_per_gpu_interval");
+  ASSERT_EQ(iv.size(), 1u);
+  EXPECT_DOUBLE_EQ(Num(iv[0], "data-coverage"), best.interval.coverage);
+  EXPECT_NEAR(Num(iv[0], "data-low"), best.interval.tokens_per_sec_per_gpu_low,
+              1e-5 * best.interval.tokens_per_sec_per_gpu_low);
+  EXPECT_NEAR(Num(iv[0], "data-high"), best.interval.tokens_per_sec_per_gpu_high,
+              1e-5 * best.interval.tokens_per_sec_per_gpu_high);
+  EXPECT_LT(Num(iv[0], "data-low"), best.tokens_per_sec_per_gpu);
+  EXPECT_GT(Num(iv[0], "data-high"), best.tokens_per_sec_per_gpu);
+  const auto basis = Find(all, "data-field", "interval_basis");
+  ASSERT_EQ(basis.size(), 1u);
+  EXPECT_THAT(basis[0].Attr("data-text"), HasSubstr(best.interval.basis));
   EXPECT_EQ(Find(all, "id", "top-k")[0].Attr("data-plans"),
             std::to_string(result.top.size()));
   // Doubling HBM bandwidth never makes the best plan slower.

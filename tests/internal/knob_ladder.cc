@@ -8,7 +8,10 @@ std::vector<LadderStep> DeepSeekV3Gb200Ladder() {
   // Baseline (section 1 of the source): MXFP8, grouped GEMM (multi-stream
   // cuBLAS), NCCL all-to-all dispatcher (DeepEP lacked MNNVL then), no CUDA
   // graphs, selective recompute of the dense layers' MLP and the MLA up
-  // projection, DP grad-reduce/param-gather overlap, no EP A2A overlap.
+  // projection, DP grad-reduce/param-gather overlap, no EP A2A overlap; the
+  // software without any of the section-2 optimizations (MegatronFeatures
+  // off but the permute fusion, which the baseline had; the flex backend,
+  // once used, DeepEP).
   planner::Knobs k;
   k.precision = planner::Precision::kMxfp8;
   k.grouped_gemm = true;
@@ -17,35 +20,85 @@ std::vector<LadderStep> DeepSeekV3Gb200Ladder() {
   k.overlap.ep_comm = false;
   k.recompute.mode = planner::RecomputeMode::kSelective;
   k.recompute.modules = planner::kRecomputeMlp | planner::kRecomputeMlaUpProj;
+  planner::MegatronFeatures f;
+  f.mxfp8_fused_allocation = false;
+  f.permute_fusion = true;  // the baseline had --moe-permute-fusion (guide 1, item 4.2)
+  f.router_fusion = false;
+  f.flex_backend = planner::MegatronFeatures::FlexBackend::kDeepEp;
+  f.graph_attn = true;
+  f.graph_moe_router = true;
+  f.graph_moe_preprocess = true;
+  f.graph_shared_experts = false;
+  f.cpu_numa_binding = false;
+  f.fused_swizzle_pdl = false;
+  f.quant_fused_norm = false;
 
   std::vector<LadderStep> steps;
   auto add = [&](const char* suffix, const char* name, const char* mapping, bool has_knob) {
-    steps.push_back({std::string("mlm-dsv3-gb200-opt-step") + suffix, name, k, mapping, has_knob});
+    steps.push_back(
+        {std::string("mlm-dsv3-gb200-opt-step") + suffix, name, k, f, mapping, has_knob});
   };
-  add("00", "Baseline", "alltoall, no CUDA graphs, recompute mlp+mla_up_proj", true);
+  add("00", "Baseline", "alltoall, no CUDA graphs, recompute mlp+mla_up_proj, no features", true);
+  f.mxfp8_fused_allocation = true;
   add("01", "Fuse torch.zeros for scaling factor allocation & Permute kernel Optimization",
-      "no knob: MXFP8 host-side allocations and the permute kernel are stack constants", false);
-  add("02", "Router fusion",
-      "no knob: router kernel count (72 -> 31) is inside moe_host_ops_forward", false);
+      "feature mxfp8_fused_allocation (the faster permute kernel, TE PR 1927, is not priced)",
+      true);
+  f.router_fusion = true;
+  add("02", "Router fusion", "feature router_fusion (--moe-router-fusion): 72 -> 31 kernels",
+      true);
   k.dispatcher = planner::Dispatcher::kFusedDedup;
-  add("03", "Enable DeepEP", "dispatcher alltoall -> fused_dedup", true);
+  add("03", "Enable DeepEP",
+      "dispatcher alltoall -> fused_dedup, backend deepep (--moe-flex-dispatcher-backend)", true);
   k.recompute.modules = planner::kRecomputeMlp | planner::kRecomputeMoeAct;
   add("04", "Remove up_proj recompute", "recompute mlp+mla_up_proj -> mlp+moe_act", true);
   k.cuda_graphs = true;
-  add("05", "CUDA Graphs", "cuda_graphs off -> on (MoE expert host work stays outside)", true);
-  add("06", "Tune DeepEP", "no knob: dispatch efficiency is a prior constant", false);
-  add("07", "CPU-side optimization",
-      "no knob: process/NUMA binding lowers host time per op (host_op_s, a constant)", false);
+  add("05", "CUDA Graphs",
+      "cuda_graphs on, scope attn moe_router moe_preprocess (--cuda-graph-scope)", true);
+  add("06", "Tune DeepEP", "no knob: no public figure for the tuned DeepEP bandwidth", false);
+  f.cpu_numa_binding = true;
+  add("07", "CPU-side optimization", "feature cpu_numa_binding (bindpcie)", true);
+  f.fused_swizzle_pdl = true;
   add("08", "PDL for quantization kernels & Fuse MXFP8 swizzle scaling factor",
-      "no knob: kernel launch overlap / fewer kernels are stack constants", false);
-  add("09", "CUDA Graphs capture shared expert",
-      "no knob: cuda_graphs is one switch (no graph scopes)", false);
-  add("10", "HybridEP",
-      "no knob: DeepEP and HybridEP are one fused_dedup dispatcher class", false);
-  add("11", "CPU-side optimization", "no knob: host time per op is a constant", false);
-  add("12", "Fuse quantization to normalization (cuDNN 9.14)",
-      "no knob: quantize/norm traffic is in the memory-bound terms", false);
+      "feature fused_swizzle_pdl", true);
+  f.graph_shared_experts = true;
+  add("09", "CUDA Graphs capture shared expert", "feature graph_shared_experts", true);
+  f.flex_backend = planner::MegatronFeatures::FlexBackend::kHybridEp;
+  add("10", "HybridEP", "backend deepep -> hybridep (--moe-flex-dispatcher-backend)", true);
+  add("11", "CPU-side optimization",
+      "no knob: TE host-code trimming has no public per-op figure", false);
+  f.quant_fused_norm = true;
+  add("12", "Fuse quantization to normalization (cuDNN 9.14)", "feature quant_fused_norm",
+      true);
   return steps;
+}
+
+StandaloneLadder Qwen3H100EpOverlapLadder() {
+  StandaloneLadder l;
+  l.title = "Qwen3-235B-A22B, 256 H100, TP2 PP8 VP4 EP32, BF16, DeepEP";
+  l.source = "yanring/Megatron-MoE-ModelZoo best_practice/Qwen3/readme.md (Cross-node EP)";
+  l.model_preset = "qwen3-235b-a22b";
+  l.cluster_preset = "h100-sxm";
+  l.shape.gpus = 256;
+  l.shape.seq_len = 4096;
+  l.shape.global_batch = 2048;
+  planner::ParallelConfig& p = l.parallel;
+  p.tp = 2, p.cp = 1, p.ep = 32, p.pp = 8, p.vp = 4, p.etp = 1, p.mbs = 1;
+  planner::Knobs k;
+  k.precision = planner::Precision::kBf16;
+  k.dispatcher = planner::Dispatcher::kFusedDedup;
+  k.grouped_gemm = true;
+  k.recompute.mode = planner::RecomputeMode::kSelective;
+  k.recompute.modules = planner::kRecomputeLayerNorm | planner::kRecomputeMoeAct;
+  k.overlap.ep_comm = false;
+  planner::MegatronFeatures f;
+  f.flex_backend = planner::MegatronFeatures::FlexBackend::kDeepEp;
+  l.steps.push_back({"modelzoo-qwen3-235b-h100-ep32", "DeepEP baseline", k, f,
+                     "ep_comm overlap off", true});
+  k.overlap.ep_comm = true;
+  l.steps.push_back({"modelzoo-qwen3-235b-h100-ep32-1f1b", "+1f1b overlap", k, f,
+                     "overlap.ep_comm off -> on", true});
+  l.measured_tflops = {245, 276};
+  return l;
 }
 
 std::vector<double> StepGains(const std::vector<double>& values) {

@@ -53,6 +53,13 @@ TEST(ServerCommandsTest, BadInputExitsTwoWithOneLineNamingTheProblem) {
   EXPECT_EQ(r.code, kExitBadInput);
   EXPECT_THAT(r.err, HasSubstr("--gpus must be a positive integer, got -8"));
 
+  // --stack as in plan and predict: a container version or latest.
+  r = Call("submit", {"--model", "deepseek-v3", "--cluster", "gb200-nvl72", "--gpus", "256",
+                      "--seq", "4096", "--gbs", "2048", "--stack", "nemo-24.07"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_THAT(r.err, HasSubstr("--stack: software stack 'nemo-24.07'"));
+  EXPECT_EQ(Lines(r.err), 1);
+
   r = Call("fetch", {"job-1", "--format", "yaml"});
   EXPECT_EQ(r.code, kExitBadInput);
   EXPECT_THAT(r.err, HasSubstr("--format must be json, megatron, maxtext"));

@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "planner/request.h"
+#include "planner/software_stack.h"
 #include "tools/cli/command_registry.h"
 #include "tools/cli/rpc_client.h"
 
@@ -17,7 +18,7 @@ constexpr char kUsage[] =
     "submit --model PRESET|config.json (--cluster PRESET | --cluster_file "
     "cluster.json)\n       --gpus N --seq N --gbs N [--calibration_cluster NAME] [--top_k K] "
     "[--precision bf16|fp8|mxfp8|nvfp4]\n       [--tp N --pp N --ep N --cp N --etp N --vp N "
-    "--mbs N] [--framework megatron|maxtext] [--wait] [--format text|json]";
+    "--mbs N] [--framework megatron|maxtext] [--stack CONTAINER|latest] [--wait] [--format text|json]";
 
 int RunSubmit(const std::vector<std::string>& argv) {
   Args args;
@@ -36,6 +37,8 @@ int RunSubmit(const std::vector<std::string>& argv) {
       {"top_k", false, "plans to keep (default 3)"},
       {"precision", false, "bf16 | fp8 | mxfp8 | nvfp4 (default: planner's choice)"},
       {"fix", false, "pin knobs as in `moetune plan --fix`, e.g. recompute=full,ep=64"},
+      {"stack", false,
+       "software stack: container version (26.02, 26.04.01, 26.06, ...) or latest (default)"},
       {"wait", true, "follow the job until it ends"},
       {"wait_timeout_s", false, "give up waiting after this long (default 3600)"},
       {"format", false, "text (default) or json"},
@@ -119,6 +122,18 @@ int RunSubmit(const std::vector<std::string>& argv) {
     f.set(**v);
   }
   req.mutable_constraints()->set_fix(args.GetOr("fix", ""));
+  // --stack as in `plan` and `predict`: checked here for a clear error, sent
+  // as given (the server resolves it the same way).
+  const std::string stack_arg = args.GetOr("stack", "");
+  absl::StatusOr<planner::Framework> framework = planner::ParseFramework(args.GetOr("framework", "megatron"));
+  if (!framework.ok()) {
+    return BadInput("submit", absl::StrCat("--framework: ", framework.status().message()));
+  }
+  absl::StatusOr<planner::SoftwareStack> stack = planner::ParseSoftwareStack(*framework, stack_arg);
+  if (!stack.ok()) {
+    return BadInput("submit", absl::StrCat("--stack: ", stack.status().message()));
+  }
+  req.set_software_stack(stack_arg);
   if (auto prec = args.Get("precision")) {
     v1::Precision p = v1::PRECISION_UNSPECIFIED;
     if (*prec == "bf16") p = v1::PRECISION_BF16;
