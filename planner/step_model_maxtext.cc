@@ -89,6 +89,11 @@ double MaxTextRaggedAllToAllOneShotSeconds(double send_buffer_bytes, double byte
   return bytes_per_sec > 0 ? send_buffer_bytes / bytes_per_sec : 0.0;
 }
 
+double MaxTextOffloadExposedSeconds(double copy_s, double forward_window_s,
+                                    double backward_window_s) {
+  return std::max(0.0, copy_s - forward_window_s) + std::max(0.0, copy_s - backward_window_s);
+}
+
 bool MaxTextMultiStream(const Knobs& knobs) {
   return knobs.overlap.dp_comm && knobs.overlap.num_comm_streams >= 2;
 }
@@ -184,6 +189,18 @@ double MaxTextOffloadBytes(const StepModel::LayerKindTables& k, const Context& c
   return c.tokens_rank * per_token;
 }
 
+namespace {
+// The moe_mlpwi_0/1 part of MaxTextOffloadBytes (0 unless offloaded).
+double ExpertFc1OffloadBytes(const StepModel::LayerKindTables& k, const Context& c) {
+  if (!k.moe || !OffloadsExpertFc1(*c.knobs)) return 0;
+  const ModelSpec& m = *c.model;
+  const double gate = m.gated_mlp ? 2.0 : 1.0;
+  const double rows = m.moe_top_k * ExpertRowsFactor(c) * c.etp;
+  const double fe = double(m.moe_ffn_hidden_size) / c.etp;
+  return c.tokens_rank * rows * gate * fe * kActivationBytes;
+}
+}  // namespace
+
 Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
                        bool recompute_this_layer, const KindCosts& kc) {
   const ModelSpec& m = *c.model;
@@ -272,13 +289,20 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
   // to the EP slot (a profile counts them as communication), not to
   // recompute; still on the layer's critical path.
   double recompute_ep = 0;
+  // What remat re-runs from the routed experts on (their GEMMs and the
+  // permute/activation traffic) and whether it does: the re-run before them
+  // is the backward window of the moe_mlpwi_0/1 reload.
+  double recompute_routed = 0;
+  bool routed_rerun = false;
+  const double mb_per_elem =
+      mb_f.seconds / std::max(1.0, k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
   if (rc.mode == RecomputeMode::kFull && recompute_this_layer) {
     for (int i = kSAttnProj; i <= kSLogits; ++i) recompute += l.s[i] / fwd_bwd;
     recompute += kc.attn_f.seconds + mb_f.seconds;
     recompute_ep += ep_fwd;
+    routed_rerun = k.moe;
+    recompute_routed = k.moe ? gfc1_f + gfc2_f + mb_per_elem * k.mb_topk_elems : 0.0;
   } else if (rc.mode == RecomputeMode::kSelective) {
-    const double mb_per_elem =
-        mb_f.seconds / std::max(1.0, k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
     const double h = double(m.hidden_size);
     if (rc.modules & kRecomputeCoreAttn) recompute += kc.attn_f.seconds;  // context
     // The attention projections' forward GEMMs.
@@ -294,7 +318,9 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
       // The dispatch re-runs (its output is not a named checkpoint); the
       // up-projection GEMMs only when moe_mlpwi_0/1 are not offloaded.
       recompute_ep += kc.dispatch.seconds;
-      recompute += gfc2_f + (fc1_offloaded ? 0.0 : gfc1_f) + mb_per_elem * k.mb_topk_elems;
+      recompute_routed = gfc2_f + (fc1_offloaded ? 0.0 : gfc1_f) + mb_per_elem * k.mb_topk_elems;
+      recompute += recompute_routed;
+      routed_rerun = true;
     }
   }
   if (recompute > 0) l.AddSeconds(kSRecompute, recompute, kPriorBit);
@@ -305,12 +331,34 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
   // Offload: copies on the copy engines beside the layer's work.
   const double off_bytes = MaxTextOffloadBytes(k, c);
   if (off_bytes > 0) {
-    const Cost copy = cm.HostOffload(off_bytes);
     const double compute = SlotRange(l, kSAttnCore, kSRecompute) + recompute_ep;
-    const double exposed = std::max(0.0, copy.seconds - compute / 3) +
-                           std::max(0.0, copy.seconds - 2 * compute / 3);
-    l.AddSeconds(kSOffloadExposed, exposed, SourceBit(copy.source));
-    l.AddSeconds(kSOffloadHidden, 2 * copy.seconds - exposed, SourceBit(copy.source));
+    const double fc1_bytes =
+        c.stack->maxtext.pipelined_host_offloading ? 0.0 : ExpertFc1OffloadBytes(k, c);
+    // The other offloaded names (or all, with the pipelined host
+    // offloading): the whole layer's windows.
+    const Cost copy = cm.HostOffload(off_bytes - fc1_bytes);
+    double exposed = MaxTextOffloadExposedSeconds(copy.seconds, compute / 3, 2 * compute / 3);
+    double hidden = 2 * copy.seconds - exposed;
+    uint8_t src = SourceBit(copy.source);
+    if (fc1_bytes > 0) {
+      // moe_mlpwi_0/1 confined to their own scan iterations. Forward: after
+      // the up-projection, the wo GEMM, the activation/unpermute traffic,
+      // the combine and the (independent) shared experts. Backward: what
+      // remat re-runs before the routed experts, or without their remat
+      // the combine's transpose and wo's input gradient before the
+      // activation's backward reads them.
+      const Cost fc1 = cm.HostOffload(fc1_bytes);
+      const double fwd_window =
+          gfc2_f + mb_per_elem * k.mb_topk_elems + kc.combine.seconds + shared_f;
+      const double bwd_window = routed_rerun ? recompute - recompute_routed + recompute_ep
+                                             : recompute + recompute_ep + kc.combine.seconds + gfc2_f;
+      const double e = MaxTextOffloadExposedSeconds(fc1.seconds, fwd_window, bwd_window);
+      exposed += e;
+      hidden += 2 * fc1.seconds - e;
+      src |= SourceBit(fc1.source);
+    }
+    l.AddSeconds(kSOffloadExposed, exposed, src);
+    l.AddSeconds(kSOffloadHidden, hidden, src);
   }
   return l;
 }

@@ -30,6 +30,14 @@ int MaxTextSliceGpus(int gpus, int nvlink_domain_gpus);
 // the kernel's measured per-GPU send rate; 0 when the rate is not positive.
 double MaxTextRaggedAllToAllOneShotSeconds(double send_buffer_bytes, double bytes_per_sec);
 
+// Exposed seconds of one offloaded tensor's host round trip: the
+// device-to-host copy (copy_s) overlaps at most forward_window_s of compute,
+// the host-to-device reload (copy_s again) at most backward_window_s:
+// max(0, copy_s - forward_window_s) + max(0, copy_s - backward_window_s).
+// See MaxTextConstants::pipelined_host_offloading for the windows.
+double MaxTextOffloadExposedSeconds(double copy_s, double forward_window_s,
+                                    double backward_window_s);
+
 // Multi-stream collectives (XLA async collectives on their own streams):
 // overlap.dp_comm on and at least two communication streams.
 bool MaxTextMultiStream(const Knobs& knobs);
@@ -72,8 +80,16 @@ void MaxTextExpertKindCosts(const Context& c, bool grouped, bool dedup, double i
 //    EP exchange remat re-runs is added to the EP exposed slot (it is
 //    communication kernel time), the rest to recompute;
 //  - offload: D2H forward, H2D backward of the offloaded names at the host
-//    link rate, hidden behind the layer's compute (1/3 forward, 2/3
-//    backward) as in Megatron.
+//    link rate (MaxTextOffloadExposedSeconds). With
+//    pipelined_host_offloading hidden behind the layer's compute (1/3
+//    forward, 2/3 backward) as in Megatron; without it (XLA's default) each
+//    copy overlaps only its own scan iteration's work around the tensor:
+//    for moe_mlpwi_0/1 the forward window is what follows the up-projection
+//    in the forward iteration (the wo GEMM, the activation/unpermute
+//    traffic, the combine, the shared experts) and the backward window what
+//    remat re-runs before the routed experts (the attention block, the norms,
+//    the shared experts, the dispatch); the other offloadable names keep
+//    the whole-layer windows.
 Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
                        bool recompute_this_layer, const KindCosts& kc);
 
