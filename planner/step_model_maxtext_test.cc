@@ -217,6 +217,65 @@ TEST(MaxTextTermsTest, OffloadingMoeMlpwiRemovesTheirRecompute) {
   EXPECT_EQ(Seconds(pr, "offload.exposed"), 0);
 }
 
+TEST(MaxTextTermsTest, OffloadExposedIsEachCopyBeyondItsWindow) {
+  using step_model_internal::MaxTextOffloadExposedSeconds;
+  // 5 ms copies: forward window 2 ms (3 ms exposed), backward 6 ms (none).
+  EXPECT_NEAR(MaxTextOffloadExposedSeconds(5e-3, 2e-3, 6e-3), 3e-3, 1e-15);
+  EXPECT_NEAR(MaxTextOffloadExposedSeconds(5e-3, 1e-3, 4e-3), 4e-3 + 1e-3, 1e-15);
+  EXPECT_EQ(MaxTextOffloadExposedSeconds(5e-3, 5e-3, 5e-3), 0);
+  // XLA's default: --xla_gpu_enable_pipelined_host_offloading=false.
+  EXPECT_FALSE(MaxTextStackConstants().maxtext.pipelined_host_offloading);
+}
+
+// The round cost model with host copies at 1 GB/s, so that an offload
+// copy outlasts its window.
+class SlowHostCostModel : public RoundCostModel {
+ public:
+  using RoundCostModel::RoundCostModel;
+  Cost HostOffload(double bytes) const override { return {bytes / 1e9}; }
+};
+
+TEST(MaxTextTermsTest, OffloadedMoeMlpwiOverlapOnlyTheirIteration) {
+  absl::StatusOr<ClusterSpec> c = LoadClusterPreset("gb200-nvl72");
+  ASSERT_TRUE(c.ok()) << c.status();
+  TrainingShape shape;
+  shape.gpus = 8;
+  shape.seq_len = 1024;
+  shape.global_batch = 8;
+  auto make = [&](const StackConstants& stack) {
+    absl::StatusOr<StepModel> sm =
+        StepModel::Create(TinyMoe(), *c, shape, std::make_shared<SlowHostCostModel>(*c), stack);
+    EXPECT_TRUE(sm.ok()) << sm.status();
+    return *std::move(sm);
+  };
+  Knobs k;
+  k.dispatcher = Dispatcher::kAllToAll;
+  k.recompute.mode = RecomputeMode::kSelective;
+  k.recompute.modules = kRecomputeMoe;
+  k.offload_activations = true;
+  k.offload_modules = kOffloadExpertFc1;
+  const StackConstants stack = MaxTextStackConstants();
+  const double dispatch = 4194304 / stack.maxtext.ragged_a2a_one_shot_bytes_per_sec;
+  // Each copy: 4 MiB at 1 GB/s = 4.194 ms. Forward window: the wo GEMM
+  // (2 ms) + the combine (one one-shot call, 237.9 us); no shared experts,
+  // memory-bound kernels free. Backward window: what remat re-runs before
+  // the routed experts, the dispatch (237.9 us; the wo GEMM re-run needs
+  // the reloaded tensors). Per layer exposed: (4.194 - 2.238) + (4.194 -
+  // 0.238) ms; 2 layers.
+  const double copy = 4194304 / 1e9;
+  const Prediction pr = PredictOrDie(make(stack), Layout(false), k);
+  const double exposed = 2 * ((copy - 2e-3 - dispatch) + (copy - dispatch));
+  EXPECT_NEAR(Seconds(pr, "offload.exposed"), exposed, 1e-12);
+  EXPECT_NEAR(Seconds(pr, "offload.hidden"), 2 * 2 * copy - exposed, 1e-12);
+  // With the pipelined host offloading each copy overlaps a whole layer's
+  // work (1/3 forward, 2/3 backward): less exposed, the same bytes moved.
+  StackConstants pipelined = stack;
+  pipelined.maxtext.pipelined_host_offloading = true;
+  const Prediction pp = PredictOrDie(make(pipelined), Layout(false), k);
+  EXPECT_LT(Seconds(pp, "offload.exposed"), exposed);
+  EXPECT_NEAR(Seconds(pp, "offload.exposed") + Seconds(pp, "offload.hidden"), 2 * 2 * copy, 1e-12);
+}
+
 TEST(MaxTextTermsTest, FsdpCollectivesAndTheirExposure) {
   const StepModel sm = Make(MaxTextStackConstants());
   // Parameters per GPU (pp 1): dense = 2 layers x (attention + router) /
