@@ -94,6 +94,14 @@ double MaxTextOffloadExposedSeconds(double copy_s, double forward_window_s,
   return std::max(0.0, copy_s - forward_window_s) + std::max(0.0, copy_s - backward_window_s);
 }
 
+double MaxTextLinkContentionSeconds(double ep_link_s, double fsdp_in_flight_s,
+                                    double fsdp_link_s, double busy_s) {
+  if (ep_link_s <= 0 || fsdp_in_flight_s <= 0 || fsdp_link_s <= 0 || busy_s <= 0) return 0;
+  const double u = std::min(1.0, fsdp_link_s / fsdp_in_flight_s);
+  const double share = std::max(1.0 - u, 0.5);
+  return ep_link_s * std::min(1.0, fsdp_in_flight_s / busy_s) * (1.0 / share - 1.0);
+}
+
 bool MaxTextMultiStream(const Knobs& knobs) {
   return knobs.overlap.dp_comm && knobs.overlap.num_comm_streams >= 2;
 }
@@ -416,6 +424,8 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
   const bool multi = MaxTextMultiStream(knobs);
   DpAndOptimizer out;
   double total = 0;
+  // Of `total`, the time the collectives hold NVLink and the NICs.
+  double total_nvlink = 0, total_nics = 0;
   uint8_t src = 0;
   const int dense_per_domain = std::max(1, std::min(dp_dense, domain / std::max(1, p.tp)));
   const int expert_per_domain =
@@ -427,29 +437,37 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
   // replicas (as the Megatron DP term).
   const LinkSpan span = p.tp * p.cp * p.dp <= domain ? LinkSpan::kNvlinkDomain
                                                      : LinkSpan::kScaleOut;
+  // Each call also returns the seconds it holds NVLink and the NICs.
+  struct Phased {
+    Cost cost;
+    double nvlink_s = 0, nics_s = 0;
+  };
   auto collective = [&](CollectiveKind kind, double bytes, int group, int per_domain) {
     const Cost flat = cost.Collective(kind, bytes, group, span);
     if (span != LinkSpan::kScaleOut || per_domain <= 1 ||
         flat.source == CostSource::kCalibrated) {
-      return flat;
+      return span == LinkSpan::kScaleOut ? Phased{flat, 0.0, flat.seconds}
+                                         : Phased{flat, flat.seconds, 0.0};
     }
     const Cost nics = cost.Collective(kind, bytes / per_domain, group, span);
     const Cost nvlink = cost.Collective(kind, bytes, per_domain, LinkSpan::kNvlinkDomain);
     const double t = multi ? std::max(nics.seconds, nvlink.seconds)
                            : nics.seconds + nvlink.seconds;
-    return Cost{t, CostSource::kDatasheetPrior};
+    return Phased{Cost{t, CostSource::kDatasheetPrior}, nvlink.seconds, nics.seconds};
   };
   if (p.shard_params) {
     for (auto [n_params, group, per_domain] :
          {std::tuple<double, int, int>{params.dense, dp_dense, dense_per_domain},
           std::tuple<double, int, int>{params.expert, dp_expert, expert_per_domain}}) {
       if (group <= 1 || n_params <= 0) continue;
-      const Cost ag = collective(CollectiveKind::kAllGather,
-                                 n_params * mt.fsdp_gather_bytes_per_param, group, per_domain);
-      const Cost rs = collective(CollectiveKind::kReduceScatter,
-                                 n_params * mt.fsdp_reduce_bytes_per_param, group, per_domain);
-      total += m_micro * (2 * ag.seconds + rs.seconds);
-      src |= SourceBit(ag.source) | SourceBit(rs.source);
+      const Phased ag = collective(CollectiveKind::kAllGather,
+                                   n_params * mt.fsdp_gather_bytes_per_param, group, per_domain);
+      const Phased rs = collective(CollectiveKind::kReduceScatter,
+                                   n_params * mt.fsdp_reduce_bytes_per_param, group, per_domain);
+      total += m_micro * (2 * ag.cost.seconds + rs.cost.seconds);
+      total_nvlink += m_micro * (2 * ag.nvlink_s + rs.nvlink_s);
+      total_nics += m_micro * (2 * ag.nics_s + rs.nics_s);
+      src |= SourceBit(ag.cost.source) | SourceBit(rs.cost.source);
     }
   } else {
     // Replicated weights (pure data axis): one gradient all-reduce per step.
@@ -457,10 +475,12 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
          {std::tuple<double, int, int>{params.dense, dp_dense, dense_per_domain},
           std::tuple<double, int, int>{params.expert, dp_expert, expert_per_domain}}) {
       if (group <= 1 || n_params <= 0) continue;
-      const Cost ar = collective(CollectiveKind::kAllReduce,
-                                 n_params * mt.fsdp_reduce_bytes_per_param, group, per_domain);
-      total += ar.seconds;
-      src |= SourceBit(ar.source);
+      const Phased ar = collective(CollectiveKind::kAllReduce,
+                                   n_params * mt.fsdp_reduce_bytes_per_param, group, per_domain);
+      total += ar.cost.seconds;
+      total_nvlink += ar.nvlink_s;
+      total_nics += ar.nics_s;
+      src |= SourceBit(ar.cost.source);
     }
   }
   if (total > 0) {
@@ -471,11 +491,27 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
     // slows by the cost model's OverlapSlowdown (as the hidden TP/EP terms).
     const double slowdown =
         (total - exposed) * (cost.OverlapSlowdown(knobs.overlap.num_comm_streams) - 1.0);
-    out.dp_exposed_s = exposed + slowdown;
+    // Multi-stream: the EP exchange shares its link with the collectives
+    // in flight beside it, where it is bandwidth-bound (NCCL EP, or an NCCL
+    // ragged all-to-all; XLA's one-shot kernel inside an NVLink domain runs
+    // at ~2% of NVLink, MaxTextConstants::ragged_a2a_one_shot_bytes_per_sec).
+    double contention = 0;
+    if (multi && p.ep > 1) {
+      const bool ep_in_slice = p.tp * p.ep * p.etp <= domain;
+      const bool one_shot = knobs.dispatcher == Dispatcher::kAllToAll &&
+                            mt.ragged_a2a_one_shot &&
+                            p.ep * p.etp <= cost.cluster().nvlink_domain_gpus;
+      if (!one_shot) {
+        contention = MaxTextLinkContentionSeconds(
+            ep_step_s, total, ep_in_slice ? total_nvlink : total_nics, busy_s);
+      }
+    }
+    out.dp_exposed_s = exposed + slowdown + contention;
     if (step != nullptr) {
       step->AddSeconds(kSDpExposed, exposed, src);
       step->AddSeconds(kSDpHidden, total - exposed, src);
       step->AddSeconds(kSOverlapSlowdown, slowdown, src);
+      step->AddSeconds(kSEpExposed, contention, src);
     }
   }
   const double shard =
