@@ -159,10 +159,58 @@ TEST(MaxTextTermsTest, NcclEpUsesTheDedupDispatch) {
   const StepModel sm = Make(MaxTextStackConstants());
   Knobs k;
   k.dispatcher = Dispatcher::kFusedDedup;
+  // One collective stream, so no gradient all-reduce runs beside it.
+  k.overlap.num_comm_streams = 1;
   // The cost model's Dispatch: 1,024 x 2 x 2,048 B / 2 TB/s = 2.097 us,
   // 4 per layer, 2 layers.
   const Prediction pr = PredictOrDie(sm, Layout(false), k);
   EXPECT_NEAR(Seconds(pr, "ep.dispatch_combine.exposed"), 2 * 4 * 1024 * 2 * 2048 / 2e12, 1e-12);
+}
+
+TEST(MaxTextTermsTest, LinkContentionByHand) {
+  using step_model_internal::MaxTextLinkContentionSeconds;
+  // 1 s of EP on the link; FSDP in flight 2 of 8 s, holding the link 0.5
+  // of that time (u = 1/4): the exchange at 3/4 of its rate for 1/4 of its
+  // time: 1 x 1/4 x (4/3 - 1) = 1/12 s.
+  EXPECT_NEAR(MaxTextLinkContentionSeconds(1.0, 2.0, 0.5, 8.0), 1.0 / 12, 1e-15);
+  // FSDP link-bound (u = 1): a fair share, half the rate: 1 x 1/4 x 1.
+  EXPECT_NEAR(MaxTextLinkContentionSeconds(1.0, 2.0, 2.0, 8.0), 0.25, 1e-15);
+  // In flight longer than the window: the whole exchange overlapped.
+  EXPECT_NEAR(MaxTextLinkContentionSeconds(1.0, 10.0, 10.0, 8.0), 1.0, 1e-15);
+  // FSDP not on the exchange's link, or nothing in flight: none.
+  EXPECT_EQ(MaxTextLinkContentionSeconds(1.0, 2.0, 0.0, 8.0), 0);
+  EXPECT_EQ(MaxTextLinkContentionSeconds(1.0, 0.0, 0.0, 8.0), 0);
+}
+
+TEST(MaxTextTermsTest, NcclEpSharesNvlinkWithTheGradientAllReduce) {
+  const StepModel sm = Make(MaxTextStackConstants());
+  Knobs k;
+  k.dispatcher = Dispatcher::kFusedDedup;
+  k.overlap.num_comm_streams = 1;
+  const Prediction one = PredictOrDie(sm, Layout(false), k);
+  k.overlap.num_comm_streams = 2;
+  const Prediction multi = PredictOrDie(sm, Layout(false), k);
+  // dp 8 inside one NVLink domain: the gradient all-reduce holds NVLink all
+  // the time it is in flight (u = 1, a fair share). The layers cost the
+  // same with 1 or 2 streams (NCCL EP is never hidden), so the busy window
+  // is one's step less its exposed all-reduce and optimizer; the extra EP
+  // time = EP x min(1, all-reduce / busy) x 1.
+  const double ep = Seconds(one, "ep.dispatch_combine.exposed");
+  const double ar = Seconds(multi, "dp.grads_params.exposed") +
+                    Seconds(multi, "dp.grads_params.hidden");
+  const double busy = one.step_time_s - Seconds(one, "dp.grads_params.exposed") -
+                      Seconds(one, "optimizer");
+  EXPECT_GT(ar, 0);
+  EXPECT_NEAR(Seconds(multi, "ep.dispatch_combine.exposed") - ep, ep * std::min(1.0, ar / busy),
+              1e-12);
+  // XLA's one-shot ragged all-to-all (~2% of NVLink) is not slowed.
+  k.dispatcher = Dispatcher::kAllToAll;
+  k.overlap.ep_comm = false;
+  const Prediction a2a_multi = PredictOrDie(sm, Layout(false), k);
+  k.overlap.num_comm_streams = 1;
+  const Prediction a2a_one = PredictOrDie(sm, Layout(false), k);
+  EXPECT_NEAR(Seconds(a2a_multi, "ep.dispatch_combine.exposed"),
+              Seconds(a2a_one, "ep.dispatch_combine.exposed"), 1e-15);
 }
 
 TEST(MaxTextTermsTest, RaggedDotIsTheGroupedGemmTimesItsRatio) {
