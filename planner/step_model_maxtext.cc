@@ -89,6 +89,19 @@ double MaxTextRaggedAllToAllOneShotSeconds(double send_buffer_bytes, double byte
   return bytes_per_sec > 0 ? send_buffer_bytes / bytes_per_sec : 0.0;
 }
 
+double MaxTextOffloadExposedSeconds(double copy_s, double forward_window_s,
+                                    double backward_window_s) {
+  return std::max(0.0, copy_s - forward_window_s) + std::max(0.0, copy_s - backward_window_s);
+}
+
+double MaxTextLinkContentionSeconds(double ep_link_s, double fsdp_in_flight_s,
+                                    double fsdp_link_s, double busy_s) {
+  if (ep_link_s <= 0 || fsdp_in_flight_s <= 0 || fsdp_link_s <= 0 || busy_s <= 0) return 0;
+  const double u = std::min(1.0, fsdp_link_s / fsdp_in_flight_s);
+  const double share = std::max(1.0 - u, 0.5);
+  return ep_link_s * std::min(1.0, fsdp_in_flight_s / busy_s) * (1.0 / share - 1.0);
+}
+
 bool MaxTextMultiStream(const Knobs& knobs) {
   return knobs.overlap.dp_comm && knobs.overlap.num_comm_streams >= 2;
 }
@@ -184,6 +197,18 @@ double MaxTextOffloadBytes(const StepModel::LayerKindTables& k, const Context& c
   return c.tokens_rank * per_token;
 }
 
+namespace {
+// The moe_mlpwi_0/1 part of MaxTextOffloadBytes (0 unless offloaded).
+double ExpertFc1OffloadBytes(const StepModel::LayerKindTables& k, const Context& c) {
+  if (!k.moe || !OffloadsExpertFc1(*c.knobs)) return 0;
+  const ModelSpec& m = *c.model;
+  const double gate = m.gated_mlp ? 2.0 : 1.0;
+  const double rows = m.moe_top_k * ExpertRowsFactor(c) * c.etp;
+  const double fe = double(m.moe_ffn_hidden_size) / c.etp;
+  return c.tokens_rank * rows * gate * fe * kActivationBytes;
+}
+}  // namespace
+
 Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
                        bool recompute_this_layer, const KindCosts& kc) {
   const ModelSpec& m = *c.model;
@@ -272,13 +297,20 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
   // to the EP slot (a profile counts them as communication), not to
   // recompute; still on the layer's critical path.
   double recompute_ep = 0;
+  // What remat re-runs from the routed experts on (their GEMMs and the
+  // permute/activation traffic) and whether it does: the re-run before them
+  // is the backward window of the moe_mlpwi_0/1 reload.
+  double recompute_routed = 0;
+  bool routed_rerun = false;
+  const double mb_per_elem =
+      mb_f.seconds / std::max(1.0, k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
   if (rc.mode == RecomputeMode::kFull && recompute_this_layer) {
     for (int i = kSAttnProj; i <= kSLogits; ++i) recompute += l.s[i] / fwd_bwd;
     recompute += kc.attn_f.seconds + mb_f.seconds;
     recompute_ep += ep_fwd;
+    routed_rerun = k.moe;
+    recompute_routed = k.moe ? gfc1_f + gfc2_f + mb_per_elem * k.mb_topk_elems : 0.0;
   } else if (rc.mode == RecomputeMode::kSelective) {
-    const double mb_per_elem =
-        mb_f.seconds / std::max(1.0, k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
     const double h = double(m.hidden_size);
     if (rc.modules & kRecomputeCoreAttn) recompute += kc.attn_f.seconds;  // context
     // The attention projections' forward GEMMs.
@@ -294,7 +326,9 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
       // The dispatch re-runs (its output is not a named checkpoint); the
       // up-projection GEMMs only when moe_mlpwi_0/1 are not offloaded.
       recompute_ep += kc.dispatch.seconds;
-      recompute += gfc2_f + (fc1_offloaded ? 0.0 : gfc1_f) + mb_per_elem * k.mb_topk_elems;
+      recompute_routed = gfc2_f + (fc1_offloaded ? 0.0 : gfc1_f) + mb_per_elem * k.mb_topk_elems;
+      recompute += recompute_routed;
+      routed_rerun = true;
     }
   }
   if (recompute > 0) l.AddSeconds(kSRecompute, recompute, kPriorBit);
@@ -305,12 +339,34 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
   // Offload: copies on the copy engines beside the layer's work.
   const double off_bytes = MaxTextOffloadBytes(k, c);
   if (off_bytes > 0) {
-    const Cost copy = cm.HostOffload(off_bytes);
     const double compute = SlotRange(l, kSAttnCore, kSRecompute) + recompute_ep;
-    const double exposed = std::max(0.0, copy.seconds - compute / 3) +
-                           std::max(0.0, copy.seconds - 2 * compute / 3);
-    l.AddSeconds(kSOffloadExposed, exposed, SourceBit(copy.source));
-    l.AddSeconds(kSOffloadHidden, 2 * copy.seconds - exposed, SourceBit(copy.source));
+    const double fc1_bytes =
+        c.stack->maxtext.pipelined_host_offloading ? 0.0 : ExpertFc1OffloadBytes(k, c);
+    // The other offloaded names (or all, with the pipelined host
+    // offloading): the whole layer's windows.
+    const Cost copy = cm.HostOffload(off_bytes - fc1_bytes);
+    double exposed = MaxTextOffloadExposedSeconds(copy.seconds, compute / 3, 2 * compute / 3);
+    double hidden = 2 * copy.seconds - exposed;
+    uint8_t src = SourceBit(copy.source);
+    if (fc1_bytes > 0) {
+      // moe_mlpwi_0/1 confined to their own scan iterations. Forward: after
+      // the up-projection, the wo GEMM, the activation/unpermute traffic,
+      // the combine and the (independent) shared experts. Backward: what
+      // remat re-runs before the routed experts, or without their remat
+      // the combine's transpose and wo's input gradient before the
+      // activation's backward reads them.
+      const Cost fc1 = cm.HostOffload(fc1_bytes);
+      const double fwd_window =
+          gfc2_f + mb_per_elem * k.mb_topk_elems + kc.combine.seconds + shared_f;
+      const double bwd_window = routed_rerun ? recompute - recompute_routed + recompute_ep
+                                             : recompute + recompute_ep + kc.combine.seconds + gfc2_f;
+      const double e = MaxTextOffloadExposedSeconds(fc1.seconds, fwd_window, bwd_window);
+      exposed += e;
+      hidden += 2 * fc1.seconds - e;
+      src |= SourceBit(fc1.source);
+    }
+    l.AddSeconds(kSOffloadExposed, exposed, src);
+    l.AddSeconds(kSOffloadHidden, hidden, src);
   }
   return l;
 }
@@ -368,6 +424,8 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
   const bool multi = MaxTextMultiStream(knobs);
   DpAndOptimizer out;
   double total = 0;
+  // Of `total`, the time the collectives hold NVLink and the NICs.
+  double total_nvlink = 0, total_nics = 0;
   uint8_t src = 0;
   const int dense_per_domain = std::max(1, std::min(dp_dense, domain / std::max(1, p.tp)));
   const int expert_per_domain =
@@ -379,29 +437,37 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
   // replicas (as the Megatron DP term).
   const LinkSpan span = p.tp * p.cp * p.dp <= domain ? LinkSpan::kNvlinkDomain
                                                      : LinkSpan::kScaleOut;
+  // Each call also returns the seconds it holds NVLink and the NICs.
+  struct Phased {
+    Cost cost;
+    double nvlink_s = 0, nics_s = 0;
+  };
   auto collective = [&](CollectiveKind kind, double bytes, int group, int per_domain) {
     const Cost flat = cost.Collective(kind, bytes, group, span);
     if (span != LinkSpan::kScaleOut || per_domain <= 1 ||
         flat.source == CostSource::kCalibrated) {
-      return flat;
+      return span == LinkSpan::kScaleOut ? Phased{flat, 0.0, flat.seconds}
+                                         : Phased{flat, flat.seconds, 0.0};
     }
     const Cost nics = cost.Collective(kind, bytes / per_domain, group, span);
     const Cost nvlink = cost.Collective(kind, bytes, per_domain, LinkSpan::kNvlinkDomain);
     const double t = multi ? std::max(nics.seconds, nvlink.seconds)
                            : nics.seconds + nvlink.seconds;
-    return Cost{t, CostSource::kDatasheetPrior};
+    return Phased{Cost{t, CostSource::kDatasheetPrior}, nvlink.seconds, nics.seconds};
   };
   if (p.shard_params) {
     for (auto [n_params, group, per_domain] :
          {std::tuple<double, int, int>{params.dense, dp_dense, dense_per_domain},
           std::tuple<double, int, int>{params.expert, dp_expert, expert_per_domain}}) {
       if (group <= 1 || n_params <= 0) continue;
-      const Cost ag = collective(CollectiveKind::kAllGather,
-                                 n_params * mt.fsdp_gather_bytes_per_param, group, per_domain);
-      const Cost rs = collective(CollectiveKind::kReduceScatter,
-                                 n_params * mt.fsdp_reduce_bytes_per_param, group, per_domain);
-      total += m_micro * (2 * ag.seconds + rs.seconds);
-      src |= SourceBit(ag.source) | SourceBit(rs.source);
+      const Phased ag = collective(CollectiveKind::kAllGather,
+                                   n_params * mt.fsdp_gather_bytes_per_param, group, per_domain);
+      const Phased rs = collective(CollectiveKind::kReduceScatter,
+                                   n_params * mt.fsdp_reduce_bytes_per_param, group, per_domain);
+      total += m_micro * (2 * ag.cost.seconds + rs.cost.seconds);
+      total_nvlink += m_micro * (2 * ag.nvlink_s + rs.nvlink_s);
+      total_nics += m_micro * (2 * ag.nics_s + rs.nics_s);
+      src |= SourceBit(ag.cost.source) | SourceBit(rs.cost.source);
     }
   } else {
     // Replicated weights (pure data axis): one gradient all-reduce per step.
@@ -409,10 +475,12 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
          {std::tuple<double, int, int>{params.dense, dp_dense, dense_per_domain},
           std::tuple<double, int, int>{params.expert, dp_expert, expert_per_domain}}) {
       if (group <= 1 || n_params <= 0) continue;
-      const Cost ar = collective(CollectiveKind::kAllReduce,
-                                 n_params * mt.fsdp_reduce_bytes_per_param, group, per_domain);
-      total += ar.seconds;
-      src |= SourceBit(ar.source);
+      const Phased ar = collective(CollectiveKind::kAllReduce,
+                                   n_params * mt.fsdp_reduce_bytes_per_param, group, per_domain);
+      total += ar.cost.seconds;
+      total_nvlink += ar.nvlink_s;
+      total_nics += ar.nics_s;
+      src |= SourceBit(ar.cost.source);
     }
   }
   if (total > 0) {
@@ -423,11 +491,27 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
     // slows by the cost model's OverlapSlowdown (as the hidden TP/EP terms).
     const double slowdown =
         (total - exposed) * (cost.OverlapSlowdown(knobs.overlap.num_comm_streams) - 1.0);
-    out.dp_exposed_s = exposed + slowdown;
+    // Multi-stream: the EP exchange shares its link with the collectives
+    // in flight beside it, where it is bandwidth-bound (NCCL EP, or an NCCL
+    // ragged all-to-all; XLA's one-shot kernel inside an NVLink domain runs
+    // at ~2% of NVLink, MaxTextConstants::ragged_a2a_one_shot_bytes_per_sec).
+    double contention = 0;
+    if (multi && p.ep > 1) {
+      const bool ep_in_slice = p.tp * p.ep * p.etp <= domain;
+      const bool one_shot = knobs.dispatcher == Dispatcher::kAllToAll &&
+                            mt.ragged_a2a_one_shot &&
+                            p.ep * p.etp <= cost.cluster().nvlink_domain_gpus;
+      if (!one_shot) {
+        contention = MaxTextLinkContentionSeconds(
+            ep_step_s, total, ep_in_slice ? total_nvlink : total_nics, busy_s);
+      }
+    }
+    out.dp_exposed_s = exposed + slowdown + contention;
     if (step != nullptr) {
       step->AddSeconds(kSDpExposed, exposed, src);
       step->AddSeconds(kSDpHidden, total - exposed, src);
       step->AddSeconds(kSOverlapSlowdown, slowdown, src);
+      step->AddSeconds(kSEpExposed, contention, src);
     }
   }
   const double shard =

@@ -105,6 +105,22 @@ struct MaxTextConstants {
   // that benchmark counts it) at this rate, per GPU.
   bool ragged_a2a_one_shot = true;
   double ragged_a2a_one_shot_bytes_per_sec = 16.42 * 1073741824.0;
+  // XLA's collective pipeliner for host offloading
+  // (--xla_gpu_enable_pipelined_host_offloading, default false and not
+  // turned on by any optimization level: xla/debug_options_flags.cc and
+  // its FlagUtilsTest.HostOffloadingNotAutoEnabledAtO1). Without it the
+  // device-to-host copy of an offloaded scan residual starts when the
+  // layer's forward iteration produces it and must finish by that
+  // iteration's end (the scan's stacked host buffer), and the host-to-device
+  // reload runs inside the backward iteration before the tensor's first use:
+  // "these copies often happen at loop boundaries, limiting overlap with
+  // compute" (openxla/xla PR #32297, which added the flag: ~12% faster on
+  // GB200, llama3-8b FSDP 8, MLP offloading with it than without). false
+  // prices that (MaxTextOffloadExposedSeconds with the iteration windows);
+  // true lets each copy overlap a whole layer's work, as in Megatron (1/3
+  // forward, 2/3 backward). The seed's container flags are not public, so
+  // the default follows XLA's.
+  bool pipelined_host_offloading = false;
   // Bytes per parameter: MaxText keeps weights in weight_dtype float32
   // (base.yml) and computes in dtype bfloat16, so the FSDP all-gather moves
   // the bf16 cast of each layer's weights (XLA moves the convert before the

@@ -159,10 +159,58 @@ TEST(MaxTextTermsTest, NcclEpUsesTheDedupDispatch) {
   const StepModel sm = Make(MaxTextStackConstants());
   Knobs k;
   k.dispatcher = Dispatcher::kFusedDedup;
+  // One collective stream, so no gradient all-reduce runs beside it.
+  k.overlap.num_comm_streams = 1;
   // The cost model's Dispatch: 1,024 x 2 x 2,048 B / 2 TB/s = 2.097 us,
   // 4 per layer, 2 layers.
   const Prediction pr = PredictOrDie(sm, Layout(false), k);
   EXPECT_NEAR(Seconds(pr, "ep.dispatch_combine.exposed"), 2 * 4 * 1024 * 2 * 2048 / 2e12, 1e-12);
+}
+
+TEST(MaxTextTermsTest, LinkContentionByHand) {
+  using step_model_internal::MaxTextLinkContentionSeconds;
+  // 1 s of EP on the link; FSDP in flight 2 of 8 s, holding the link 0.5
+  // of that time (u = 1/4): the exchange at 3/4 of its rate for 1/4 of its
+  // time: 1 x 1/4 x (4/3 - 1) = 1/12 s.
+  EXPECT_NEAR(MaxTextLinkContentionSeconds(1.0, 2.0, 0.5, 8.0), 1.0 / 12, 1e-15);
+  // FSDP link-bound (u = 1): a fair share, half the rate: 1 x 1/4 x 1.
+  EXPECT_NEAR(MaxTextLinkContentionSeconds(1.0, 2.0, 2.0, 8.0), 0.25, 1e-15);
+  // In flight longer than the window: the whole exchange overlapped.
+  EXPECT_NEAR(MaxTextLinkContentionSeconds(1.0, 10.0, 10.0, 8.0), 1.0, 1e-15);
+  // FSDP not on the exchange's link, or nothing in flight: none.
+  EXPECT_EQ(MaxTextLinkContentionSeconds(1.0, 2.0, 0.0, 8.0), 0);
+  EXPECT_EQ(MaxTextLinkContentionSeconds(1.0, 0.0, 0.0, 8.0), 0);
+}
+
+TEST(MaxTextTermsTest, NcclEpSharesNvlinkWithTheGradientAllReduce) {
+  const StepModel sm = Make(MaxTextStackConstants());
+  Knobs k;
+  k.dispatcher = Dispatcher::kFusedDedup;
+  k.overlap.num_comm_streams = 1;
+  const Prediction one = PredictOrDie(sm, Layout(false), k);
+  k.overlap.num_comm_streams = 2;
+  const Prediction multi = PredictOrDie(sm, Layout(false), k);
+  // dp 8 inside one NVLink domain: the gradient all-reduce holds NVLink all
+  // the time it is in flight (u = 1, a fair share). The layers cost the
+  // same with 1 or 2 streams (NCCL EP is never hidden), so the busy window
+  // is one's step less its exposed all-reduce and optimizer; the extra EP
+  // time = EP x min(1, all-reduce / busy) x 1.
+  const double ep = Seconds(one, "ep.dispatch_combine.exposed");
+  const double ar = Seconds(multi, "dp.grads_params.exposed") +
+                    Seconds(multi, "dp.grads_params.hidden");
+  const double busy = one.step_time_s - Seconds(one, "dp.grads_params.exposed") -
+                      Seconds(one, "optimizer");
+  EXPECT_GT(ar, 0);
+  EXPECT_NEAR(Seconds(multi, "ep.dispatch_combine.exposed") - ep, ep * std::min(1.0, ar / busy),
+              1e-12);
+  // XLA's one-shot ragged all-to-all (~2% of NVLink) is not slowed.
+  k.dispatcher = Dispatcher::kAllToAll;
+  k.overlap.ep_comm = false;
+  const Prediction a2a_multi = PredictOrDie(sm, Layout(false), k);
+  k.overlap.num_comm_streams = 1;
+  const Prediction a2a_one = PredictOrDie(sm, Layout(false), k);
+  EXPECT_NEAR(Seconds(a2a_multi, "ep.dispatch_combine.exposed"),
+              Seconds(a2a_one, "ep.dispatch_combine.exposed"), 1e-15);
 }
 
 TEST(MaxTextTermsTest, RaggedDotIsTheGroupedGemmTimesItsRatio) {
@@ -215,6 +263,65 @@ TEST(MaxTextTermsTest, OffloadingMoeMlpwiRemovesTheirRecompute) {
   // at 100 GB/s = 41.9 us, hidden behind the layer's ~20 ms of compute.
   EXPECT_NEAR(Seconds(pr, "offload.hidden"), 2 * 2 * 4194304 / 1e11, 1e-12);
   EXPECT_EQ(Seconds(pr, "offload.exposed"), 0);
+}
+
+TEST(MaxTextTermsTest, OffloadExposedIsEachCopyBeyondItsWindow) {
+  using step_model_internal::MaxTextOffloadExposedSeconds;
+  // 5 ms copies: forward window 2 ms (3 ms exposed), backward 6 ms (none).
+  EXPECT_NEAR(MaxTextOffloadExposedSeconds(5e-3, 2e-3, 6e-3), 3e-3, 1e-15);
+  EXPECT_NEAR(MaxTextOffloadExposedSeconds(5e-3, 1e-3, 4e-3), 4e-3 + 1e-3, 1e-15);
+  EXPECT_EQ(MaxTextOffloadExposedSeconds(5e-3, 5e-3, 5e-3), 0);
+  // XLA's default: --xla_gpu_enable_pipelined_host_offloading=false.
+  EXPECT_FALSE(MaxTextStackConstants().maxtext.pipelined_host_offloading);
+}
+
+// The round cost model with host copies at 1 GB/s, so that an offload
+// copy outlasts its window.
+class SlowHostCostModel : public RoundCostModel {
+ public:
+  using RoundCostModel::RoundCostModel;
+  Cost HostOffload(double bytes) const override { return {bytes / 1e9}; }
+};
+
+TEST(MaxTextTermsTest, OffloadedMoeMlpwiOverlapOnlyTheirIteration) {
+  absl::StatusOr<ClusterSpec> c = LoadClusterPreset("gb200-nvl72");
+  ASSERT_TRUE(c.ok()) << c.status();
+  TrainingShape shape;
+  shape.gpus = 8;
+  shape.seq_len = 1024;
+  shape.global_batch = 8;
+  auto make = [&](const StackConstants& stack) {
+    absl::StatusOr<StepModel> sm =
+        StepModel::Create(TinyMoe(), *c, shape, std::make_shared<SlowHostCostModel>(*c), stack);
+    EXPECT_TRUE(sm.ok()) << sm.status();
+    return *std::move(sm);
+  };
+  Knobs k;
+  k.dispatcher = Dispatcher::kAllToAll;
+  k.recompute.mode = RecomputeMode::kSelective;
+  k.recompute.modules = kRecomputeMoe;
+  k.offload_activations = true;
+  k.offload_modules = kOffloadExpertFc1;
+  const StackConstants stack = MaxTextStackConstants();
+  const double dispatch = 4194304 / stack.maxtext.ragged_a2a_one_shot_bytes_per_sec;
+  // Each copy: 4 MiB at 1 GB/s = 4.194 ms. Forward window: the wo GEMM
+  // (2 ms) + the combine (one one-shot call, 237.9 us); no shared experts,
+  // memory-bound kernels free. Backward window: what remat re-runs before
+  // the routed experts, the dispatch (237.9 us; the wo GEMM re-run needs
+  // the reloaded tensors). Per layer exposed: (4.194 - 2.238) + (4.194 -
+  // 0.238) ms; 2 layers.
+  const double copy = 4194304 / 1e9;
+  const Prediction pr = PredictOrDie(make(stack), Layout(false), k);
+  const double exposed = 2 * ((copy - 2e-3 - dispatch) + (copy - dispatch));
+  EXPECT_NEAR(Seconds(pr, "offload.exposed"), exposed, 1e-12);
+  EXPECT_NEAR(Seconds(pr, "offload.hidden"), 2 * 2 * copy - exposed, 1e-12);
+  // With the pipelined host offloading each copy overlaps a whole layer's
+  // work (1/3 forward, 2/3 backward): less exposed, the same bytes moved.
+  StackConstants pipelined = stack;
+  pipelined.maxtext.pipelined_host_offloading = true;
+  const Prediction pp = PredictOrDie(make(pipelined), Layout(false), k);
+  EXPECT_LT(Seconds(pp, "offload.exposed"), exposed);
+  EXPECT_NEAR(Seconds(pp, "offload.exposed") + Seconds(pp, "offload.hidden"), 2 * 2 * copy, 1e-12);
 }
 
 TEST(MaxTextTermsTest, FsdpCollectivesAndTheirExposure) {

@@ -18,6 +18,18 @@
 // side of the baseline is the remaining miss: see
 // MaxTextConstants::ragged_dot_wgrad_expanded.
 //
+// The final step's MaxText-specific costs beyond the shared GEMM/attention
+// efficiency: the NCCL EP exchange shares NVLink with the FSDP collectives
+// the latency-hiding scheduler runs beside it (MaxTextLinkContentionSeconds)
+// and the moe_mlpwi_0/1 host copies overlap only their own scan iteration
+// (XLA's pipelined host offloading is off by default,
+// MaxTextConstants::pipelined_host_offloading). Looked at and left out: the
+// first all-gather / last reduce-scatter the collective pipeliner peels out
+// of the layer scan (a dense layer and the embedding: ~13 ms of a ~5.5 s
+// step by hand), the DCN reduce-scatter of fp32 gradients (already priced,
+// and hidden per layer with room to spare), offload traffic over
+// NVLink-C2C (a separate link from the NVLink the EP exchange uses).
+//
 // The step model is built directly with MaxTextStackConstants() (the CLI's
 // --framework plumbing is separate work). The test asserts the physics that
 // must hold whatever the constants (memory fits, each ladder step a gain,

@@ -30,6 +30,32 @@ int MaxTextSliceGpus(int gpus, int nvlink_domain_gpus);
 // the kernel's measured per-GPU send rate; 0 when the rate is not positive.
 double MaxTextRaggedAllToAllOneShotSeconds(double send_buffer_bytes, double bytes_per_sec);
 
+// Exposed seconds of one offloaded tensor's host round trip: the
+// device-to-host copy (copy_s) overlaps at most forward_window_s of compute,
+// the host-to-device reload (copy_s again) at most backward_window_s:
+// max(0, copy_s - forward_window_s) + max(0, copy_s - backward_window_s).
+// See MaxTextConstants::pipelined_host_offloading for the windows.
+double MaxTextOffloadExposedSeconds(double copy_s, double forward_window_s,
+                                    double backward_window_s);
+
+// Extra seconds of a bandwidth-bound EP exchange that shares its link
+// (NVLink inside a slice, else the scale-out NICs) with the FSDP
+// collectives in flight beside it (multi-stream collectives: the
+// latency-hiding scheduler overlaps the async all-gathers/reduce-scatters
+// with whatever the compute stream runs, TE's NCCL EP custom call
+// included). With the FSDP collectives in flight fsdp_in_flight_s of the
+// busy_s window, spread over it, and using their link fsdp_link_s of that
+// time, they hold u = fsdp_link_s / fsdp_in_flight_s of the link while in
+// flight; the exchange then runs at max(1 - u, 1/2) of its rate (at worst a
+// fair share of two saturating flows) for min(1, fsdp_in_flight_s /
+// busy_s) of its ep_link_s:
+//   ep_link_s x min(1, in_flight / busy) x (1 / max(1 - u, 1/2) - 1).
+// Public evidence that concurrent NVLink collectives contend: FSDP
+// collectives overlapped with TP collectives on NVLink (pytorch/pytorch PR
+// #179937). 0 when any argument is not positive.
+double MaxTextLinkContentionSeconds(double ep_link_s, double fsdp_in_flight_s,
+                                    double fsdp_link_s, double busy_s);
+
 // Multi-stream collectives (XLA async collectives on their own streams):
 // overlap.dp_comm on and at least two communication streams.
 bool MaxTextMultiStream(const Knobs& knobs);
@@ -72,8 +98,16 @@ void MaxTextExpertKindCosts(const Context& c, bool grouped, bool dedup, double i
 //    EP exchange remat re-runs is added to the EP exposed slot (it is
 //    communication kernel time), the rest to recompute;
 //  - offload: D2H forward, H2D backward of the offloaded names at the host
-//    link rate, hidden behind the layer's compute (1/3 forward, 2/3
-//    backward) as in Megatron.
+//    link rate (MaxTextOffloadExposedSeconds). With
+//    pipelined_host_offloading hidden behind the layer's compute (1/3
+//    forward, 2/3 backward) as in Megatron; without it (XLA's default) each
+//    copy overlaps only its own scan iteration's work around the tensor:
+//    for moe_mlpwi_0/1 the forward window is what follows the up-projection
+//    in the forward iteration (the wo GEMM, the activation/unpermute
+//    traffic, the combine, the shared experts) and the backward window what
+//    remat re-runs before the routed experts (the attention block, the norms,
+//    the shared experts, the dispatch); the other offloadable names keep
+//    the whole-layer windows.
 Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
                        bool recompute_this_layer, const KindCosts& kc);
 
@@ -103,7 +137,11 @@ double MaxTextOffloadBytes(const StepModel::LayerKindTables& k, const Context& c
 //  - one stream: the collectives share that stream with the EP exchange
 //    (ep_step_s), so they hide only behind the step's compute
 //    (busy_s - ep_step_s);
-//  - multi-stream: hidden behind the whole busy time (busy_s).
+//  - multi-stream: hidden behind the whole busy time (busy_s), and then
+//    running beside the EP exchange, which they slow where it is
+//    bandwidth-bound on the link they share (MaxTextLinkContentionSeconds:
+//    NCCL EP or an NCCL ragged all-to-all; not XLA's one-shot kernel, which
+//    runs at ~2% of NVLink); that extra EP time is exposed (ep slot).
 // Optimizer: Adam over the local shard, memory-bound (kOptimizerBytesPerParam
 // per shard parameter + kGradNormBytesPerParam per local one).
 DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConfig& p,
