@@ -248,13 +248,13 @@ double HostFactor(const StackConstants& stack) {
 
 double HostOpSeconds(const StackConstants& stack) { return stack.host_op_s * HostFactor(stack); }
 
-// Routed experts and EP dispatch/combine (MoE kinds) at c.precision.
-void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalance,
-                     KindCosts* kc) {
-  if (IsMaxText(*c.stack)) return MaxTextExpertKindCosts(c, grouped, dedup, imbalance, kc);
+// The routed experts' two grouped GEMMs (fc1: h -> gate x f / etp, fc2
+// back) over the rank's tokens x top_k rows, spread over its local experts,
+// the busiest GPU's share scaled by `imbalance`; `grouped` false prices a
+// loop of per-expert GEMMs.
+void RoutedExpertGemms(const Context& c, bool grouped, double imbalance, KindCosts* kc) {
   const CostModel& cm = *c.cost;
   const ModelSpec& m = *c.model;
-  const double h = double(m.hidden_size);
   const double gate = m.gated_mlp ? 2.0 : 1.0;
   const int local = m.num_routed_experts / c.ep;
   GroupedGemmShape g;
@@ -270,9 +270,35 @@ void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalanc
   g.n = m.hidden_size;
   g.k = int64_t(fe);
   kc->gfc2 = cm.GroupedGemm(g);
+}
+
+// ETP > 1: the expert tensor-parallel all-gather before the experts and
+// reduce-scatter after them (ExpertTensorParallelExchange), added to the
+// dispatch and combine.
+void AddExpertTensorParallelExchange(const Context& c, double imbalance, KindCosts* kc) {
+  if (c.etp <= 1) return;
+  const CostModel& cm = *c.cost;
+  const ModelSpec& m = *c.model;
+  const EtpExchange x = ExpertTensorParallelExchange(
+      c.tokens_rank * m.moe_top_k * imbalance, double(m.hidden_size),
+      c.low_precision ? c.operand_bytes : 2.0, c.etp);
+  kc->dispatch = AddCost(
+      kc->dispatch, cm.Collective(CollectiveKind::kAllGather, x.gather_bytes, c.etp, c.etp_span));
+  kc->combine = AddCost(kc->combine, cm.Collective(CollectiveKind::kReduceScatter,
+                                                   x.scatter_bytes, c.etp, c.etp_span));
+}
+
+// Routed experts and EP dispatch/combine (MoE kinds) at c.precision.
+void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalance,
+                     KindCosts* kc) {
+  if (IsMaxText(*c.stack)) return MaxTextExpertKindCosts(c, grouped, dedup, imbalance, kc);
+  const CostModel& cm = *c.cost;
+  const ModelSpec& m = *c.model;
+  const double h = double(m.hidden_size);
+  RoutedExpertGemms(c, grouped, imbalance, kc);
   if (c.ep > 1) {
     DispatchShape d;
-    d.tokens = c.tokens_rank * g.imbalance;
+    d.tokens = c.tokens_rank * imbalance;
     d.top_k = m.moe_top_k;
     d.ep = c.ep;
     d.ep_gpus_per_domain = c.ep_gpus_per_domain;
@@ -285,15 +311,7 @@ void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalanc
     d.nvlink_rate_cap_bytes_per_sec = caps.combine_bytes_per_sec;
     kc->combine = cm.Dispatch(d);
   }
-  if (c.etp > 1) {
-    const EtpExchange x = ExpertTensorParallelExchange(
-        c.tokens_rank * m.moe_top_k * g.imbalance, h,
-        c.low_precision ? c.operand_bytes : 2.0, c.etp);
-    kc->dispatch = AddCost(
-        kc->dispatch, cm.Collective(CollectiveKind::kAllGather, x.gather_bytes, c.etp, c.etp_span));
-    kc->combine = AddCost(kc->combine, cm.Collective(CollectiveKind::kReduceScatter,
-                                                     x.scatter_bytes, c.etp, c.etp_span));
-  }
+  AddExpertTensorParallelExchange(c, imbalance, kc);
 }
 
 // Output layer, MTP projection and embedding lookups (see Evaluate).

@@ -111,21 +111,8 @@ void MaxTextExpertKindCosts(const Context& c, bool grouped, bool dedup, double i
   const CostModel& cm = *c.cost;
   const ModelSpec& m = *c.model;
   const double h = double(m.hidden_size);
-  const double gate = m.gated_mlp ? 2.0 : 1.0;
-  const int local = m.num_routed_experts / c.ep;
-  GroupedGemmShape g;
-  g.num_experts = local;
-  g.tokens_per_expert = c.tokens_rank * m.moe_top_k * c.etp / local;
-  g.imbalance = imbalance;
-  g.precision = c.precision;
-  g.grouped = true;  // TE's cuBLAS grouped GEMM: one call over the experts
-  const double fe = double(m.moe_ffn_hidden_size) / c.etp;
-  g.n = int64_t(gate * fe);
-  g.k = m.hidden_size;
-  kc->gfc1 = cm.GroupedGemm(g);
-  g.n = m.hidden_size;
-  g.k = int64_t(fe);
-  kc->gfc2 = cm.GroupedGemm(g);
+  // TE's cuBLAS grouped GEMM: one call over the experts.
+  RoutedExpertGemms(c, /*grouped=*/true, imbalance, kc);
   if (!grouped) {
     // XLA ragged_dot: ragged_dot_time_ratio x the grouped GEMM.
     const double r = c.stack->maxtext.ragged_dot_time_ratio;
@@ -164,15 +151,7 @@ void MaxTextExpertKindCosts(const Context& c, bool grouped, bool dedup, double i
       kc->combine = AddCost(kc->combine, a2a);
     }
   }
-  if (c.etp > 1) {
-    const EtpExchange x = ExpertTensorParallelExchange(
-        c.tokens_rank * m.moe_top_k * imbalance, h,
-        c.low_precision ? c.operand_bytes : 2.0, c.etp);
-    kc->dispatch = AddCost(kc->dispatch, cm.Collective(CollectiveKind::kAllGather,
-                                                       x.gather_bytes, c.etp, c.etp_span));
-    kc->combine = AddCost(kc->combine, cm.Collective(CollectiveKind::kReduceScatter,
-                                                     x.scatter_bytes, c.etp, c.etp_span));
-  }
+  AddExpertTensorParallelExchange(c, imbalance, kc);
 }
 
 double MaxTextOffloadBytes(const StepModel::LayerKindTables& k, const Context& c) {

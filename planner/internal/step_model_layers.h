@@ -139,6 +139,12 @@ void SetKnobs(Context* c, const Knobs& knobs);
 void LayoutKindCosts(const LayerKindTables& k, const Context& c, KindCosts* kc);
 // Dense GEMMs at c.precision: projections, dense MLP or shared experts.
 void PrecisionKindCosts(const LayerKindTables& k, const Context& c, KindCosts* kc);
+// The routed experts' fc1/fc2 grouped GEMMs (kc->gfc1, kc->gfc2); `grouped`
+// false: a loop of per-expert GEMMs. Shared by both frameworks' pricing.
+void RoutedExpertGemms(const Context& c, bool grouped, double imbalance, KindCosts* kc);
+// ETP > 1: adds the expert tensor-parallel all-gather / reduce-scatter to
+// kc->dispatch / kc->combine.
+void AddExpertTensorParallelExchange(const Context& c, double imbalance, KindCosts* kc);
 // Routed experts and EP dispatch/combine (MoE kinds) at c.precision; adds to
 // kc->dispatch / kc->combine, which must start at zero.
 void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalance,
