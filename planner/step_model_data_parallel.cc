@@ -28,6 +28,13 @@ RankParams ParamsOnRank(const PlanTables& plan, const ParallelConfig& p,
   return rp;
 }
 
+Cost OptimizerStepCost(const CostModel& cost, const RankParams& params, int dp_dense, int dp_expert) {
+  const double shard =
+      params.dense / std::max(1, dp_dense) + params.expert / std::max(1, dp_expert);
+  return cost.MemoryBound(shard * kOptimizerBytesPerParam +
+                          (params.dense + params.expert) * kGradNormBytesPerParam);
+}
+
 DpAndOptimizer DataParallelAndOptimizer(const CostModel& cost, const ParallelConfig& p,
                                         const Knobs& knobs, int m_micro, double t_max,
                                         const RankParams& params, Slots* step) {
@@ -75,10 +82,7 @@ DpAndOptimizer DataParallelAndOptimizer(const CostModel& cost, const ParallelCon
     }
   }
   // Optimizer over the local shard.
-  const double shard =
-      params.dense / std::max(1, dp_dense) + params.expert / std::max(1, dp_expert);
-  const Cost opt = cost.MemoryBound(shard * kOptimizerBytesPerParam +
-                                    (params.dense + params.expert) * kGradNormBytesPerParam);
+  const Cost opt = OptimizerStepCost(cost, params, dp_dense, dp_expert);
   // No other term adds to the optimizer slot: it holds exactly opt.
   out.optimizer_s = opt.seconds;
   if (step != nullptr) step->Add(kSOptimizer, opt);

@@ -493,10 +493,7 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
       step->AddSeconds(kSEpExposed, contention, src);
     }
   }
-  const double shard =
-      params.dense / std::max(1, dp_dense) + params.expert / std::max(1, dp_expert);
-  const Cost opt = cost.MemoryBound(shard * kOptimizerBytesPerParam +
-                                    (params.dense + params.expert) * kGradNormBytesPerParam);
+  const Cost opt = OptimizerStepCost(cost, params, dp_dense, dp_expert);
   out.optimizer_s = opt.seconds;
   if (step != nullptr) step->Add(kSOptimizer, opt);
   return out;

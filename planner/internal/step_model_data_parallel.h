@@ -26,6 +26,12 @@ struct RankParams {
 RankParams ParamsOnRank(const PlanTables& plan, const ParallelConfig& p,
                         const int counts[kNumLayerKinds], int r);
 
+// The optimizer step: Adam over the local shard of `params` (dense ones
+// sharded over dp_dense GPUs, expert ones over dp_expert), memory-bound:
+// shard x kOptimizerBytesPerParam + all local params x kGradNormBytesPerParam
+// (the gradient-norm pass reads every local gradient). Both frameworks.
+Cost OptimizerStepCost(const CostModel& cost, const RankParams& params, int dp_dense, int dp_expert);
+
 struct DpAndOptimizer {
   double dp_exposed_s = 0;  // DP traffic outside its overlap window
   double optimizer_s = 0;
