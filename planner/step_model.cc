@@ -337,16 +337,11 @@ Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& knobs,
     const RankParams params =
         ParamsOnRank(plan, p, ranks.counts[times.bottleneck], times.bottleneck);
     if (IsMaxText(stack_)) {
-      // The bottleneck rank's EP exchange per step: it shares a single
-      // collective stream with the FSDP collectives.
-      double ep_step = 0;
-      for (int k = 0; k < kNumLayerKinds; ++k) {
-        ep_step += ranks.counts[times.bottleneck][k] * double(m_micro) *
-                   (kr.cost[k].s[kSEpExposed] + kr.cost[k].s[kSEpHidden]);
-      }
-      dp = MaxTextFsdpAndOptimizer(*cost_, p, knobs, stack_.maxtext, m_micro,
-                                   m_micro * t_max, ep_step, params,
-                                   breakdown ? &acc->slots : nullptr);
+      // The bottleneck rank's EP exchange shares a single collective stream
+      // with the FSDP collectives.
+      dp = MaxTextFsdpAndOptimizer(*cost_, p, knobs, stack_.maxtext, m_micro, m_micro * t_max,
+                                   MaxTextEpSecondsPerStep(ranks, times.bottleneck, kr, m_micro),
+                                   params, breakdown ? &acc->slots : nullptr);
     } else {
       dp = DataParallelAndOptimizer(*cost_, p, knobs, m_micro, t_max, params,
                                     breakdown ? &acc->slots : nullptr);

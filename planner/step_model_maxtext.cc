@@ -188,32 +188,59 @@ double ExpertFc1OffloadBytes(const StepModel::LayerKindTables& k, const Context&
 }
 }  // namespace
 
-Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
-                       bool recompute_this_layer, const KindCosts& kc) {
+namespace {
+
+// Forward seconds of the pieces of one MaxText layer that the comm, remat
+// and offload stages read (from MaxTextComputeSlots).
+struct MaxTextLayerParts {
+  double fwd_bwd = 0;  // 1 + the backward GEMM factor
+  double shared_f = 0, gfc1_f = 0, gfc2_f = 0, mlp_f = 0;
+  Cost mb_f;                // memory-bound kernels, forward
+  double mb_per_elem = 0;   // of mb_f, per activation element
+  double ep_fwd = 0;        // dispatch + combine, forward
+};
+
+// What remat re-runs for one layer (MaxTextRematSeconds).
+struct MaxTextRemat {
+  double recompute = 0;
+  // The EP exchange that remat re-runs: communication kernels, so they go
+  // to the EP slot (a profile counts them as communication), not to
+  // recompute; still on the layer's critical path.
+  double recompute_ep = 0;
+  // What remat re-runs from the routed experts on (their GEMMs and the
+  // permute/activation traffic) and whether it does: the re-run before them
+  // is the backward window of the moe_mlpwi_0/1 reload.
+  double recompute_routed = 0;
+  bool routed_rerun = false;
+};
+
+void MaxTextComputeSlots(const StepModel::LayerKindTables& k, const Context& c, const KindCosts& kc,
+                         Slots* out, MaxTextLayerParts* parts) {
+  Slots& l = *out;
+  MaxTextLayerParts& pt = *parts;
   const ModelSpec& m = *c.model;
   const Knobs& knobs = *c.knobs;
   const CostModel& cm = *c.cost;
   const double fwd_bwd = 1.0 + c.bwd_gemm_factor;
-  Slots l;
+  pt.fwd_bwd = fwd_bwd;
   // GEMMs and attention: forward + dgrad + wgrad, as in Megatron.
   l.Add(kSAttnProj, kc.qkv, fwd_bwd);
   l.Add(kSAttnProj, kc.oproj, fwd_bwd);
   l.Add(kSAttnCore, kc.attn_f);
   l.Add(kSAttnCore, kc.attn_b);
-  double shared_f = 0, gfc1_f = 0, gfc2_f = 0, mlp_f = 0;
   if (!k.moe) {
-    mlp_f = kc.fc1.seconds + kc.fc2.seconds;
+    pt.mlp_f = kc.fc1.seconds + kc.fc2.seconds;
     l.Add(kSDenseMlp, kc.fc1, fwd_bwd);
     l.Add(kSDenseMlp, kc.fc2, fwd_bwd);
   } else {
     l.Add(kSRouter, kc.router, 3.0);
     if (m.num_shared_experts > 0) {
-      shared_f = kc.fc1.seconds + kc.fc2.seconds;
+      pt.shared_f = kc.fc1.seconds + kc.fc2.seconds;
       l.Add(kSShared, kc.fc1, fwd_bwd);
       l.Add(kSShared, kc.fc2, fwd_bwd);
     }
-    gfc1_f = kc.gfc1.seconds;
-    gfc2_f = kc.gfc2.seconds;
+    pt.gfc1_f = kc.gfc1.seconds;
+    pt.gfc2_f = kc.gfc2.seconds;
     if (!knobs.grouped_gemm && c.stack->maxtext.ragged_dot_wgrad_expanded && !c.lora) {
       // Forward and input gradient as ragged dots, weight gradients by the
       // expansion (RaggedDotWgradExpanded).
@@ -232,10 +259,20 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
   const double tr = c.tokens_rank;
   double mb_bytes = tr * kActivationBytes * (k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
   if (c.low_precision) mb_bytes += tr * k.mb_quant_elems * (2.0 + c.operand_bytes);
-  const Cost mb_f = cm.MemoryBound(mb_bytes);
-  l.Add(kSMemBound, mb_f, 1.0 + kBackwardMemoryBoundFactor);
+  pt.mb_f = cm.MemoryBound(mb_bytes);
+  l.Add(kSMemBound, pt.mb_f, 1.0 + kBackwardMemoryBoundFactor);
+  pt.mb_per_elem = pt.mb_f.seconds / std::max(1.0, k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
   // Host: a compiled XLA step, launches only.
   l.AddSeconds(kSLaunch, k.kernels_fwd * (1.0 + kBackwardKernelFactor) * c.launch_s, kPriorBit);
+}
+
+void MaxTextCommSlots(const StepModel::LayerKindTables& k, const Context& c, const KindCosts& kc,
+                      Slots* out, MaxTextLayerParts* parts) {
+  Slots& l = *out;
+  MaxTextLayerParts& pt = *parts;
+  const ModelSpec& m = *c.model;
+  const Knobs& knobs = *c.knobs;
+  const double fwd_bwd = pt.fwd_bwd;
   // TP: exposed. CP ring: overlapped with the attention chunks.
   if (c.tp > 1) {
     const double pairs = 1.0 + ((!k.moe || m.num_shared_experts > 0) ? 1.0 : 0.0);
@@ -250,10 +287,9 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
                  SourceBit(kc.cp_ring.source));
   }
   // EP: dispatch + combine forward and their transposes backward.
-  double ep_fwd = 0;
   if (k.moe && (c.ep > 1 || c.etp > 1)) {
-    ep_fwd = kc.dispatch.seconds + kc.combine.seconds;
-    const double total = 2.0 * ep_fwd;
+    pt.ep_fwd = kc.dispatch.seconds + kc.combine.seconds;
+    const double total = 2.0 * pt.ep_fwd;
     const uint8_t src = SourceBit(kc.dispatch.source) | SourceBit(kc.combine.source);
     // ragged_all_to_all is an XLA async collective: with multi-stream
     // collectives the shared experts (not on the routed path) run while it
@@ -262,63 +298,59 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
     // announced next step).
     const bool async = knobs.dispatcher == Dispatcher::kAllToAll;
     const double hidden = async && MaxTextMultiStream(knobs) && knobs.overlap.ep_comm
-                              ? std::min(total, shared_f * fwd_bwd)
+                              ? std::min(total, pt.shared_f * fwd_bwd)
                               : 0.0;
     l.AddSeconds(kSEpHidden, hidden, src);
     l.AddSeconds(kSEpExposed, total - hidden, src);
     l.AddSeconds(kSOverlapSlowdown, hidden * (c.overlap_slowdown - 1.0), src);
   }
-  // Remat.
-  const Recompute& rc = knobs.recompute;
-  const bool fc1_offloaded = k.moe && OffloadsExpertFc1(knobs);
-  double recompute = 0;
-  // The EP exchange that remat re-runs: communication kernels, so they go
-  // to the EP slot (a profile counts them as communication), not to
-  // recompute; still on the layer's critical path.
-  double recompute_ep = 0;
-  // What remat re-runs from the routed experts on (their GEMMs and the
-  // permute/activation traffic) and whether it does: the re-run before them
-  // is the backward window of the moe_mlpwi_0/1 reload.
-  double recompute_routed = 0;
-  bool routed_rerun = false;
-  const double mb_per_elem =
-      mb_f.seconds / std::max(1.0, k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
+}
+
+MaxTextRemat MaxTextRematSeconds(const StepModel::LayerKindTables& k, const Context& c, const KindCosts& kc,
+                                 const MaxTextLayerParts& pt, bool recompute_this_layer, const Slots& l) {
+  const ModelSpec& m = *c.model;
+  const Recompute& rc = c.knobs->recompute;
+  const bool fc1_offloaded = k.moe && OffloadsExpertFc1(*c.knobs);
+  const double topk_traffic = pt.mb_per_elem * k.mb_topk_elems;
+  MaxTextRemat r;
   if (rc.mode == RecomputeMode::kFull && recompute_this_layer) {
-    for (int i = kSAttnProj; i <= kSLogits; ++i) recompute += l.s[i] / fwd_bwd;
-    recompute += kc.attn_f.seconds + mb_f.seconds;
-    recompute_ep += ep_fwd;
-    routed_rerun = k.moe;
-    recompute_routed = k.moe ? gfc1_f + gfc2_f + mb_per_elem * k.mb_topk_elems : 0.0;
+    for (int i = kSAttnProj; i <= kSLogits; ++i) r.recompute += l.s[i] / pt.fwd_bwd;
+    r.recompute += kc.attn_f.seconds + pt.mb_f.seconds;
+    r.recompute_ep += pt.ep_fwd;
+    r.routed_rerun = k.moe;
+    r.recompute_routed = k.moe ? pt.gfc1_f + pt.gfc2_f + topk_traffic : 0.0;
   } else if (rc.mode == RecomputeMode::kSelective) {
     const double h = double(m.hidden_size);
-    if (rc.modules & kRecomputeCoreAttn) recompute += kc.attn_f.seconds;  // context
+    if (rc.modules & kRecomputeCoreAttn) r.recompute += kc.attn_f.seconds;  // context
     // The attention projections' forward GEMMs.
-    if (rc.modules & kRecomputeMlaUpProj) recompute += kc.qkv.seconds;
+    if (rc.modules & kRecomputeMlaUpProj) r.recompute += kc.qkv.seconds;
     // Norms and out_proj.
-    if (rc.modules & kRecomputeLayerNorm) recompute += mb_per_elem * 4.0 * h + kc.oproj.seconds;
+    if (rc.modules & kRecomputeLayerNorm) r.recompute += pt.mb_per_elem * 4.0 * h + kc.oproj.seconds;
     if ((rc.modules & kRecomputeMoeAct) && k.moe) {
-      recompute += mb_per_elem * 3.0 * m.moe_top_k * double(m.moe_ffn_hidden_size);
+      r.recompute += pt.mb_per_elem * 3.0 * m.moe_top_k * double(m.moe_ffn_hidden_size);
     }
-    if ((rc.modules & kRecomputeMlp) && !k.moe) recompute += mlp_f;
-    if ((rc.modules & kRecomputeSharedExperts) && k.moe) recompute += shared_f;
+    if ((rc.modules & kRecomputeMlp) && !k.moe) r.recompute += pt.mlp_f;
+    if ((rc.modules & kRecomputeSharedExperts) && k.moe) r.recompute += pt.shared_f;
     if ((rc.modules & kRecomputeMoe) && k.moe) {
       // The dispatch re-runs (its output is not a named checkpoint); the
       // up-projection GEMMs only when moe_mlpwi_0/1 are not offloaded.
-      recompute_ep += kc.dispatch.seconds;
-      recompute_routed = gfc2_f + (fc1_offloaded ? 0.0 : gfc1_f) + mb_per_elem * k.mb_topk_elems;
-      recompute += recompute_routed;
-      routed_rerun = true;
+      r.recompute_ep += kc.dispatch.seconds;
+      r.recompute_routed = pt.gfc2_f + (fc1_offloaded ? 0.0 : pt.gfc1_f) + topk_traffic;
+      r.recompute += r.recompute_routed;
+      r.routed_rerun = true;
     }
   }
-  if (recompute > 0) l.AddSeconds(kSRecompute, recompute, kPriorBit);
-  if (recompute_ep > 0) {
-    l.AddSeconds(kSEpExposed, recompute_ep,
-                 SourceBit(kc.dispatch.source) | SourceBit(kc.combine.source));
-  }
+  return r;
+}
+
+void MaxTextOffloadSlots(const StepModel::LayerKindTables& k, const Context& c, const KindCosts& kc,
+                         const MaxTextLayerParts& pt, const MaxTextRemat& r, Slots* out) {
+  Slots& l = *out;
+  const CostModel& cm = *c.cost;
   // Offload: copies on the copy engines beside the layer's work.
   const double off_bytes = MaxTextOffloadBytes(k, c);
   if (off_bytes > 0) {
-    const double compute = SlotRange(l, kSAttnCore, kSRecompute) + recompute_ep;
+    const double compute = SlotRange(l, kSAttnCore, kSRecompute) + r.recompute_ep;
     const double fc1_bytes =
         c.stack->maxtext.pipelined_host_offloading ? 0.0 : ExpertFc1OffloadBytes(k, c);
     // The other offloaded names (or all, with the pipelined host
@@ -336,9 +368,9 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
       // activation's backward reads them.
       const Cost fc1 = cm.HostOffload(fc1_bytes);
       const double fwd_window =
-          gfc2_f + mb_per_elem * k.mb_topk_elems + kc.combine.seconds + shared_f;
-      const double bwd_window = routed_rerun ? recompute - recompute_routed + recompute_ep
-                                             : recompute + recompute_ep + kc.combine.seconds + gfc2_f;
+          pt.gfc2_f + pt.mb_per_elem * k.mb_topk_elems + kc.combine.seconds + pt.shared_f;
+      const double bwd_window = r.routed_rerun ? r.recompute - r.recompute_routed + r.recompute_ep
+                                             : r.recompute + r.recompute_ep + kc.combine.seconds + pt.gfc2_f;
       const double e = MaxTextOffloadExposedSeconds(fc1.seconds, fwd_window, bwd_window);
       exposed += e;
       hidden += 2 * fc1.seconds - e;
@@ -347,6 +379,23 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
     l.AddSeconds(kSOffloadExposed, exposed, src);
     l.AddSeconds(kSOffloadHidden, hidden, src);
   }
+}
+
+}  // namespace
+
+Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
+                       bool recompute_this_layer, const KindCosts& kc) {
+  Slots l;
+  MaxTextLayerParts parts;
+  MaxTextComputeSlots(k, c, kc, &l, &parts);
+  MaxTextCommSlots(k, c, kc, &l, &parts);
+  const MaxTextRemat remat = MaxTextRematSeconds(k, c, kc, parts, recompute_this_layer, l);
+  if (remat.recompute > 0) l.AddSeconds(kSRecompute, remat.recompute, kPriorBit);
+  if (remat.recompute_ep > 0) {
+    l.AddSeconds(kSEpExposed, remat.recompute_ep,
+                 SourceBit(kc.dispatch.source) | SourceBit(kc.combine.source));
+  }
+  MaxTextOffloadSlots(k, c, kc, parts, remat, &l);
   return l;
 }
 
@@ -392,20 +441,37 @@ double MaxTextLayerActivationBytes(const StepModel::LayerKindTables& k, const Co
   return c.tokens_rank * bytes;
 }
 
-DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConfig& p,
-                                       const Knobs& knobs, const MaxTextConstants& mt,
-                                       int m_micro, double busy_s, double ep_step_s,
-                                       const RankParams& params, Slots* step) {
-  const int domain = MaxTextSliceGpus(p.tp * p.cp * p.dp * p.pp,
-                                      cost.cluster().nvlink_domain_gpus);
+double MaxTextEpSecondsPerStep(const RankLayers& ranks, int rank, const KindResults& kr, int m_micro) {
+  double ep_step = 0;
+  for (int k = 0; k < kNumLayerKinds; ++k) {
+    ep_step += ranks.counts[rank][k] * double(m_micro) *
+               (kr.cost[k].s[kSEpExposed] + kr.cost[k].s[kSEpHidden]);
+  }
+  return ep_step;
+}
+
+namespace {
+
+// One collective's time and the seconds it holds NVLink and the NICs.
+struct Phased {
+  Cost cost;
+  double nvlink_s = 0, nics_s = 0;
+};
+
+// The step's FSDP (or data-axis) collectives of one rank, before overlap.
+struct MaxTextDpTraffic {
+  double total = 0;                  // seconds on the collective stream(s)
+  double nvlink_s = 0, nics_s = 0;   // of them, holding NVLink / the NICs
+  uint8_t src = 0;
+};
+
+MaxTextDpTraffic MaxTextDpCollectives(const CostModel& cost, const ParallelConfig& p,
+                                      const Knobs& knobs, const MaxTextConstants& mt, int m_micro,
+                                      int domain, const RankParams& params) {
   const int dp_dense = DenseDpGroup(p);
   const int dp_expert = ExpertDpGroup(p);
   const bool multi = MaxTextMultiStream(knobs);
-  DpAndOptimizer out;
-  double total = 0;
-  // Of `total`, the time the collectives hold NVLink and the NICs.
-  double total_nvlink = 0, total_nics = 0;
-  uint8_t src = 0;
+  MaxTextDpTraffic t;
   const int dense_per_domain = std::max(1, std::min(dp_dense, domain / std::max(1, p.tp)));
   const int expert_per_domain =
       std::max(1, std::min(dp_expert, domain / std::max(1, p.ep * p.etp)));
@@ -416,11 +482,6 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
   // replicas (as the Megatron DP term).
   const LinkSpan span = p.tp * p.cp * p.dp <= domain ? LinkSpan::kNvlinkDomain
                                                      : LinkSpan::kScaleOut;
-  // Each call also returns the seconds it holds NVLink and the NICs.
-  struct Phased {
-    Cost cost;
-    double nvlink_s = 0, nics_s = 0;
-  };
   auto collective = [&](CollectiveKind kind, double bytes, int group, int per_domain) {
     const Cost flat = cost.Collective(kind, bytes, group, span);
     if (span != LinkSpan::kScaleOut || per_domain <= 1 ||
@@ -443,10 +504,10 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
                                    n_params * mt.fsdp_gather_bytes_per_param, group, per_domain);
       const Phased rs = collective(CollectiveKind::kReduceScatter,
                                    n_params * mt.fsdp_reduce_bytes_per_param, group, per_domain);
-      total += m_micro * (2 * ag.cost.seconds + rs.cost.seconds);
-      total_nvlink += m_micro * (2 * ag.nvlink_s + rs.nvlink_s);
-      total_nics += m_micro * (2 * ag.nics_s + rs.nics_s);
-      src |= SourceBit(ag.cost.source) | SourceBit(rs.cost.source);
+      t.total += m_micro * (2 * ag.cost.seconds + rs.cost.seconds);
+      t.nvlink_s += m_micro * (2 * ag.nvlink_s + rs.nvlink_s);
+      t.nics_s += m_micro * (2 * ag.nics_s + rs.nics_s);
+      t.src |= SourceBit(ag.cost.source) | SourceBit(rs.cost.source);
     }
   } else {
     // Replicated weights (pure data axis): one gradient all-reduce per step.
@@ -456,12 +517,28 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
       if (group <= 1 || n_params <= 0) continue;
       const Phased ar = collective(CollectiveKind::kAllReduce,
                                    n_params * mt.fsdp_reduce_bytes_per_param, group, per_domain);
-      total += ar.cost.seconds;
-      total_nvlink += ar.nvlink_s;
-      total_nics += ar.nics_s;
-      src |= SourceBit(ar.cost.source);
+      t.total += ar.cost.seconds;
+      t.nvlink_s += ar.nvlink_s;
+      t.nics_s += ar.nics_s;
+      t.src |= SourceBit(ar.cost.source);
     }
   }
+  return t;
+}
+
+}  // namespace
+
+DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConfig& p,
+                                       const Knobs& knobs, const MaxTextConstants& mt,
+                                       int m_micro, double busy_s, double ep_step_s,
+                                       const RankParams& params, Slots* step) {
+  const int domain = MaxTextSliceGpus(p.tp * p.cp * p.dp * p.pp,
+                                      cost.cluster().nvlink_domain_gpus);
+  const bool multi = MaxTextMultiStream(knobs);
+  DpAndOptimizer out;
+  const MaxTextDpTraffic t = MaxTextDpCollectives(cost, p, knobs, mt, m_micro, domain, params);
+  const double total = t.total;
+  const uint8_t src = t.src;
   if (total > 0) {
     double window = 0;
     if (knobs.overlap.dp_comm) window = multi ? busy_s : std::max(0.0, busy_s - ep_step_s);
@@ -482,7 +559,7 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
                             p.ep * p.etp <= cost.cluster().nvlink_domain_gpus;
       if (!one_shot) {
         contention = MaxTextLinkContentionSeconds(
-            ep_step_s, total, ep_in_slice ? total_nvlink : total_nics, busy_s);
+            ep_step_s, total, ep_in_slice ? t.nvlink_s : t.nics_s, busy_s);
       }
     }
     out.dp_exposed_s = exposed + slowdown + contention;
@@ -493,7 +570,7 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
       step->AddSeconds(kSEpExposed, contention, src);
     }
   }
-  const Cost opt = OptimizerStepCost(cost, params, dp_dense, dp_expert);
+  const Cost opt = OptimizerStepCost(cost, params, DenseDpGroup(p), ExpertDpGroup(p));
   out.optimizer_s = opt.seconds;
   if (step != nullptr) step->Add(kSOptimizer, opt);
   return out;

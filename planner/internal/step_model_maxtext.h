@@ -124,6 +124,12 @@ double MaxTextLayerActivationBytes(const StepModel::LayerKindTables& k, const Co
 // micro-batch (each direction), at the ragged buffer's rows as above.
 double MaxTextOffloadBytes(const StepModel::LayerKindTables& k, const Context& c);
 
+// The EP exchange of pipeline rank `rank` per step: m_micro x, over its
+// layers of each kind, that kind's dispatch + combine (exposed and hidden)
+// -- the time MaxTextFsdpAndOptimizer's collectives share a single stream
+// with.
+double MaxTextEpSecondsPerStep(const RankLayers& ranks, int rank, const KindResults& kr, int m_micro);
+
 // FSDP (ZeRO-3 over the fsdp axis) collectives and the optimizer for one
 // step. Per micro-batch and layer: all-gather of the weights for forward
 // and again for backward (remat re-gathers), reduce-scatter of the
