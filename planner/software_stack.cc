@@ -58,10 +58,6 @@ absl::StatusOr<SearchResult> SearchForStack(const SearchProblem& problem,
   return Search(problem, std::move(cost_model), options, StackConstantsFor(generation));
 }
 
-}  // namespace moetune::planner
-
-namespace moetune::planner {
-
 StackConstants StackConstantsFor(const SoftwareStack& stack) {
   if (stack.framework == Framework::kMaxText) return MaxTextStackConstants();
   return StackConstantsFor(stack.generation);

@@ -382,11 +382,9 @@ absl::StatusOr<PlanOutput> PlannerAdapter::Plan(const v1::SubmitPlanRequest& r,
           if (!c.ok()) return c.status();
           // The job's framework (the what-ifs keep the latest generation, as
           // before the framework existed).
-          p::SearchOptions o = what_if_options;
-          o.framework = stack->framework;
-          p::StackConstants k;
-          k.framework = stack->framework;
-          return p::Search(q, *c, o, k);
+          p::SoftwareStack latest;
+          latest.framework = stack->framework;
+          return p::SearchForStack(q, *c, what_if_options, latest);
         });
   }
   absl::StatusOr<std::string> html = p::RenderPlanReport(report);
