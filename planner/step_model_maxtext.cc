@@ -201,7 +201,7 @@ struct MaxTextLayerParts {
 };
 
 // What remat re-runs for one layer (MaxTextRematSeconds).
-struct MaxTextRemat {
+struct MaxTextLayerRemat {
   double recompute = 0;
   // The EP exchange that remat re-runs: communication kernels, so they go
   // to the EP slot (a profile counts them as communication), not to
@@ -306,13 +306,13 @@ void MaxTextCommSlots(const StepModel::LayerKindTables& k, const Context& c, con
   }
 }
 
-MaxTextRemat MaxTextRematSeconds(const StepModel::LayerKindTables& k, const Context& c, const KindCosts& kc,
+MaxTextLayerRemat MaxTextRematSeconds(const StepModel::LayerKindTables& k, const Context& c, const KindCosts& kc,
                                  const MaxTextLayerParts& pt, bool recompute_this_layer, const Slots& l) {
   const ModelSpec& m = *c.model;
   const Recompute& rc = c.knobs->recompute;
   const bool fc1_offloaded = k.moe && OffloadsExpertFc1(*c.knobs);
   const double topk_traffic = pt.mb_per_elem * k.mb_topk_elems;
-  MaxTextRemat r;
+  MaxTextLayerRemat r;
   if (rc.mode == RecomputeMode::kFull && recompute_this_layer) {
     for (int i = kSAttnProj; i <= kSLogits; ++i) r.recompute += l.s[i] / pt.fwd_bwd;
     r.recompute += kc.attn_f.seconds + pt.mb_f.seconds;
@@ -344,7 +344,7 @@ MaxTextRemat MaxTextRematSeconds(const StepModel::LayerKindTables& k, const Cont
 }
 
 void MaxTextOffloadSlots(const StepModel::LayerKindTables& k, const Context& c, const KindCosts& kc,
-                         const MaxTextLayerParts& pt, const MaxTextRemat& r, Slots* out) {
+                         const MaxTextLayerParts& pt, const MaxTextLayerRemat& r, Slots* out) {
   Slots& l = *out;
   const CostModel& cm = *c.cost;
   // Offload: copies on the copy engines beside the layer's work.
@@ -389,7 +389,7 @@ Slots MaxTextLayerCost(const StepModel::LayerKindTables& k, const Context& c,
   MaxTextLayerParts parts;
   MaxTextComputeSlots(k, c, kc, &l, &parts);
   MaxTextCommSlots(k, c, kc, &l, &parts);
-  const MaxTextRemat remat = MaxTextRematSeconds(k, c, kc, parts, recompute_this_layer, l);
+  const MaxTextLayerRemat remat = MaxTextRematSeconds(k, c, kc, parts, recompute_this_layer, l);
   if (remat.recompute > 0) l.AddSeconds(kSRecompute, remat.recompute, kPriorBit);
   if (remat.recompute_ep > 0) {
     l.AddSeconds(kSEpExposed, remat.recompute_ep,
