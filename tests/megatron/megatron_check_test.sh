@@ -1,6 +1,7 @@
 #!/bin/bash
 # Megatron-LM's own argument parser, validate_args and start-up checks on
-# every plan of matrix.txt (check_plans.py says what is checked). Needs
+# every plan of matrix.txt (check_plans.py says what is checked), or with
+# --random SEED COUNT on COUNT plans random_matrix.py draws. Needs
 # Debian's python3 with python3-torch python3-numpy python3-packaging
 # python3-yaml (tools/setup.sh installs them) and the shared tree beside the
 # repository (../shared: tools/megatron_check.py, third_party/megatron-lm),
@@ -25,4 +26,10 @@ if ! /usr/bin/python3 -c 'import torch, numpy, packaging, yaml' 2>/dev/null; the
 fi
 WORK="${TEST_TMPDIR:-$(mktemp -d)}/plans"
 mkdir -p "$WORK"
-exec /usr/bin/python3 "$HERE/check_plans.py" "$BIN" "$HERE/matrix.txt" "$MOETUNE_SHARED" "$WORK"
+MATRIX="$HERE/matrix.txt"
+if [ "${1:-}" = "--random" ]; then
+  # A drawn matrix instead of the chosen one: --random SEED COUNT.
+  MATRIX="$WORK/random_matrix.txt"
+  /usr/bin/python3 "$HERE/random_matrix.py" "$BIN" "$2" "$3" "$MATRIX" || exit 1
+fi
+exec /usr/bin/python3 "$HERE/check_plans.py" "$BIN" "$MATRIX" "$MOETUNE_SHARED" "$WORK"
