@@ -52,25 +52,50 @@ struct MaxTextConstants {
   // grouped GEMM for the same ragged expert batches: time ratio. Public
   // figure: MaxText's integration of TE grouped GEMM is reported ~1.2x
   // faster than its alternative for standalone GEMMs (shared/docs/
-  // gpu-facts.md, "Transformer Engine (JAX)"); XLA's cuBLASLt grouped-GEMM
-  // lowering of ragged_dot (--xla_gpu_experimental_use_ragged_dot_grouped_gemm)
-  // is hipBLASLt-only, so on NVIDIA ragged_dot takes XLA's own expansion.
+  // gpu-facts.md, "Transformer Engine (JAX)"). Applies to the calls XLA
+  // lowers to its cuDNN ragged-dot fusion (forward and input gradient, see
+  // ragged_dot_wgrad_expanded); XLA's grouped-GEMM lowering of ragged_dot
+  // (--xla_gpu_experimental_use_ragged_dot_grouped_gemm) is hipBLASLt-only.
   double ragged_dot_time_ratio = 1.2;
   // The weight gradients of ragged_dot (ragged contracting dimension) take
   // XLA's expansion (xla/hlo/transforms/expanders/ragged_dot_rewriter.cc,
-  // RaggedToDense: the operands are broadcast to one copy per group and
-  // masked, then one dense dot contracts over all rows): each of the g
-  // local experts' weight gradients is computed over every row of the
-  // buffer, g x the useful FLOPs. XLA's cuDNN ragged-dot fusion (cuDNN >=
-  // 9.22, kMinCudnnVersionForRaggedDotFusion) covers the forward-shaped
-  // calls only (forward, input gradient), which ragged_dot_time_ratio
-  // prices. false: the weight gradients at the grouped GEMM's cost too.
-  // Open question (issue 14): the seed's published baseline (84% of kernel
-  // time in communication over a ~62 s step: at most ~10 s of compute) is
-  // not consistent with this expansion (18.7 s of the baseline's 24.7 s of
-  // compute); with false the seed baseline reads 119 TF/GPU and 88.5%
-  // (tests/seed_benchmark.cc). Which ragged-dot lowering the blog's
-  // container ran is not public, so the default follows XLA's source.
+  // RaggedToDense + CreateRaggedContractingDotDims: both operands are
+  // broadcast to one copy per group, the other groups' rows selected to
+  // zero, and one dot batched over the g groups contracts over all M rows):
+  // each of the g local experts' weight gradients is computed over every row
+  // of the buffer, g x the useful FLOPs (the zeros are multiplied, not
+  // skipped). false: the weight gradients at the ragged dot's cost too.
+  // What the seed's container (maxtext-2026-09-10) ran, issue 14:
+  //  - MaxText on GPU: megablox and tokamax gmm are TPU-only (pyconfig), so
+  //    sparse_matmul calls jax.lax.ragged_dot (src/maxtext/layers/moe.py
+  //    jax_ragged_dot_gmm, AI-Hypercomputer/maxtext e591f30, 2026-08-22).
+  //  - JAX: the transpose rule of ragged_dot_general emits the weight
+  //    gradient with the lhs ragged dimension contracted (jax/_src/lax/
+  //    lax.py _ragged_dot_general_transpose_rule, grad_y_dims); on GPU it
+  //    lowers to chlo.ragged_dot unless jax_ragged_dot_use_gpu_pallas_triton_
+  //    lowering (default False; jax-ml/jax 9a9fc02, 2026-04-06; unchanged at
+  //    cec06d1, 2026-08-08).
+  //  - XLA: the cuDNN ragged-dot fusion (openxla/xla PR #40189, e9b9c99,
+  //    2026-04-30) takes the ragged non-contracting calls (forward, input
+  //    gradient) and leaves the weight gradients to the expansion ("only
+  //    rewrite unsupported ones (wgrad) to dense dot"); PR #42313 (8addd218,
+  //    May 2026) turned it on by default (cuDNN >= 9.22, sm80+), which
+  //    ragged_dot_time_ratio prices. The weight-gradient cuDNN path
+  //    (kRaggedContracting, kMinCudnnVersionForRaggedDotWgradFusion: cuDNN
+  //    >= 9.24) is in a later upstream version only (054b4334): on
+  //    2026-09-07 marin's grouped-GEMM de-risking report (branch claude/moe-
+  //    grouped-gemm-derisking-m9ood6) reads "Weight gradients still take the
+  //    expansion" (jaxlib 0.11.1), and on 2026-09-10 marin-community/marin
+  //    #9077 needs its own XLA fork (marin-community/xla 777140f adds
+  //    kRaggedContracting to the cuDNN path) to lower them; the Triton
+  //    kRaggedContracting emitter (openxla/xla PR #45998, 2026-07-21) was
+  //    still open. So true, and the seed baseline's share stays missed:
+  //    66.2% predicted against 84% (tests/seed_benchmark.cc prints the
+  //    expansion's seconds and what the share would be without it). Not
+  //    priced: the masked operands' memory (one fc1 weight gradient of the
+  //    seed baseline: 84 + 48 GiB in bf16 if materialized, as marin saw the
+  //    forward expansion materialized on B200 in #7012); the published run
+  //    fitting says XLA fused the mask into the GEMM or ran another lowering.
   bool ragged_dot_wgrad_expanded = true;
   // Rows of the expert-side tensors XLA keeps for backward (sorted inputs,
   // moe_mlpwi_0/1 outputs, activation, moe_mlpwo output) under ragged

@@ -232,6 +232,46 @@ TEST(MaxTextTermsTest, RaggedDotIsTheGroupedGemmTimesItsRatio) {
               24e-3 * stack.maxtext.ragged_dot_time_ratio, 1e-12);
 }
 
+// DenseGemm at 1 PFLOP/s (2 m n k / 1e15 s) and grouped GEMMs free, so the
+// routed-experts term is XLA's expansion of the ragged_dot weight gradients
+// alone and its seconds are its FLOPs / 1e15.
+class DenseFlopCostModel : public RoundCostModel {
+ public:
+  using RoundCostModel::RoundCostModel;
+  Cost DenseGemm(double m, double n, double k, Precision) const override {
+    return {2.0 * m * n * k / 1e15};
+  }
+  Cost GroupedGemm(const GroupedGemmShape&) const override { return {}; }
+};
+
+TEST(MaxTextTermsTest, RaggedDotWgradExpansionIsGDenseGemmsOverEveryBufferRow) {
+  // RaggedDotRewriter (kRaggedContracting): both operands broadcast to one
+  // masked copy per local expert, one dense dot per expert over all M rows
+  // of the buffer. 8 experts / ep 4 = 2 local experts; M = 1,024 tokens x
+  // top-2 = 2,048 rows; per expert fc1 2 x 1,024 x (2 x 512) x 2,048 =
+  // 4,294,967,296 FLOPs and fc2 2 x 512 x 1,024 x 2,048 = 2,147,483,648:
+  // 2 experts x 6,442,450,944 x 2 layers = 25,769,803,776 FLOPs, twice the
+  // 12,884,901,888 a grouped GEMM over the same rows does.
+  absl::StatusOr<ClusterSpec> c = LoadClusterPreset("gb200-nvl72");
+  ASSERT_TRUE(c.ok()) << c.status();
+  TrainingShape shape;
+  shape.gpus = 8;
+  shape.seq_len = 1024;
+  shape.global_batch = 8;
+  absl::StatusOr<StepModel> sm = StepModel::Create(
+      TinyMoe(), *c, shape, std::make_shared<DenseFlopCostModel>(*c), MaxTextStackConstants());
+  ASSERT_TRUE(sm.ok()) << sm.status();
+  Knobs k;
+  k.grouped_gemm = false;
+  EXPECT_NEAR(Seconds(PredictOrDie(*sm, Layout(false), k), "moe.routed_experts"),
+              25769803776.0 / 1e15, 1e-15);
+  // The buffer is one static shape, sized for the busiest GPU's rows
+  // (imbalance 1.5: 3,072 rows): every GPU's expansion runs over all of it.
+  k.moe_load_imbalance = 1.5;
+  EXPECT_NEAR(Seconds(PredictOrDie(*sm, Layout(false), k), "moe.routed_experts"),
+              1.5 * 25769803776.0 / 1e15, 1e-15);
+}
+
 TEST(MaxTextTermsTest, NoPerExpertHostTime) {
   // Megatron prices the host ops of a dropless MoE layer (per local
   // expert); XLA runs a compiled step: kernel launches only (0 here).
