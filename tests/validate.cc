@@ -1038,6 +1038,8 @@ int main(int argc, char** argv) {
                  any_predicted, true);
   }
 
+  // Every ladder's measured and predicted step gains, for the summary line.
+  std::vector<mt::LadderGains> ladder_gains;
   // --- Knob ladder: DeepSeek-V3 on 256 GB200, one named optimization per
   // step (tests/internal/knob_ladder.h), each step predicted with its knobs.
   {
@@ -1085,6 +1087,7 @@ int main(int argc, char** argv) {
                     found[i]->name.substr(0, 44).c_str(), meas[i], pred[i], gm[i], gp[i],
                     found[i]->mapping.c_str());
       }
+      ladder_gains.push_back({gm, gp});
       const double cm = meas.back() / meas.front();
       const double cp = pred.back() / pred.front();
       std::printf("  cumulative: measured %.3fx, predicted %.3fx (%+.1f%%); per-step gain sign "
@@ -1095,35 +1098,62 @@ int main(int argc, char** argv) {
   }
   // --- Ladders whose rows runs.json lacks (numbers and sources in
   // tests/internal/knob_ladder.cc).
-  for (const mt::StandaloneLadder& l : {mt::Qwen3H100EpOverlapLadder()}) {
+  for (const mt::StandaloneLadder& l : mt::StandaloneLadders()) {
     absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(l.model_preset);
     absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(l.cluster_preset);
-    if (!model.ok() || !cluster.ok()) continue;
     std::printf("\n== Knob ladder: %s (%s; software predicted as %s) ==\n", l.title.c_str(),
                 l.source.c_str(), std::string(mp::StackGenerationName(l.generation)).c_str());
+    if (!model.ok() || !cluster.ok()) {
+      std::printf("  not predicted: %s\n",
+                  std::string((model.ok() ? cluster.status() : model.status()).message()).c_str());
+      continue;
+    }
+    if (!l.assumed.empty()) std::printf("  not stated by the source, assumed: %s\n", l.assumed.c_str());
     std::vector<double> pred;
     for (const mt::LadderStep& step : l.steps) {
       mp::StackConstants s = row_model.Stack(l.generation, default_constants);
       s.features = step.features;
       absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
           *model, *cluster, l.shape, row_model.Cost(*cluster, default_constants), s);
-      if (!sm.ok()) break;
+      if (!sm.ok()) {
+        std::printf("  %s: %s\n", step.id.c_str(), std::string(sm.status().message()).c_str());
+        break;
+      }
       absl::StatusOr<mp::Prediction> p = sm->Predict(l.parallel, step.knobs);
       if (!p.ok()) {
         std::printf("  %s: %s\n", step.id.c_str(), std::string(p.status().message()).c_str());
         break;
       }
       pred.push_back(p->model_tflops_per_gpu);
+      if (absl::GetFlag(FLAGS_verbose)) {
+        std::printf("  ladder %s: step %.3f s\n", step.id.c_str(), p->step_time_s);
+        for (const mp::Term& t : p->breakdown) {
+          std::printf("      %-32s %-22s %9.3f s\n", t.name.c_str(),
+                      std::string(mp::TermKindName(t.kind)).c_str(), t.seconds);
+        }
+      }
     }
     if (pred.size() != l.steps.size()) continue;
-    const std::vector<double> gm = mt::StepGains(l.measured_tflops);
+    const std::vector<double> measured = mt::MeasuredThroughput(l);
+    const std::vector<double> gm = mt::StepGains(measured);
     const std::vector<double> gp = mt::StepGains(pred);
+    ladder_gains.push_back({gm, gp});
+    const bool tflops = !l.measured_tflops.empty();
     for (size_t i = 0; i < pred.size(); ++i) {
-      std::printf("  %-20s meas %6.1f TF  pred %6.1f TF (%+5.1f%%)  meas x %.3f  pred x %.3f  %s\n",
-                  l.steps[i].name.c_str(), l.measured_tflops[i], pred[i],
-                  100 * (pred[i] / l.measured_tflops[i] - 1), gm[i], gp[i],
-                  l.steps[i].mapping.c_str());
+      const std::string meas_text =
+          tflops ? absl::StrFormat("meas %6.1f TF  pred %6.1f TF (%+5.1f%%)", measured[i], pred[i],
+                                   100 * (pred[i] / measured[i] - 1))
+                 : absl::StrFormat("meas %6.2f s   pred %6.1f TF          ", l.measured_step_s[i],
+                                   pred[i]);
+      std::printf("  %-32s %s  meas x %.3f  pred x %.3f  %s\n", l.steps[i].name.substr(0, 32).c_str(),
+                  meas_text.c_str(), gm[i], gp[i], l.steps[i].mapping.c_str());
     }
+  }
+  {
+    const mt::LadderSummary s = mt::SummarizeLadders(ladder_gains);
+    std::printf("\nknob ladders: %d steps over %d ladders, signs right %d/%d, median |gain error| "
+                "%.1f%% (|pred x / meas x - 1| per step)\n",
+                s.steps, s.ladders, s.signs_right, s.steps, 100 * s.median_abs_gain_error);
   }
   return 0;
 }

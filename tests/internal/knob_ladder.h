@@ -47,6 +47,14 @@ struct StandaloneLadder {
   planner::StackGeneration generation = planner::StackGeneration::k2602;
   std::vector<LadderStep> steps;
   std::vector<double> measured_tflops;  // per step, model TFLOPS/GPU
+  // Where the source publishes step times only (same job, so throughput
+  // is proportional to 1 / step time): per step, seconds; then
+  // measured_tflops is empty.
+  std::vector<double> measured_step_s;
+  // What the model is told that the source leaves unstated (a layout value
+  // taken from the recipe the source names, an assumed setting); empty if
+  // nothing.
+  std::string assumed;
 };
 
 // Qwen3-235B-A22B on 256 H100 (yanring/Megatron-MoE-ModelZoo
@@ -55,6 +63,60 @@ struct StandaloneLadder {
 // (19.7 s), then "+1f1b overlap" (the combined-1F1B EP A2A overlap) 276
 // (17.6 s). Code moe_dev(f3e6c5), mid-2025: the oldest generation.
 StandaloneLadder Qwen3H100EpOverlapLadder();
+
+// Qwen3-30B-A3B on 16 H100 (NVIDIA-NeMo/Megatron-Bridge
+// skills/nemo-mbridge-perf-expert-parallel-overlap/SKILL.md, "HybridEP
+// Production-Shape Benchmark", added 2026-07-25, read at commit 067f987d):
+// TP1 PP1 CP1 EP16, MBS1 GBS1024, seq 4096, BF16, forced-balanced routing,
+// flex + HybridEP, TE CUDA graphs over moe_router + moe_preprocess (not
+// attn), delayed wgrad off; plain EP overlap off 244.039 -> on 287.305
+// model TFLOPS/GPU (the independent validation run).
+StandaloneLadder Qwen3A3bH100HybridEpOverlapLadder();
+
+// Qwen3-30B-A3B SFT on 16 H100, same skill, "Correctness-First alltoall
+// Benchmark" (added 2026-05-18): EP16, alltoall, BF16, GBS 1024, CUDA
+// graphs off, permute fusion off; steady step time 41.25 s, with plain EP
+// overlap 31.31 s, plus delay_wgrad_compute 31.20 s.
+StandaloneLadder Qwen3A3bH100AllToAllOverlapLadder();
+
+// Qwen3-30B-A3B pretrain on 16 H100 (Megatron-Bridge
+// skills/nemo-mbridge-perf-cuda-graphs/SKILL.md, pitfall 13, 2026-05-18):
+// BF16, alltoall, TE-scoped graphs attn + moe_router + moe_preprocess
+// captured; eager 41.36 s vs graphs 42.00 s per step (graphs slower).
+StandaloneLadder Qwen3A3bH100CudaGraphLadder();
+
+// Qwen3-235B-A22B long context on 256 H100 (yanring/Megatron-MoE-ModelZoo
+// best_practice/qwen3/readme.md "Long Context", commit e8650517; table
+// first added in 8e291e1, 2025-12-16): PP8 VP4 EP8 TP4, GBS 256, BF16,
+// DeepEP, no A2A overlap, recompute layernorm + moe; dropless vs
+// --moe-router-force-load-balancing at seq 16k/32k/64k/128k (CP 1/2/4/8):
+// 237/295, 277/335, 320/368, 357/389 TFLOPS/GPU.
+std::vector<StandaloneLadder> Qwen3H100LongContextBalanceLadders();
+
+// Every standalone ladder, the first-added (Qwen3H100EpOverlapLadder) first.
+std::vector<StandaloneLadder> StandaloneLadders();
+
+// A ladder's measured throughput per step: measured_tflops, or 1 / step
+// seconds where only step times are published (gains are then the same).
+std::vector<double> MeasuredThroughput(const StandaloneLadder& l);
+
+// Across ladders, every step after each ladder's first: how many, over how
+// many ladders, how many have the predicted gain's sign right (a measured
+// gain > 1 needs a predicted gain > 1 + 1e-9; a measured gain <= 1 needs a
+// predicted gain <= 1 + 1e-9, so "no knob, no gain" is right only where
+// the step measured no gain), and the median over steps of
+// |predicted gain / measured gain - 1|.
+struct LadderSummary {
+  int steps = 0;
+  int ladders = 0;
+  int signs_right = 0;
+  double median_abs_gain_error = 0;
+};
+struct LadderGains {
+  std::vector<double> measured;   // StepGains of the measured values
+  std::vector<double> predicted;  // StepGains of the predicted values
+};
+LadderSummary SummarizeLadders(const std::vector<LadderGains>& ladders);
 
 // Gains between consecutive values (v[i] / v[i-1], first = 1) and the
 // cumulative gain v.back() / v.front().

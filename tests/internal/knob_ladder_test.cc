@@ -80,6 +80,122 @@ TEST(KnobLadderTest, Qwen3H100EpOverlapPair) {
   EXPECT_EQ(planner::ToString(a), planner::ToString(b));
 }
 
+// Knobs as text with the one knob a step is meant to change reset, so two
+// steps compare equal when nothing else differs.
+std::string WithoutEpOverlap(planner::Knobs k) {
+  k.overlap.ep_comm = false;
+  return planner::ToString(k);
+}
+
+TEST(KnobLadderTest, EveryStandaloneLadderAligns) {
+  const std::vector<StandaloneLadder> all = StandaloneLadders();
+  ASSERT_EQ(all.size(), 8u);
+  EXPECT_EQ(all[0].title, Qwen3H100EpOverlapLadder().title);
+  for (const StandaloneLadder& l : all) {
+    SCOPED_TRACE(l.title);
+    EXPECT_FALSE(l.source.empty());
+    // One measured figure per step, in one unit.
+    EXPECT_NE(l.measured_tflops.empty(), l.measured_step_s.empty());
+    EXPECT_EQ(MeasuredThroughput(l).size(), l.steps.size());
+    EXPECT_GE(l.steps.size(), 2u);
+    // The layout tiles the GPUs: tp x cp x pp divides them.
+    const planner::ParallelConfig& p = l.parallel;
+    EXPECT_EQ(l.shape.gpus % (p.tp * p.cp * p.pp), 0);
+    for (const LadderStep& step : l.steps) {
+      EXPECT_EQ(step.has_knob, step.mapping.find("no knob") == std::string::npos) << step.id;
+    }
+  }
+}
+
+TEST(KnobLadderTest, Qwen3A3bHybridEpOverlapPair) {
+  const StandaloneLadder l = Qwen3A3bH100HybridEpOverlapLadder();
+  ASSERT_EQ(l.steps.size(), 2u);
+  EXPECT_EQ(l.shape.gpus, 16);
+  EXPECT_EQ(l.parallel.ep, 16);
+  EXPECT_FALSE(l.steps[0].knobs.overlap.ep_comm);
+  EXPECT_TRUE(l.steps[1].knobs.overlap.ep_comm);
+  EXPECT_EQ(WithoutEpOverlap(l.steps[0].knobs), WithoutEpOverlap(l.steps[1].knobs));
+  EXPECT_EQ(l.steps[0].features.flex_backend,
+            planner::MegatronFeatures::FlexBackend::kHybridEp);
+  EXPECT_FALSE(l.steps[0].features.graph_attn);  // scopes moe_router + moe_preprocess
+  // 287.305 / 244.039 = 1.17729: the source's "+17.729%".
+  const std::vector<double> g = StepGains(MeasuredThroughput(l));
+  EXPECT_NEAR(g[1], 1.17729, 1e-5);
+}
+
+TEST(KnobLadderTest, Qwen3A3bAllToAllOverlapFromStepTimes) {
+  const StandaloneLadder l = Qwen3A3bH100AllToAllOverlapLadder();
+  ASSERT_EQ(l.steps.size(), 3u);
+  EXPECT_TRUE(l.measured_tflops.empty());
+  EXPECT_EQ(l.steps[0].knobs.dispatcher, planner::Dispatcher::kAllToAll);
+  EXPECT_FALSE(l.steps[0].knobs.cuda_graphs);
+  EXPECT_FALSE(l.steps[0].features.permute_fusion);
+  EXPECT_EQ(WithoutEpOverlap(l.steps[0].knobs), WithoutEpOverlap(l.steps[1].knobs));
+  EXPECT_TRUE(l.steps[1].knobs.overlap.ep_comm);
+  // delay_wgrad_compute has no knob: the step repeats the one before.
+  EXPECT_FALSE(l.steps[2].has_knob);
+  EXPECT_EQ(planner::ToString(l.steps[2].knobs), planner::ToString(l.steps[1].knobs));
+  // From step times: 41.25 / 31.31 = 1.3175 (the source's 1.317x), then
+  // 31.31 / 31.20 = 1.0035; cumulative 41.25 / 31.20 = 1.3221 (1.322x).
+  const std::vector<double> g = StepGains(MeasuredThroughput(l));
+  EXPECT_NEAR(g[1], 1.3175, 1e-4);
+  EXPECT_NEAR(g[2], 1.0035, 1e-4);
+  EXPECT_NEAR(g[1] * g[2], 1.3221, 1e-4);
+}
+
+TEST(KnobLadderTest, Qwen3A3bCudaGraphsMeasuredSlower) {
+  const StandaloneLadder l = Qwen3A3bH100CudaGraphLadder();
+  ASSERT_EQ(l.steps.size(), 2u);
+  EXPECT_FALSE(l.steps[0].knobs.cuda_graphs);
+  EXPECT_TRUE(l.steps[1].knobs.cuda_graphs);
+  planner::Knobs a = l.steps[0].knobs;
+  a.cuda_graphs = true;
+  EXPECT_EQ(planner::ToString(a), planner::ToString(l.steps[1].knobs));
+  // 41.36 s eager, 42.00 s with graphs: gain 41.36 / 42.00 = 0.98476.
+  const std::vector<double> g = StepGains(MeasuredThroughput(l));
+  EXPECT_NEAR(g[1], 0.98476, 1e-5);
+}
+
+TEST(KnobLadderTest, Qwen3LongContextBalancePairs) {
+  const std::vector<StandaloneLadder> ls = Qwen3H100LongContextBalanceLadders();
+  ASSERT_EQ(ls.size(), 4u);
+  const int seq[] = {16384, 32768, 65536, 131072};
+  const double dropless[] = {237, 277, 320, 357}, forced[] = {295, 335, 368, 389};
+  for (size_t i = 0; i < ls.size(); ++i) {
+    const StandaloneLadder& l = ls[i];
+    EXPECT_EQ(l.shape.seq_len, seq[i]);
+    EXPECT_EQ(l.parallel.cp, 1 << i);  // CP 1, 2, 4, 8
+    // 256 GPUs = tp 4 x cp x pp 8 x dp: dp = 8 / cp.
+    EXPECT_EQ(l.parallel.tp * l.parallel.cp * l.parallel.pp * (8 >> i), 256);
+    EXPECT_THAT(l.measured_tflops, ElementsAre(dropless[i], forced[i]));
+    EXPECT_GT(l.steps[0].knobs.moe_load_imbalance, 1.0);
+    EXPECT_EQ(l.steps[1].knobs.moe_load_imbalance, 1.0);
+    planner::Knobs a = l.steps[0].knobs;
+    a.moe_load_imbalance = 1.0;
+    EXPECT_EQ(planner::ToString(a), planner::ToString(l.steps[1].knobs));
+  }
+  // 295 / 237 = 1.2447 at 16k, 389 / 357 = 1.0896 at 128k.
+  EXPECT_NEAR(StepGains(ls[0].measured_tflops)[1], 1.2447, 1e-4);
+  EXPECT_NEAR(StepGains(ls[3].measured_tflops)[1], 1.0896, 1e-4);
+}
+
+TEST(KnobLadderTest, SummaryByHand) {
+  // Ladder A: measured 1.1 then 0.9, predicted 1.2 then 1.0 (no gain):
+  // both signs right. Ladder B: measured 1.05, predicted 1.0: wrong.
+  // Errors |1.2/1.1 - 1| = 0.0909, |1.0/0.9 - 1| = 0.1111,
+  // |1.0/1.05 - 1| = 0.0476: median 0.0909. A one-step ladder counts for
+  // nothing.
+  const LadderSummary s = SummarizeLadders(
+      {{{1, 1.1, 0.9}, {1, 1.2, 1.0}}, {{1, 1.05}, {1, 1.0}}, {{1}, {1}}});
+  EXPECT_EQ(s.steps, 3);
+  EXPECT_EQ(s.ladders, 2);
+  EXPECT_EQ(s.signs_right, 2);
+  EXPECT_NEAR(s.median_abs_gain_error, 1.2 / 1.1 - 1, 1e-12);
+  // Even count: the mean of the middle two.
+  const LadderSummary e = SummarizeLadders({{{1, 1.1, 1.1}, {1, 1.1, 1.21}}});
+  EXPECT_NEAR(e.median_abs_gain_error, 0.05, 1e-12);
+}
+
 TEST(KnobLadderTest, GainsByHand) {
   // 494 -> 529 -> 566: 1, 529/494 = 1.0709, 566/529 = 1.0699.
   const std::vector<double> g = StepGains({494, 529, 566});
