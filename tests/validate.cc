@@ -1109,7 +1109,7 @@ int main(int argc, char** argv) {
       continue;
     }
     if (!l.assumed.empty()) std::printf("  not stated by the source, assumed: %s\n", l.assumed.c_str());
-    std::vector<double> pred;
+    std::vector<double> pred, pred_step_s;
     for (const mt::LadderStep& step : l.steps) {
       mp::StackConstants s = row_model.Stack(l.generation, default_constants);
       s.features = step.features;
@@ -1125,6 +1125,7 @@ int main(int argc, char** argv) {
         break;
       }
       pred.push_back(p->model_tflops_per_gpu);
+      pred_step_s.push_back(p->step_time_s);
       if (absl::GetFlag(FLAGS_verbose)) {
         std::printf("  ladder %s: step %.3f s\n", step.id.c_str(), p->step_time_s);
         for (const mp::Term& t : p->breakdown) {
@@ -1139,12 +1140,14 @@ int main(int argc, char** argv) {
     const std::vector<double> gp = mt::StepGains(pred);
     ladder_gains.push_back({gm, gp});
     const bool tflops = !l.measured_tflops.empty();
+    if (!tflops) std::printf("  (step times only: %% = meas s / pred s - 1, the throughput error)\n");
     for (size_t i = 0; i < pred.size(); ++i) {
       const std::string meas_text =
           tflops ? absl::StrFormat("meas %6.1f TF  pred %6.1f TF (%+5.1f%%)", measured[i], pred[i],
                                    100 * (pred[i] / measured[i] - 1))
-                 : absl::StrFormat("meas %6.2f s   pred %6.1f TF          ", l.measured_step_s[i],
-                                   pred[i]);
+                 : absl::StrFormat("meas %6.2f s   pred %6.2f s  (%+5.1f%%)", l.measured_step_s[i],
+                                   pred_step_s[i],
+                                   100 * (l.measured_step_s[i] / pred_step_s[i] - 1));
       std::printf("  %-32s %s  meas x %.3f  pred x %.3f  %s\n", l.steps[i].name.substr(0, 32).c_str(),
                   meas_text.c_str(), gm[i], gp[i], l.steps[i].mapping.c_str());
     }
