@@ -70,6 +70,7 @@
 #include "planner/training_config.h"
 #include "tests/internal/contradictions.h"
 #include "tests/internal/cross_validation.h"
+#include "tests/internal/deep_pipelines.h"
 #include "tests/internal/intervals.h"
 #include "tests/internal/knob_ladder.h"
 #include "tests/internal/layout_ranking.h"
@@ -1124,6 +1125,84 @@ int main(int argc, char** argv) {
                   100 * (pred[i] / l.measured_tflops[i] - 1), gm[i], gp[i],
                   l.steps[i].mapping.c_str());
     }
+  }
+  // --- Deep pipelines on H100 (tests/internal/deep_pipelines.h): each
+  // public layout with its published knobs; predicted vs measured step time,
+  // the bottleneck rank's exposed P2P and EP time and the bubble, and the
+  // pairwise order (measured pairs) or the predicted order (the others).
+  for (const mt::LayoutGroup& g : mt::H100DeepPipelineGroups()) {
+    absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(g.model_preset);
+    absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(g.cluster_preset);
+    if (!model.ok() || !cluster.ok()) continue;
+    std::printf("\n== Deep pipelines: %s (%s; software predicted as %s) ==\n", g.title.c_str(),
+                g.source.c_str(), std::string(mp::StackGenerationName(g.generation)).c_str());
+    mp::StackConstants s = row_model.Stack(g.generation, default_constants);
+    s.features = g.features;
+    absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
+        *model, *cluster, g.shape, row_model.Cost(*cluster, default_constants), s);
+    if (!sm.ok()) continue;
+    std::vector<std::optional<double>> pred_step(g.cases.size());
+    for (size_t i = 0; i < g.cases.size(); ++i) {
+      const mt::LayoutCase& lc = g.cases[i];
+      // The published recompute, else the lightest that fits (ChooseKnobs'
+      // rule); then what Megatron-Core runs for the combination.
+      const std::vector<mp::Recompute> ladder =
+          lc.recompute_published ? std::vector<mp::Recompute>{lc.knobs.recompute}
+                                 : RecomputeLadder();
+      absl::StatusOr<mp::Prediction> p = absl::UnknownError("no prediction");
+      mp::Knobs knobs;
+      for (const mp::Recompute& rc : ladder) {
+        knobs = lc.knobs;
+        knobs.recompute = rc;
+        knobs.recompute.modules = ModulesOfModel(*model, lc.parallel, rc.modules);
+        knobs = mp::NormalizeForMegatron(*model, lc.parallel, {}, knobs).knobs;
+        p = sm->Predict(lc.parallel, knobs);
+        if (!p.ok() || p->peak_memory_bytes <= kRecipeMemoryHeadroom * p->hbm_bytes) break;
+      }
+      if (!p.ok()) {
+        std::printf("  %-30s %s\n", lc.name.c_str(), std::string(p.status().message()).c_str());
+        continue;
+      }
+      pred_step[i] = p->step_time_s;
+      double pp_exposed = 0, ep_exposed = 0, bubble = 0;
+      for (const mp::Term& t : p->breakdown) {
+        const std::string kind(mp::TermKindName(t.kind));
+        if (kind == "comm.pp.exposed") pp_exposed += t.seconds;
+        if (kind == "comm.ep.exposed") ep_exposed += t.seconds;
+        if (t.kind == mp::TermKind::kPipelineBubble) bubble += t.seconds;
+      }
+      const std::string meas =
+          lc.measured_step_s
+              ? absl::StrFormat("meas %6.2f s (%5.0f tok/s/GPU) err %+6.1f%%", *lc.measured_step_s,
+                                mt::TokensPerSecPerGpu(g.shape, *lc.measured_step_s),
+                                100 * (*lc.measured_step_s / p->step_time_s - 1))
+              : std::string("meas   (none)");
+      std::printf("  %-30s pred %6.2f s (%5.0f tok/s/GPU) %s | pp exposed %5.2f s, ep exposed "
+                  "%5.2f s, bubble %5.2f s, peak %5.1f GiB%s rc=%s%s | %s\n",
+                  lc.name.c_str(), p->step_time_s, p->tokens_per_sec_per_gpu, meas.c_str(),
+                  pp_exposed, ep_exposed, bubble, p->peak_memory_bytes / (1024.0 * 1024 * 1024),
+                  p->fits ? "" : " (does not fit)", RecomputeText(knobs.recompute).c_str(),
+                  lc.recompute_published ? "" : " (lightest that fits)", lc.note.c_str());
+    }
+    int pairs = 0, right = 0;
+    for (size_t i = 0; i < g.cases.size(); ++i) {
+      for (size_t j = i + 1; j < g.cases.size(); ++j) {
+        if (!pred_step[i] || !pred_step[j]) continue;
+        const mt::LayoutCase& a = g.cases[i];
+        const mt::LayoutCase& b = g.cases[j];
+        if (a.measured_step_s && b.measured_step_s) {
+          ++pairs;
+          right += (*pred_step[i] < *pred_step[j]) == (*a.measured_step_s < *b.measured_step_s);
+        } else {
+          std::printf("  predicted faster: %s (%.2f s vs %.2f s for %s)\n",
+                      (*pred_step[i] <= *pred_step[j] ? a : b).name.c_str(),
+                      std::min(*pred_step[i], *pred_step[j]),
+                      std::max(*pred_step[i], *pred_step[j]),
+                      (*pred_step[i] <= *pred_step[j] ? b : a).name.c_str());
+        }
+      }
+    }
+    if (pairs > 0) std::printf("  measured pairs in the right order: %d / %d\n", right, pairs);
   }
   return 0;
 }
