@@ -539,6 +539,22 @@ TEST(StepModelByHandTest, InterleavedStages) {
               1e-12);
 }
 
+TEST(StepModelByHandTest, InterleavedP2pHiddenOnlyBehindOneChunkPass) {
+  // As InterleavedStages, with every collective 10 ms: each P2P send/recv
+  // 10 ms. The interleaved overlap hides a transfer only behind one chunk
+  // pass of the bottleneck rank (27 ms / vp 2 = 13.5 ms a chunk: forward
+  // 4.5 ms, backward 9 ms): exposed per micro-batch vp x (max(0, 10 - 4.5)
+  // + max(0, 10 - 9)) = 2 x 6.5 = 13 ms, + 1 ms of handshakes = 14 ms.
+  // t_max 27 + 14 = 41, t_avg 25.5 + 14 = 39.5: 8 x 41 + 39.5 / 2 =
+  // 328 + 19.75 = 347.75 ms.
+  EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(1, 2, 2, 1, 1, 1), Knobs{}, 10.0), 0.34775,
+              1e-12);
+  // Non-interleaved (vp 1): no P2P overlap, 2 x 10 + 0.5 ms exposed per
+  // micro-batch: 8 x (27 + 20.5) + (25.5 + 20.5) = 380 + 46 = 426 ms.
+  EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(1, 2, 1, 1, 1, 1), Knobs{}, 10.0), 0.426,
+              1e-12);
+}
+
 TEST(StepModelByHandTest, UnevenFirstAndLastStages) {
   // first_stage_layers 1, last 3: rank 0 12 ms, rank 1 3 x 12 + 3 = 39 ms,
   // each + 0.5 ms of handshakes: 8 x 39.5 + mean(12.5, 39.5) = 316 + 26 =
