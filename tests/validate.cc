@@ -115,7 +115,8 @@ std::optional<double> NumberOrNone(const json& row, const char* key) {
 
 // The stack's defaults for the knobs a row does not publish: Megatron-Core
 // 2026 containers use grouped GEMM, DeepEP/HybridEP dispatch, TP/EP/DP/PP
-// overlap and CUDA graphs.
+// overlap and CUDA graphs (the EP A2A overlap as the row's recipe says:
+// RecipeKnobs below).
 mp::Knobs StackKnobs(mp::Precision precision) {
   mp::Knobs k;
   k.precision = precision;
@@ -123,6 +124,45 @@ mp::Knobs StackKnobs(mp::Precision precision) {
   k.dispatcher = mp::Dispatcher::kFusedDedup;
   k.cuda_graphs = true;
   return k;
+}
+
+// The Megatron-Bridge performance recipes' A2A overlap and the knobs a
+// recipe sets away from the stack's defaults (StackKnobs), for the rows of
+// the 2026 stack. The combined-1F1B EP A2A overlap
+// (--overlap-moe-expert-parallel-comm) is off unless the recipe turns it on:
+// scripts/performance/utils/utils.py WorkloadBaseConfig moe_a2a_overlap =
+// False, and in the recipes of the 26.02-26.06 window (e.g. commit
+// 39d02fe7f, 2026-04) explicitly False for DeepSeek-V3 and Kimi-K2 on every
+// GPU (V1 presets) and Qwen3-235B-A22B on B200/B300, unset (False) for
+// Qwen3-235B-A22B on GB200/GB300 and Qwen3-30B-A3B, True for Qwen3-235B-A22B
+// on H100. Listed: the recipes that turn it on, with their other knobs.
+struct RecipeKnobs {
+  const char* model_preset;
+  const char* cluster_preset;
+  mp::Dispatcher dispatcher;
+  bool tp_comm_overlap;
+  const char* source;
+};
+
+constexpr RecipeKnobs kA2aOverlapRecipes[] = {
+    // scripts/performance/configs/qwen/qwen3_llm_pretrain.py
+    // qwen3_235b_a22b_pretrain_config_h100 (commits d28afef38 2026-02-15 ..
+    // 55443cbfb 2026-06-10): CommOverlapConfig(tp_comm_overlap=False),
+    // moe_token_dispatcher_type "alltoall" (the flex backend then unused);
+    // qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_*:
+    // moe_a2a_overlap True.
+    {"qwen3-235b-a22b", "h100-sxm", mp::Dispatcher::kAllToAll, false,
+     "Megatron-Bridge qwen3_llm_pretrain.py, qwen3_workload_base_configs.py (H100)"},
+};
+
+// The listed recipe of a 2026-stack row, nullptr when its recipe keeps the
+// A2A overlap off.
+const RecipeKnobs* A2aOverlapRecipeFor(const std::string& model_preset,
+                                       const std::string& cluster_preset) {
+  for (const RecipeKnobs& r : kA2aOverlapRecipes) {
+    if (model_preset == r.model_preset && cluster_preset == r.cluster_preset) return &r;
+  }
+  return nullptr;
 }
 
 mp::Recompute Selective(uint32_t modules) {
@@ -336,6 +376,10 @@ struct RowSpec {
   std::string source;
   std::string container;  // "" when the row has none
   std::string cluster_name;
+  std::string model_preset;
+  // The row's notes say the EP A2A overlap ran ("A2A overlap", not "no A2A
+  // overlap": the Megatron-MoE-ModelZoo rows).
+  bool notes_a2a_overlap = false;
   mp::ModelSpec model;
   mp::ClusterSpec cluster;
   mp::TrainingShape shape;
@@ -359,7 +403,8 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
   r.stack = StrOr(row, "stack", "");
   r.source = StrOr(row, "source", "");
   r.container = StrOr(row, "container", "");
-  absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(StrOr(row, "model_id", ""));
+  r.model_preset = StrOr(row, "model_id", "");
+  absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(r.model_preset);
   if (!model.ok()) return model.status();
   r.model = *model;
   r.cluster_name = StrOr(row, "cluster_preset", "");
@@ -402,6 +447,11 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
   // Rows whose published layout is Megatron-FSDP say so in their notes
   // ("FSDP column = 64").
   p.shard_params = StrOr(row, "notes", "").find("FSDP") != std::string::npos;
+  {
+    const std::string notes = StrOr(row, "notes", "");
+    r.notes_a2a_overlap = notes.find("A2A overlap") != std::string::npos &&
+                          notes.find("no A2A overlap") == std::string::npos;
+  }
   absl::StatusOr<mp::Precision> precision =
       mp::ParsePrecision(StrOr(row, "precision_id", "bf16"));
   if (!precision.ok()) return precision.status();
@@ -515,6 +565,16 @@ uint32_t ModulesOfModel(const mp::ModelSpec& m, const mp::ParallelConfig&, uint3
 absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, bool print) {
   RowSetup s;
   s.knobs = StackKnobs(r.precision);
+  // The EP A2A overlap only where the row's recipe or notes say it ran
+  // (older stacks predate it or leave it off, like the Bridge default).
+  const RecipeKnobs* recipe = r.stack == "megatron-core-2026"
+                                  ? A2aOverlapRecipeFor(r.model_preset, r.cluster_name)
+                                  : nullptr;
+  s.knobs.overlap.ep_comm = recipe != nullptr || r.notes_a2a_overlap;
+  if (recipe != nullptr) {
+    s.knobs.dispatcher = recipe->dispatcher;
+    s.knobs.overlap.tp_comm = recipe->tp_comm_overlap;
+  }
   const std::vector<mp::Recompute> ladder = r.published_recompute
                                                 ? std::vector<mp::Recompute>{*r.published_recompute}
                                                 : RecomputeLadder();
