@@ -124,15 +124,32 @@ Cost PpSendRecv(const Context& c, const ModelSpec& m, const TrainingShape& shape
                             c.tokens_rank * double(m.hidden_size) * kActivationBytes, 2, span);
 }
 
+double PpTransferExposedSeconds(double send_s, double overlap_window_s) {
+  return std::max(0.0, send_s - std::max(0.0, overlap_window_s));
+}
+
 Slots PpSendRecvSlots(const ParallelConfig& p, const Knobs& knobs, const StackConstants& stack,
-                      const Cost& send) {
+                      const Cost& send, double rank_time_per_micro_s) {
   Slots pp_slots;
   if (p.pp <= 1) return pp_slots;
   const double per_mb = 2.0 * p.vp * send.seconds;
   // Megatron overlaps P2P only in the interleaved schedule (vp > 1); the
   // non-interleaved one turns overlap_p2p_comm off (validate_args).
-  const bool hidden = knobs.overlap.pp_comm && p.vp > 1;
-  pp_slots.Add(hidden ? kSPpHidden : kSPpExposed, {per_mb, send.source});
+  const bool overlapped = knobs.overlap.pp_comm && p.vp > 1;
+  if (overlapped) {
+    // Each transfer hides behind one chunk pass of this rank only (steady
+    // 1F1B: the activation posted after a forward chunk is waited on before
+    // the next forward, a backward chunk (2/3 of a chunk's time) between;
+    // the gradient posted after a backward chunk, a forward one (1/3)).
+    const double chunk = rank_time_per_micro_s / p.vp;
+    const double exposed =
+        p.vp * (PpTransferExposedSeconds(send.seconds, chunk / 3.0) +
+                PpTransferExposedSeconds(send.seconds, 2.0 * chunk / 3.0));
+    pp_slots.Add(kSPpHidden, {per_mb - exposed, send.source});
+    pp_slots.Add(kSPpExposed, {exposed, send.source});
+  } else {
+    pp_slots.Add(kSPpExposed, {per_mb, send.source});
+  }
   // Each virtual-stage visit (forward and backward) also waits on its
   // peer's matching send/recv, exposed whatever the overlap.
   if (stack.pp_stage_visit_s > 0) {

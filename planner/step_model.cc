@@ -321,7 +321,8 @@ Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& knobs,
   if (reason != Infeasibility::kNone) return reason;
   RankTimes times;
   TimeRanks(p, knobs.recompute, kr, embed_time, head_time, &ranks, &times);
-  const Slots pp_slots = PpSendRecvSlots(p, knobs, stack_, pc.pp_send);
+  const Slots pp_slots =
+      PpSendRecvSlots(p, knobs, stack_, pc.pp_send, times.time[times.bottleneck]);
   const double pp_exposed = pp_slots.s[kSPpExposed];
   const double t_max = times.time[times.bottleneck] + pp_exposed;
   const double t_avg = times.sum / p.pp + pp_exposed;

@@ -752,9 +752,11 @@ Slots LayerCost(const LayerKindTables& k, const Context& c, bool recompute_this_
   // Megatron-Core overlaps EP all-to-all with another micro-batch's
   // compute in its combined 1F1B schedule: without pipelining or with the
   // interleaved schedule, and with at least two micro-batches.
-  const bool ep_overlap_schedule =
-      c.knobs->overlap.ep_comm && c.micro_batches >= 2 && c.ep_overlap_schedule;
-  AddHostTerms(k, c, ep_overlap_schedule, &l);
+  const bool combined_schedule_layout = c.micro_batches >= 2 && c.ep_overlap_schedule;
+  const bool ep_overlap_schedule = c.knobs->overlap.ep_comm && combined_schedule_layout;
+  // The 26.06 host hiding is keyed on the layout, not on the A2A-overlap
+  // knob (StackConstants::moe_host_hidden_by_ep_overlap).
+  AddHostTerms(k, c, combined_schedule_layout, &l);
   AddTpTerms(c, kc, g, &l);
   AddCpTerms(c, kc, g, &l);
   AddEpTerms(c, g, ep_overlap_schedule, &l);

@@ -380,6 +380,7 @@ TEST(StepModelKnownErrorTest, GptOssExpertParallelOverInfiniBand) {
   const StepModel sm = MakeFor(Preset("gpt-oss-120b"), "b300", {64, 4096, 1280},
                                StackGeneration::k2602);
   Knobs k;
+  k.overlap.ep_comm = false;  // the recipe leaves moe_a2a_overlap off
   k.recompute.mode = RecomputeMode::kSelective;
   k.recompute.modules = kRecomputeCoreAttn | kRecomputeMlaUpProj |
                         kRecomputeLayerNorm | kRecomputeMoeAct;
@@ -399,6 +400,7 @@ TEST(StepModelKnownErrorTest, Qwen3On8Gb300AfterContainer2606) {
   const StepModel sm = MakeFor(Preset("qwen3-30b-a3b"), "gb300-nvl72", {8, 4096, 512},
                                StackGeneration::k2606);
   Knobs k;
+  k.overlap.ep_comm = false;  // the recipe leaves moe_a2a_overlap off
   k.precision = Precision::kMxfp8;
   k.recompute.mode = RecomputeMode::kSelective;
   k.recompute.modules = AllSelectiveBut(0);
@@ -414,6 +416,7 @@ TEST(StepModelKnownErrorTest, Qwen3On16H100ContradictoryPair) {
   const StepModel sm = MakeFor(Preset("qwen3-30b-a3b"), "h100-sxm", {16, 4096, 1024},
                                StackGeneration::k2602);
   Knobs k;
+  k.overlap.ep_comm = false;  // the recipe leaves moe_a2a_overlap off
   k.precision = Precision::kFp8;
   const double t = TokensPerSec(sm, Layout(1, 2, 12, 8, 1, 1), k);
   EXPECT_NEAR(t, 8091, 0.03 * 8091);  // true: 5,113 (26.02), 9,058 (26.02.01)
@@ -444,6 +447,7 @@ TEST(StepModelKnownErrorTest, DeepSeekV3On256Gb300) {
   const StepModel sm = MakeFor(Preset("deepseek-v3"), "gb300-nvl72", {256, 4096, 15360},
                                StackGeneration::k2606);
   Knobs k;
+  k.overlap.ep_comm = false;  // the recipe leaves moe_a2a_overlap off
   k.precision = Precision::kMxfp8;
   k.recompute.mode = RecomputeMode::kSelective;
   k.recompute.modules = AllSelectiveBut(0);
@@ -536,6 +540,22 @@ TEST(StepModelByHandTest, InterleavedStages) {
   // the handshakes 2 x 2 x 0.25 = 1 ms, the bubble divided by vp:
   // 8 x 28 + 26.5 / 2 = 224 + 13.25 = 237.25 ms.
   EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(1, 2, 2, 1, 1, 1), Knobs{}), 0.23725,
+              1e-12);
+}
+
+TEST(StepModelByHandTest, InterleavedP2pHiddenOnlyBehindOneChunkPass) {
+  // As InterleavedStages, with every collective 10 ms: each P2P send/recv
+  // 10 ms. The interleaved overlap hides a transfer only behind one chunk
+  // pass of the bottleneck rank (27 ms / vp 2 = 13.5 ms a chunk: forward
+  // 4.5 ms, backward 9 ms): exposed per micro-batch vp x (max(0, 10 - 4.5)
+  // + max(0, 10 - 9)) = 2 x 6.5 = 13 ms, + 1 ms of handshakes = 14 ms.
+  // t_max 27 + 14 = 41, t_avg 25.5 + 14 = 39.5: 8 x 41 + 39.5 / 2 =
+  // 328 + 19.75 = 347.75 ms.
+  EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(1, 2, 2, 1, 1, 1), Knobs{}, 10.0), 0.34775,
+              1e-12);
+  // Non-interleaved (vp 1): no P2P overlap, 2 x 10 + 0.5 ms exposed per
+  // micro-batch: 8 x (27 + 20.5) + (25.5 + 20.5) = 380 + 46 = 426 ms.
+  EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(1, 2, 1, 1, 1, 1), Knobs{}, 10.0), 0.426,
               1e-12);
 }
 

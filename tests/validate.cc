@@ -70,6 +70,7 @@
 #include "planner/training_config.h"
 #include "tests/internal/contradictions.h"
 #include "tests/internal/cross_validation.h"
+#include "tests/internal/deep_pipelines.h"
 #include "tests/internal/intervals.h"
 #include "tests/internal/knob_ladder.h"
 #include "tests/internal/layout_ranking.h"
@@ -114,7 +115,8 @@ std::optional<double> NumberOrNone(const json& row, const char* key) {
 
 // The stack's defaults for the knobs a row does not publish: Megatron-Core
 // 2026 containers use grouped GEMM, DeepEP/HybridEP dispatch, TP/EP/DP/PP
-// overlap and CUDA graphs.
+// overlap and CUDA graphs (the EP A2A overlap as the row's recipe says:
+// RecipeKnobs below).
 mp::Knobs StackKnobs(mp::Precision precision) {
   mp::Knobs k;
   k.precision = precision;
@@ -122,6 +124,45 @@ mp::Knobs StackKnobs(mp::Precision precision) {
   k.dispatcher = mp::Dispatcher::kFusedDedup;
   k.cuda_graphs = true;
   return k;
+}
+
+// The Megatron-Bridge performance recipes' A2A overlap and the knobs a
+// recipe sets away from the stack's defaults (StackKnobs), for the rows of
+// the 2026 stack. The combined-1F1B EP A2A overlap
+// (--overlap-moe-expert-parallel-comm) is off unless the recipe turns it on:
+// scripts/performance/utils/utils.py WorkloadBaseConfig moe_a2a_overlap =
+// False, and in the recipes of the 26.02-26.06 window (e.g. commit
+// 39d02fe7f, 2026-04) explicitly False for DeepSeek-V3 and Kimi-K2 on every
+// GPU (V1 presets) and Qwen3-235B-A22B on B200/B300, unset (False) for
+// Qwen3-235B-A22B on GB200/GB300 and Qwen3-30B-A3B, True for Qwen3-235B-A22B
+// on H100. Listed: the recipes that turn it on, with their other knobs.
+struct RecipeKnobs {
+  const char* model_preset;
+  const char* cluster_preset;
+  mp::Dispatcher dispatcher;
+  bool tp_comm_overlap;
+  const char* source;
+};
+
+constexpr RecipeKnobs kA2aOverlapRecipes[] = {
+    // scripts/performance/configs/qwen/qwen3_llm_pretrain.py
+    // qwen3_235b_a22b_pretrain_config_h100 (commits d28afef38 2026-02-15 ..
+    // 55443cbfb 2026-06-10): CommOverlapConfig(tp_comm_overlap=False),
+    // moe_token_dispatcher_type "alltoall" (the flex backend then unused);
+    // qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_*:
+    // moe_a2a_overlap True.
+    {"qwen3-235b-a22b", "h100-sxm", mp::Dispatcher::kAllToAll, false,
+     "Megatron-Bridge qwen3_llm_pretrain.py, qwen3_workload_base_configs.py (H100)"},
+};
+
+// The listed recipe of a 2026-stack row, nullptr when its recipe keeps the
+// A2A overlap off.
+const RecipeKnobs* A2aOverlapRecipeFor(const std::string& model_preset,
+                                       const std::string& cluster_preset) {
+  for (const RecipeKnobs& r : kA2aOverlapRecipes) {
+    if (model_preset == r.model_preset && cluster_preset == r.cluster_preset) return &r;
+  }
+  return nullptr;
 }
 
 mp::Recompute Selective(uint32_t modules) {
@@ -335,6 +376,10 @@ struct RowSpec {
   std::string source;
   std::string container;  // "" when the row has none
   std::string cluster_name;
+  std::string model_preset;
+  // The row's notes say the EP A2A overlap ran ("A2A overlap", not "no A2A
+  // overlap": the Megatron-MoE-ModelZoo rows).
+  bool notes_a2a_overlap = false;
   mp::ModelSpec model;
   mp::ClusterSpec cluster;
   mp::TrainingShape shape;
@@ -358,7 +403,8 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
   r.stack = StrOr(row, "stack", "");
   r.source = StrOr(row, "source", "");
   r.container = StrOr(row, "container", "");
-  absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(StrOr(row, "model_id", ""));
+  r.model_preset = StrOr(row, "model_id", "");
+  absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(r.model_preset);
   if (!model.ok()) return model.status();
   r.model = *model;
   r.cluster_name = StrOr(row, "cluster_preset", "");
@@ -401,6 +447,11 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
   // Rows whose published layout is Megatron-FSDP say so in their notes
   // ("FSDP column = 64").
   p.shard_params = StrOr(row, "notes", "").find("FSDP") != std::string::npos;
+  {
+    const std::string notes = StrOr(row, "notes", "");
+    r.notes_a2a_overlap = notes.find("A2A overlap") != std::string::npos &&
+                          notes.find("no A2A overlap") == std::string::npos;
+  }
   absl::StatusOr<mp::Precision> precision =
       mp::ParsePrecision(StrOr(row, "precision_id", "bf16"));
   if (!precision.ok()) return precision.status();
@@ -514,6 +565,16 @@ uint32_t ModulesOfModel(const mp::ModelSpec& m, const mp::ParallelConfig&, uint3
 absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, bool print) {
   RowSetup s;
   s.knobs = StackKnobs(r.precision);
+  // The EP A2A overlap only where the row's recipe or notes say it ran
+  // (older stacks predate it or leave it off, like the Bridge default).
+  const RecipeKnobs* recipe = r.stack == "megatron-core-2026"
+                                  ? A2aOverlapRecipeFor(r.model_preset, r.cluster_name)
+                                  : nullptr;
+  s.knobs.overlap.ep_comm = recipe != nullptr || r.notes_a2a_overlap;
+  if (recipe != nullptr) {
+    s.knobs.dispatcher = recipe->dispatcher;
+    s.knobs.overlap.tp_comm = recipe->tp_comm_overlap;
+  }
   const std::vector<mp::Recompute> ladder = r.published_recompute
                                                 ? std::vector<mp::Recompute>{*r.published_recompute}
                                                 : RecomputeLadder();
@@ -1157,6 +1218,84 @@ int main(int argc, char** argv) {
     std::printf("\nknob ladders: %d steps over %d ladders, signs right %d/%d, median |gain error| "
                 "%.1f%% (|pred x / meas x - 1| per step)\n",
                 s.steps, s.ladders, s.signs_right, s.steps, 100 * s.median_abs_gain_error);
+  }
+  // --- Deep pipelines on H100 (tests/internal/deep_pipelines.h): each
+  // public layout with its published knobs; predicted vs measured step time,
+  // the bottleneck rank's exposed P2P and EP time and the bubble, and the
+  // pairwise order (measured pairs) or the predicted order (the others).
+  for (const mt::LayoutGroup& g : mt::H100DeepPipelineGroups()) {
+    absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(g.model_preset);
+    absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(g.cluster_preset);
+    if (!model.ok() || !cluster.ok()) continue;
+    std::printf("\n== Deep pipelines: %s (%s; software predicted as %s) ==\n", g.title.c_str(),
+                g.source.c_str(), std::string(mp::StackGenerationName(g.generation)).c_str());
+    mp::StackConstants s = row_model.Stack(g.generation, default_constants);
+    s.features = g.features;
+    absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
+        *model, *cluster, g.shape, row_model.Cost(*cluster, default_constants), s);
+    if (!sm.ok()) continue;
+    std::vector<std::optional<double>> pred_step(g.cases.size());
+    for (size_t i = 0; i < g.cases.size(); ++i) {
+      const mt::LayoutCase& lc = g.cases[i];
+      // The published recompute, else the lightest that fits (ChooseKnobs'
+      // rule); then what Megatron-Core runs for the combination.
+      const std::vector<mp::Recompute> ladder =
+          lc.recompute_published ? std::vector<mp::Recompute>{lc.knobs.recompute}
+                                 : RecomputeLadder();
+      absl::StatusOr<mp::Prediction> p = absl::UnknownError("no prediction");
+      mp::Knobs knobs;
+      for (const mp::Recompute& rc : ladder) {
+        knobs = lc.knobs;
+        knobs.recompute = rc;
+        knobs.recompute.modules = ModulesOfModel(*model, lc.parallel, rc.modules);
+        knobs = mp::NormalizeForMegatron(*model, lc.parallel, {}, knobs).knobs;
+        p = sm->Predict(lc.parallel, knobs);
+        if (!p.ok() || p->peak_memory_bytes <= kRecipeMemoryHeadroom * p->hbm_bytes) break;
+      }
+      if (!p.ok()) {
+        std::printf("  %-30s %s\n", lc.name.c_str(), std::string(p.status().message()).c_str());
+        continue;
+      }
+      pred_step[i] = p->step_time_s;
+      double pp_exposed = 0, ep_exposed = 0, bubble = 0;
+      for (const mp::Term& t : p->breakdown) {
+        const std::string kind(mp::TermKindName(t.kind));
+        if (kind == "comm.pp.exposed") pp_exposed += t.seconds;
+        if (kind == "comm.ep.exposed") ep_exposed += t.seconds;
+        if (t.kind == mp::TermKind::kPipelineBubble) bubble += t.seconds;
+      }
+      const std::string meas =
+          lc.measured_step_s
+              ? absl::StrFormat("meas %6.2f s (%5.0f tok/s/GPU) err %+6.1f%%", *lc.measured_step_s,
+                                mt::TokensPerSecPerGpu(g.shape, *lc.measured_step_s),
+                                100 * (*lc.measured_step_s / p->step_time_s - 1))
+              : std::string("meas   (none)");
+      std::printf("  %-30s pred %6.2f s (%5.0f tok/s/GPU) %s | pp exposed %5.2f s, ep exposed "
+                  "%5.2f s, bubble %5.2f s, peak %5.1f GiB%s rc=%s%s | %s\n",
+                  lc.name.c_str(), p->step_time_s, p->tokens_per_sec_per_gpu, meas.c_str(),
+                  pp_exposed, ep_exposed, bubble, p->peak_memory_bytes / (1024.0 * 1024 * 1024),
+                  p->fits ? "" : " (does not fit)", RecomputeText(knobs.recompute).c_str(),
+                  lc.recompute_published ? "" : " (lightest that fits)", lc.note.c_str());
+    }
+    int pairs = 0, right = 0;
+    for (size_t i = 0; i < g.cases.size(); ++i) {
+      for (size_t j = i + 1; j < g.cases.size(); ++j) {
+        if (!pred_step[i] || !pred_step[j]) continue;
+        const mt::LayoutCase& a = g.cases[i];
+        const mt::LayoutCase& b = g.cases[j];
+        if (a.measured_step_s && b.measured_step_s) {
+          ++pairs;
+          right += (*pred_step[i] < *pred_step[j]) == (*a.measured_step_s < *b.measured_step_s);
+        } else {
+          std::printf("  predicted faster: %s (%.2f s vs %.2f s for %s)\n",
+                      (*pred_step[i] <= *pred_step[j] ? a : b).name.c_str(),
+                      std::min(*pred_step[i], *pred_step[j]),
+                      std::max(*pred_step[i], *pred_step[j]),
+                      (*pred_step[i] <= *pred_step[j] ? b : a).name.c_str());
+        }
+      }
+    }
+    if (pairs > 0) std::printf("  measured pairs in the right order: %d / %d\n", right, pairs);
   }
   return 0;
 }

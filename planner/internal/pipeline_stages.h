@@ -66,11 +66,27 @@ void TimeRanks(const ParallelConfig& p, const Recompute& recompute, const KindRe
 // stays inside a domain.
 Cost PpSendRecv(const Context& c, const ModelSpec& m, const TrainingShape& shape, int pp);
 
+// Exposed part of one P2P transfer that can overlap only a window of
+// compute (the next virtual stage's pass on this rank): max(0, send -
+// window). Megatron-Core's interleaved schedule with overlap_p2p_comm posts
+// each isend/irecv when the chunk that produces it ends and waits on it
+// before the next chunk of the same direction (megatron/core/
+// pipeline_parallel/schedules.py, forward_backward_pipelining_with_
+// interleaving: pp_post_forward / pp_pre_forward and the backward pair, the
+// recv_prev / recv_next wait handles), one chunk pass of the other
+// direction in between, so a transfer longer than that pass shows.
+double PpTransferExposedSeconds(double send_s, double overlap_window_s);
+
 // Per micro-batch: each virtual stage boundary, activation forward and
-// gradient backward: 2 vp x send, hidden only by the interleaved schedule's
-// overlap; plus 2 vp x StackConstants::pp_stage_visit_s handshakes, exposed.
+// gradient backward: 2 vp x send. The interleaved schedule with the overlap
+// hides each transfer behind one chunk pass of this rank (chunk =
+// rank_time_per_micro_s / vp; a forward pass 1/3 of it, a backward 2/3,
+// the 1 : 2 forward : backward FLOP ratio): exposed = vp x (
+// PpTransferExposedSeconds(send, chunk / 3) + PpTransferExposedSeconds(send,
+// 2 chunk / 3)); the non-interleaved schedule exposes all of it. Plus 2 vp x
+// StackConstants::pp_stage_visit_s handshakes, exposed.
 Slots PpSendRecvSlots(const ParallelConfig& p, const Knobs& knobs, const StackConstants& stack,
-                      const Cost& send);
+                      const Cost& send, double rank_time_per_micro_s);
 
 // Fill and drain: (pp - 1) / vp stage-times (1F1B / interleaved 1F1B).
 inline double PipelineBubble(const ParallelConfig& p, double t_avg) {
