@@ -1165,6 +1165,19 @@ int main(int argc, char** argv) {
                   p->tokens_per_sec_per_gpu, 100 * (p->tokens_per_sec_per_gpu / meas - 1),
                   attention_s(*p), c.recipe.c_str(), p->fits ? "" : " [does not fit]",
                   c.not_modelled.empty() ? "" : " | not modelled: ", c.not_modelled.c_str());
+      if (c.model_preset == "qwen3-30b-a3b") {
+        // What-if: the MoE layers' host work adds to the GPU time (the
+        // 26.02-26.04 rule) instead of hiding under the other micro-batch's
+        // compute -- what a scoped-graph run pays if the EP-overlap hiding
+        // does not happen.
+        s.moe_host_hidden_by_ep_overlap = false;
+        absl::StatusOr<mp::Prediction> q = predict(s);
+        if (q.ok()) {
+          std::printf("  %-34s %9s %9.0f %+7.1f%% %9.3f  what-if: MoE host time adds (no hiding)\n",
+                      "", "", q->tokens_per_sec_per_gpu,
+                      100 * (q->tokens_per_sec_per_gpu / meas - 1), attention_s(*q));
+        }
+      }
       if (c.model_preset == "gpt-oss-120b") {
         // What-if: every sink layer through the fused (cuDNN) attention, as
         // the recipe's fp8_dot_product_attention asks; FP8 attention's own
