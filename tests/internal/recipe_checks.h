@@ -15,6 +15,11 @@
 //   forced balancing and fails in the natural-routing runs; no public source
 //   says why (a per-layer token-count sync waiting on the slowest EP rank is
 //   one candidate), so the rule is left as is.
+// - Qwen3-30B-A3B H100 SFT without CUDA graphs (the recipe's NCCL
+//   all-to-all dispatcher, EP16, 2 micro-batches of 2,048 tokens): +16%
+//   with the recipe's knobs; priced with the flex dispatcher instead (what
+//   an unpinned search picks) it is +75% -- the host-bound error comes
+//   from the dispatcher choice, not from the host-op pricing.
 // - GPT-OSS-120B MXFP8 GB200/GB300 26.06-26.08: -29..-35%, with attention
 //   ~42% of the predicted step because the sliding-window sink layers are
 //   priced unfused; the recipes set fp8_dot_product_attention (cuDNN, which
