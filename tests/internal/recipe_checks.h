@@ -22,8 +22,10 @@
 //   from the dispatcher choice, not from the host-op pricing.
 // - GPT-OSS-120B MXFP8 GB200/GB300 26.06-26.08: -29..-35%, with attention
 //   ~42% of the predicted step because the sliding-window sink layers are
-//   priced unfused; the recipes set fp8_dot_product_attention (cuDNN, which
-//   runs sinks: TE PR 2148), and the 26.06.01 rows that regressed in cuDNN
+//   priced unfused; the recipes set fp8_dot_product_attention (cuDNN fused
+//   attention, which runs softmax sinks: TE PR 2148 for BF16/FP16, and
+//   cudnn-frontend PR 691 fixes an SM100 E5M2 sink kernel, so FP8 sinks run
+//   there too), and the 26.06.01 rows that regressed in cuDNN
 //   attention (cudnn-frontend issue 256) are the ones the unfused pricing
 //   matches (+6..+11%). With every sink layer fused it is +34..+40% (FP8
 //   attention's own speed not priced): the model lacks an attention-backend
