@@ -62,9 +62,17 @@ std::vector<LadderStep> DeepSeekV3Gb200Ladder() {
   // says what was tuned (SMs, chunk sizes) or what bandwidth it reached.
   // DeepEP's own README tables are intranode H800 / internode RDMA, not the
   // community MNNVL path. No figure to price it with, so no knob.
+  // Priced as DeepEP given 32 SMs instead of 24 -- an assumption about
+  // what was tuned (32 is the SM count the guide's final recipe gives the EP
+  // library, --moe-hybridep-num-sms 32), with the bandwidth-vs-SMs figures
+  // of DeepEP on GB200 at 24 ranks (DeepEP hybrid-ep branch,
+  // Hybrid-EP_Implementation.md, commit 07eea0c): dispatch FP8 x 1.154,
+  // combine x 1.266 over the guide's 400 / 190 GB/s.
+  f.deepep_num_sms = 32;
   add("06", "Tune DeepEP",
-      "no knob: no public figure (guide 2.2.1 gives only the untuned 400/190 GB/s at 24 SMs)",
-      false);
+      "feature deepep_num_sms 24 -> 32 (assumed: the guide does not say what was tuned), "
+      "DeepEP GB200 bandwidth-vs-SMs table",
+      true);
   f.cpu_numa_binding = true;
   add("07", "CPU-side optimization", "feature cpu_numa_binding (bindpcie)", true);
   f.fused_swizzle_pdl = true;

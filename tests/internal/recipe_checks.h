@@ -8,8 +8,8 @@
 //
 // What they show (shipped constants, December 2026):
 // - Qwen3-30B-A3B GB200: the full-iteration-graph recipe is priced within
-//   2%; the scoped-graph, natural-routing run +86%. Priced with the MoE host
-//   time added (no EP-overlap hiding) it is +16%, and the H100 natural-
+//   4%; the scoped-graph, natural-routing run +90%. Priced with the MoE host
+//   time added (no EP-overlap hiding) it is +17%, and the H100 natural-
 //   routing run +4% -- but the H100 scoped-graph, forced-balancing recipe
 //   then comes out -31% (with the hiding: +2.5%). So the hiding holds under
 //   forced balancing and fails in the natural-routing runs; no public source
@@ -20,14 +20,14 @@
 //   with the recipe's knobs; priced with the flex dispatcher instead (what
 //   an unpinned search picks) it is +75% -- the host-bound error comes
 //   from the dispatcher choice, not from the host-op pricing.
-// - GPT-OSS-120B MXFP8 GB200/GB300 26.06-26.08: -29..-35%, with attention
+// - GPT-OSS-120B MXFP8 GB200/GB300 26.06-26.08: -29..-34%, with attention
 //   ~42% of the predicted step because the sliding-window sink layers are
 //   priced unfused; the recipes set fp8_dot_product_attention (cuDNN fused
 //   attention, which runs softmax sinks: TE PR 2148 for BF16/FP16, and
 //   cudnn-frontend PR 691 fixes an SM100 E5M2 sink kernel, so FP8 sinks run
 //   there too), and the 26.06.01 rows that regressed in cuDNN
 //   attention (cudnn-frontend issue 256) are the ones the unfused pricing
-//   matches (+6..+11%). With every sink layer fused it is +34..+40% (FP8
+//   matches (+8..+11%). With every sink layer fused it is +38..+40% (FP8
 //   attention's own speed not priced): the model lacks an attention-backend
 //   knob, which the fix needs.
 #pragma once
