@@ -1185,9 +1185,9 @@ int main(int argc, char** argv) {
         s.unfused_sink_layers = mp::StackConstants::UnfusedSinkLayers::kNone;
         absl::StatusOr<mp::Prediction> q = predict(s);
         if (q.ok()) {
-          std::printf("  %-34s %9s %9.0f %+7.1f%% %9.3f  what-if: all sink layers fused\n", "",
+          std::printf("  %-34s %9s %9.0f %+7.1f%% %9.3f  what-if: all sink layers fused%s\n", "",
                       "", q->tokens_per_sec_per_gpu, 100 * (q->tokens_per_sec_per_gpu / meas - 1),
-                      attention_s(*q));
+                      attention_s(*q), q->fits ? "" : " [does not fit]");
         }
       }
     }

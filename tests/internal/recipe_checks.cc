@@ -77,11 +77,11 @@ RecipeCheck GptOss(const char* id, const char* cluster, int ep, const char* cont
   c.parallel.mbs = 4;
   c.generation = planner::StackGeneration::k2606;
   c.knobs = RecipeKnobs(planner::Precision::kMxfp8);
-  // What the validator's GPT-OSS rows and `moetune predict` choose for this
-  // layout (the lightest that fits): core attention, norms, MoE activation.
-  c.knobs.recompute.mode = planner::RecomputeMode::kSelective;
-  c.knobs.recompute.modules =
-      planner::kRecomputeCoreAttn | planner::kRecomputeLayerNorm | planner::kRecomputeMoeAct;
+  // No recompute: the base recipe gpt_oss_120b_pretrain_config
+  // (recipes/gpt_oss/h100/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_h100_bf16_
+  // config) sets recompute_granularity None and the GB200/GB300 recipes add
+  // none (they set moe_paged_stash and offload_modules = []).
+  c.knobs.recompute.mode = planner::RecomputeMode::kNone;
   c.not_modelled =
       "FP8 attention through cuDNN (fp8_dot_product_attention): the model keeps the "
       "sliding-window sink layers unfused (StackConstants::unfused_sink_layers)";

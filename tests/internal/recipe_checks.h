@@ -20,16 +20,19 @@
 //   with the recipe's knobs; priced with the flex dispatcher instead (what
 //   an unpinned search picks) it is +75% -- the host-bound error comes
 //   from the dispatcher choice, not from the host-op pricing.
-// - GPT-OSS-120B MXFP8 GB200/GB300 26.06-26.08: -29..-34%, with attention
-//   ~42% of the predicted step because the sliding-window sink layers are
-//   priced unfused; the recipes set fp8_dot_product_attention (cuDNN fused
-//   attention, which runs softmax sinks: TE PR 2148 for BF16/FP16, and
-//   cudnn-frontend PR 691 fixes an SM100 E5M2 sink kernel, so FP8 sinks run
-//   there too), and the 26.06.01 rows that regressed in cuDNN
-//   attention (cudnn-frontend issue 256) are the ones the unfused pricing
-//   matches (+8..+11%). With every sink layer fused it is +38..+40% (FP8
-//   attention's own speed not priced): the model lacks an attention-backend
-//   knob, which the fix needs.
+// - GPT-OSS-120B MXFP8 GB200/GB300 26.06-26.08, with the recipe's knobs
+//   (no recompute): -17..-21%, and the layout does not fit (304 / 279 GiB
+//   of 260 / 173), because the sliding-window sink layers are priced
+//   unfused, which keeps the BF16 attention probabilities for backward
+//   (attention ~50% of the predicted step). The recipes set
+//   fp8_dot_product_attention (cuDNN fused attention, which runs softmax
+//   sinks: TE PR 2148 for BF16/FP16, and cudnn-frontend PR 691 fixes an
+//   SM100 E5M2 sink kernel, so FP8 sinks run there too) and fit without
+//   recompute; priced with every sink layer fused they fit and come out
+//   +45..+47% (FP8 attention's own speed not priced): the truth is between,
+//   and the model has no attention-backend knob. The 26.06.01 rows, which
+//   regressed in cuDNN attention (cudnn-frontend issue 256), are +28..+30%
+//   even unfused.
 #pragma once
 
 #include <string>
