@@ -69,6 +69,12 @@ struct MegatronFeatures {
   // --moe-flex-dispatcher-backend for the fused (dedup) dispatcher.
   enum class FlexBackend { kDeepEp, kHybridEp };
   FlexBackend flex_backend = FlexBackend::kHybridEp;
+  // SMs given to DeepEP (--moe-deepep-num-sms, DeepEP Buffer.set_num_sms),
+  // which set its MNNVL bandwidth (DeepEpMnnvlCaps in
+  // internal/step_model_layers.h). 24: the SMs of the guide's only DeepEP
+  // MNNVL figures (2.2.1). Read for the DeepEP backend beyond 8 GPUs of a
+  // domain only.
+  int deepep_num_sms = 24;
   // --cuda-graph-scope (with --cuda-graph-impl transformer_engine) when CUDA
   // graphs are on: attention, router, EP preprocess; the shared experts are
   // captured with moe_router unless shared-expert overlap is on (guide 2.3).
@@ -200,9 +206,11 @@ struct StackConstants {
   // wait), which the interleaved schedule pays vp times per micro-batch
   // (Narayanan et al. 2021, sec. 2.2.2: interleaving multiplies the
   // pipeline communication by vp). Set from data by the rule in
-  // tests/internal/cross_validation.h (grid 0-400 us): 100 us (125 us
-  // while every row was priced with the EP A2A overlap on).
-  double pp_stage_visit_s = 100e-6;
+  // tests/internal/cross_validation.h (grid 0-400 us): 125 us (the rule's
+  // choice moved 125 -> 100 us with the rows priced at their recipes' EP
+  // A2A overlap and 125 -> 150 us with HybridEP's own rates; with both,
+  // 125 us again). A weakly identified constant: folds choose 0-150 us.
+  double pp_stage_visit_s = 125e-6;
   // Which of the optimizations above this stack has.
   MegatronFeatures features;
 };

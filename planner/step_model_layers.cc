@@ -200,17 +200,57 @@ void PrecisionKindCosts(const LayerKindTables& k, const Context& c,
   }
 }
 
+namespace {
+// Linear interpolation of a measured table (rows in increasing key) at
+// `key`, clamped to the first and last rows.
+EpLibraryRates InterpolateRates(const EpLibraryRates* rows, int n, double key) {
+  if (key <= rows[0].key) return rows[0];
+  for (int i = 1; i < n; ++i) {
+    if (key <= rows[i].key) {
+      const EpLibraryRates& a = rows[i - 1];
+      const EpLibraryRates& b = rows[i];
+      const double t = (key - a.key) / double(b.key - a.key);
+      auto mix = [t](double x, double y) { return x + t * (y - x); };
+      return {int(key), mix(a.dispatch_fp8_bytes_per_sec, b.dispatch_fp8_bytes_per_sec),
+              mix(a.dispatch_bf16_bytes_per_sec, b.dispatch_bf16_bytes_per_sec),
+              mix(a.combine_bytes_per_sec, b.combine_bytes_per_sec)};
+    }
+  }
+  return rows[n - 1];
+}
+}  // namespace
+
+EpLibraryRates HybridEpRatesForRanks(int ranks) {
+  constexpr int n = sizeof(kHybridEpGb200Sm32) / sizeof(kHybridEpGb200Sm32[0]);
+  return InterpolateRates(kHybridEpGb200Sm32, n, ranks);
+}
+
+DispatcherNvlinkCaps DeepEpMnnvlCaps(int num_sms, bool low_precision) {
+  constexpr int n = sizeof(kDeepEpGb200Ranks24BySms) / sizeof(kDeepEpGb200Ranks24BySms[0]);
+  const EpLibraryRates at = InterpolateRates(kDeepEpGb200Ranks24BySms, n, num_sms);
+  const EpLibraryRates guide = InterpolateRates(kDeepEpGb200Ranks24BySms, n, kDeepEpMnnvlGuideSms);
+  DispatcherNvlinkCaps caps;
+  caps.dispatch_bytes_per_sec =
+      kDeepEpMnnvlDispatchBytesPerSec *
+      (low_precision ? at.dispatch_fp8_bytes_per_sec / guide.dispatch_fp8_bytes_per_sec
+                     : at.dispatch_bf16_bytes_per_sec / guide.dispatch_bf16_bytes_per_sec);
+  caps.combine_bytes_per_sec =
+      kDeepEpMnnvlCombineBytesPerSec * at.combine_bytes_per_sec / guide.combine_bytes_per_sec;
+  return caps;
+}
+
 DispatcherNvlinkCaps NvlinkDispatchCaps(const StackConstants& stack, bool dedup,
                                         int ep_gpus_per_domain, bool low_precision) {
   DispatcherNvlinkCaps caps;
   using Backend = MegatronFeatures::FlexBackend;
   const bool deepep_or_nccl = !dedup || stack.features.flex_backend == Backend::kDeepEp;
   if (deepep_or_nccl && ep_gpus_per_domain > kDeepEpNativeNvlinkDomain) {
-    caps.dispatch_bytes_per_sec = kDeepEpMnnvlDispatchBytesPerSec;
-    caps.combine_bytes_per_sec = kDeepEpMnnvlCombineBytesPerSec;
+    // DeepEP with the stack's SM count; the NCCL all-to-all at the guide's
+    // figures (it "did not get the communication benefits" either way).
+    caps = DeepEpMnnvlCaps(dedup ? stack.features.deepep_num_sms : kDeepEpMnnvlGuideSms,
+                           low_precision);
   } else if (!deepep_or_nccl && ep_gpus_per_domain >= kHybridEpMeasuredMinRanks) {
-    const HybridEpRates& r =
-        ep_gpus_per_domain <= kHybridEpMeasuredMinRanks ? kHybridEp8Ranks : kHybridEp16Ranks;
+    const EpLibraryRates r = HybridEpRatesForRanks(ep_gpus_per_domain);
     caps.dispatch_bytes_per_sec =
         low_precision ? r.dispatch_fp8_bytes_per_sec : r.dispatch_bf16_bytes_per_sec;
     caps.combine_bytes_per_sec = r.combine_bytes_per_sec;

@@ -756,6 +756,42 @@ TEST(StepModelRelativeTest, DeepEpOnMultiNodeNvlinkIsSlowerThanHybridEp) {
                    ep_seconds("h100-sxm", 256, 8, Backend::kHybridEp));
 }
 
+TEST(StepModelRelativeTest, DeepEpSmsScaleItsMnnvlCeilings) {
+  // DeepSeek-V3, EP 32 inside one NVL72 domain, BF16, DeepEP: the EP time
+  // is bytes x (1 / dispatch rate + 3 / combine rate) (dispatch + combine
+  // forward, 2 combines backward; the same bytes per token in BF16), both
+  // rates at DeepEP's ceilings. 24 SMs: the guide's 400 / 190 GB/s. 32
+  // SMs: x 502.84 / 450.22 (BF16 dispatch) and x 207.10 / 163.62 (combine),
+  // DeepEP's GB200 24-rank table: 446.75 / 240.49 GB/s. Ratio
+  // (1/446.75 + 3/240.49) / (1/400 + 3/190) = 0.8044 (the per-transfer
+  // latency, microseconds against milliseconds, moves it < 0.1%).
+  const ModelSpec m = Preset("deepseek-v3");
+  const ClusterSpec c = Cluster("gb200-nvl72");
+  auto ep_seconds = [&](int sms) {
+    StackConstants s;
+    s.features.flex_backend = MegatronFeatures::FlexBackend::kDeepEp;
+    s.features.deepep_num_sms = sms;
+    absl::StatusOr<StepModel> sm = StepModel::Create(
+        m, c, {256, 4096, 2048}, std::make_shared<DatasheetCostModel>(c), s);
+    EXPECT_TRUE(sm.ok()) << sm.status();
+    Knobs k;
+    k.overlap.ep_comm = false;
+    k.recompute.mode = RecomputeMode::kFull;
+    absl::StatusOr<Prediction> pr = sm->Predict(Layout(1, 8, 1, 32, 1, 1), k);
+    EXPECT_TRUE(pr.ok()) << pr.status();
+    double t = 0;
+    for (const Term& term : pr->breakdown) {
+      if (term.name == "ep.dispatch_combine.exposed") t += term.seconds;
+    }
+    return t;
+  };
+  const double t24 = ep_seconds(24);
+  ASSERT_GT(t24, 0);
+  EXPECT_NEAR(ep_seconds(32) / t24, 0.8044, 0.001);
+  // Beyond the measured SM counts the rates are held (no extrapolation).
+  EXPECT_DOUBLE_EQ(ep_seconds(48), ep_seconds(32));
+}
+
 TEST(StepModelByHandTest, LoraAdapterTraffic) {
   // TinyDense adapted linears, input + output widths per token: QKV 1,024
   // + 3,072, output projection 1,024 + 1,024, fc1 1,024 + 8,192, fc2 4,096

@@ -74,6 +74,7 @@
 #include "tests/internal/intervals.h"
 #include "tests/internal/knob_ladder.h"
 #include "tests/internal/layout_ranking.h"
+#include "tests/internal/recipe_checks.h"
 
 ABSL_FLAG(std::string, runs, "", "path to runs.json");
 ABSL_FLAG(std::string, stack, "megatron-core-2026",
@@ -1296,6 +1297,72 @@ int main(int argc, char** argv) {
       }
     }
     if (pairs > 0) std::printf("  measured pairs in the right order: %d / %d\n", right, pairs);
+  }
+  // --- Public runs outside runs.json whose recipes set knobs the rows
+  // never vary (tests/internal/recipe_checks.h): checks, never fitted.
+  {
+    std::printf("\n== Recipe checks outside runs.json (CUDA-graph scope, natural routing, FP8 "
+                "attention), shipped constants ==\n");
+    std::printf("  %-34s %9s %9s %8s %9s  %s\n", "run", "meas", "pred", "err", "attn s",
+                "recipe / not modelled");
+    for (const mt::RecipeCheck& c : mt::PublicRecipeChecks()) {
+      absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(c.model_preset);
+      absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(c.cluster_preset);
+      if (!model.ok() || !cluster.ok()) {
+        std::printf("  %s: preset missing\n", c.id.c_str());
+        continue;
+      }
+      auto predict = [&](const mp::StackConstants& s) -> absl::StatusOr<mp::Prediction> {
+        absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
+            *model, *cluster, c.shape, row_model.Cost(*cluster, default_constants), s);
+        if (!sm.ok()) return sm.status();
+        const mp::NormalizedKnobs n = mp::NormalizeForMegatron(*model, c.parallel, {}, c.knobs);
+        return sm->Predict(c.parallel, n.knobs);
+      };
+      auto attention_s = [](const mp::Prediction& p) {
+        for (const mp::Term& t : p.breakdown) {
+          if (t.name == "attention.core") return t.seconds;
+        }
+        return 0.0;
+      };
+      mp::StackConstants s = row_model.Stack(c.generation, default_constants);
+      s.features = c.features;
+      absl::StatusOr<mp::Prediction> p = predict(s);
+      if (!p.ok()) {
+        std::printf("  %-34s %s\n", c.id.c_str(), std::string(p.status().message()).c_str());
+        continue;
+      }
+      const double meas = c.measured_tokens_per_sec_per_gpu;
+      std::printf("  %-34s %9.0f %9.0f %+7.1f%% %9.3f  %s%s%s%s\n", c.id.c_str(), meas,
+                  p->tokens_per_sec_per_gpu, 100 * (p->tokens_per_sec_per_gpu / meas - 1),
+                  attention_s(*p), c.recipe.c_str(), p->fits ? "" : " [does not fit]",
+                  c.not_modelled.empty() ? "" : " | not modelled: ", c.not_modelled.c_str());
+      if (c.model_preset == "qwen3-30b-a3b") {
+        // What-if: the MoE layers' host work adds to the GPU time (the
+        // 26.02-26.04 rule) instead of hiding under the other micro-batch's
+        // compute -- what a scoped-graph run pays if the EP-overlap hiding
+        // does not happen.
+        s.moe_host_hidden_by_ep_overlap = false;
+        absl::StatusOr<mp::Prediction> q = predict(s);
+        if (q.ok()) {
+          std::printf("  %-34s %9s %9.0f %+7.1f%% %9.3f  what-if: MoE host time adds (no hiding)\n",
+                      "", "", q->tokens_per_sec_per_gpu,
+                      100 * (q->tokens_per_sec_per_gpu / meas - 1), attention_s(*q));
+        }
+      }
+      if (c.model_preset == "gpt-oss-120b") {
+        // What-if: every sink layer through the fused (cuDNN) attention, as
+        // the recipe's fp8_dot_product_attention asks; FP8 attention's own
+        // speed-up over fused BF16 is not priced.
+        s.unfused_sink_layers = mp::StackConstants::UnfusedSinkLayers::kNone;
+        absl::StatusOr<mp::Prediction> q = predict(s);
+        if (q.ok()) {
+          std::printf("  %-34s %9s %9.0f %+7.1f%% %9.3f  what-if: all sink layers fused%s\n", "",
+                      "", q->tokens_per_sec_per_gpu, 100 * (q->tokens_per_sec_per_gpu / meas - 1),
+                      attention_s(*q), q->fits ? "" : " [does not fit]");
+        }
+      }
+    }
   }
   return 0;
 }

@@ -73,22 +73,52 @@ inline constexpr double kUnboundHostOpFactor = 1.5;
 inline constexpr int kDeepEpNativeNvlinkDomain = 8;
 inline constexpr double kDeepEpMnnvlDispatchBytesPerSec = 400e9;
 inline constexpr double kDeepEpMnnvlCombineBytesPerSec = 190e9;
-// HybridEP on GB200 NVL72 with 32 SMs (the guide's --moe-hybridep-num-sms
-// 32), measured through its Torch API: deepseek-ai/DeepEP PR 420 (the
-// HybridEP intranode solution), GB200 table. 8 ranks: dispatch 447.76 GB/s
-// FP8, 615.78 BF16, combine 519.57; 16 ranks: 393.72, 520.76, 442.51. Used
-// for EP groups of 8 ranks in a domain and of more (the 16-rank row; the
-// table's 24-rank combine, 207 GB/s, is not used: no other row falls like
-// it and no larger group was measured). Below 8 ranks the prior's NVLink
-// efficiency stays.
-struct HybridEpRates {
+inline constexpr int kDeepEpMnnvlGuideSms = 24;  // the SMs of the guide's figures
+struct DispatcherNvlinkCaps {
+  double dispatch_bytes_per_sec = 0;  // 0: none
+  double combine_bytes_per_sec = 0;
+};
+// Algorithm bandwidth of the EP libraries on GB200 NVL72 through their Torch
+// API (4,096 tokens of hidden 7,168, top-8, 8 local experts, uniform random
+// routing): deepseek-ai/DeepEP branch hybrid-ep, Hybrid-EP_Implementation.md
+// at commit 07eea0c (2026-02-04), section "GB200 Platform" (the tables of
+// DeepEP PR 420). One row per measured EP group size (ranks) or SM count.
+struct EpLibraryRates {
+  int key;  // ranks (HybridEP) or SMs (DeepEP)
   double dispatch_fp8_bytes_per_sec;
   double dispatch_bf16_bytes_per_sec;
   double combine_bytes_per_sec;
 };
+// HybridEP with 32 SMs (the guide's --moe-hybridep-num-sms 32; the
+// Megatron-Bridge recipes' moe_hybridep_num_sms 32), "HybridEP Performance
+// Results", by ranks. (Earlier versions of this model read the same page's
+// DeepEP table -- 447.76 / 615.78 / 519.57 GB/s at 8 ranks -- as HybridEP's.)
+inline constexpr EpLibraryRates kHybridEpGb200Sm32[] = {
+    {8, 455.35e9, 545.71e9, 568.94e9},  {16, 444.67e9, 523.48e9, 521.55e9},
+    {24, 403.20e9, 507.32e9, 483.76e9}, {32, 392.70e9, 484.22e9, 464.54e9},
+    {36, 361.13e9, 479.02e9, 447.89e9},
+};
 inline constexpr int kHybridEpMeasuredMinRanks = 8;
-inline constexpr HybridEpRates kHybridEp8Ranks = {447.76e9, 615.78e9, 519.57e9};
-inline constexpr HybridEpRates kHybridEp16Ranks = {393.72e9, 520.76e9, 442.51e9};
+// HybridEP's ceilings for an EP group of `ranks` GPUs in one NVLink domain
+// (ranks >= kHybridEpMeasuredMinRanks): linear in ranks between the
+// measured group sizes, the largest one's (36) beyond it -- not
+// extrapolated.
+EpLibraryRates HybridEpRatesForRanks(int ranks);
+// DeepEP (its NVL72-capable intranode build) at 24 ranks, the largest
+// group the page measured, "DeepEP Performance Results", by SMs: how its
+// bandwidth grows with the SMs it is given (Buffer.set_num_sms; Megatron
+// --moe-deepep-num-sms).
+inline constexpr EpLibraryRates kDeepEpGb200Ranks24BySms[] = {
+    {16, 258.33e9, 324.64e9, 126.53e9},
+    {24, 351.05e9, 450.22e9, 163.62e9},
+    {32, 405.04e9, 502.84e9, 207.10e9},
+};
+// DeepEP's MNNVL ceilings with `num_sms` SMs: the guide's EP32 figures
+// (kDeepEpMnnvl*, at kDeepEpMnnvlGuideSms) x rate(num_sms) / rate(24) of
+// the table above (dispatch: its FP8 column for a low-precision payload,
+// BF16 otherwise; combine), linear between the measured SM counts and
+// clamped to them (16 - 32).
+DispatcherNvlinkCaps DeepEpMnnvlCaps(int num_sms, bool low_precision);
 // Without --moe-permute-fusion Megatron-Core permutes with PyTorch ops
 // (moe_utils.permute, fused=False: the routing map's transpose, an arange
 // expand, masked_select, argsort, index_select and the probs' gather): 6
@@ -99,10 +129,6 @@ inline constexpr HybridEpRates kHybridEp16Ranks = {393.72e9, 520.76e9, 442.51e9}
 // predicts +40% for that step where +7% was measured.)
 inline constexpr double kUnfusedPermuteOps = 6;
 
-struct DispatcherNvlinkCaps {
-  double dispatch_bytes_per_sec = 0;  // 0: none
-  double combine_bytes_per_sec = 0;
-};
 // The ceilings above for this dispatcher (dedup: the flex dispatcher with
 // the stack's backend; else NCCL all-to-all) for an EP group with
 // ep_gpus_per_domain ranks in one NVLink domain; low_precision: FP8/MXFP8

@@ -57,7 +57,25 @@ std::vector<LadderStep> DeepSeekV3Gb200Ladder() {
   k.cuda_graphs = true;
   add("05", "CUDA Graphs",
       "cuda_graphs on, scope attn moe_router moe_preprocess (--cuda-graph-scope)", true);
-  add("06", "Tune DeepEP", "no knob: no public figure for the tuned DeepEP bandwidth", false);
+  // Guide 2.3 ends "the performance problem of DeepEP is beginning to
+  // become a bottleneck, and we will have work to optimize it later"; the
+  // only DeepEP MNNVL figure (2.2.1: dispatch ~400 GB/s, combine ~190 GB/s
+  // with 24 SMs) is the untuned one, and neither the guide nor its
+  // reproduce guide (which ends on HybridEP, --moe-hybridep-num-sms 32)
+  // says what was tuned (SMs, chunk sizes) or what bandwidth it reached.
+  // DeepEP's own README tables are intranode H800 / internode RDMA, not the
+  // community MNNVL path. No figure to price it with, so no knob.
+  // Priced as DeepEP given 32 SMs instead of 24 -- an assumption about
+  // what was tuned (32 is the SM count the guide's final recipe gives the EP
+  // library, --moe-hybridep-num-sms 32), with the bandwidth-vs-SMs figures
+  // of DeepEP on GB200 at 24 ranks (DeepEP hybrid-ep branch,
+  // Hybrid-EP_Implementation.md, commit 07eea0c): dispatch FP8 x 1.154,
+  // combine x 1.266 over the guide's 400 / 190 GB/s.
+  f.deepep_num_sms = 32;
+  add("06", "Tune DeepEP",
+      "feature deepep_num_sms 24 -> 32 (assumed: the guide does not say what was tuned), "
+      "DeepEP GB200 bandwidth-vs-SMs table",
+      true);
   f.cpu_numa_binding = true;
   add("07", "CPU-side optimization", "feature cpu_numa_binding (bindpcie)", true);
   f.fused_swizzle_pdl = true;
@@ -67,8 +85,15 @@ std::vector<LadderStep> DeepSeekV3Gb200Ladder() {
   add("09", "CUDA Graphs capture shared expert", "feature graph_shared_experts", true);
   f.flex_backend = planner::MegatronFeatures::FlexBackend::kHybridEp;
   add("10", "HybridEP", "backend deepep -> hybridep (--moe-flex-dispatcher-backend)", true);
+  // Guide 2.4: "we're working on simplifying the host-side code of TE,
+  // such as removing unnecessary checks, PyTorch APIs, and CUDA calls"; the
+  // reproduce guide's TE is d2945c6 + PR 2146 ("[PyTorch] CPU Overhead
+  // Micro-optimizations", motivated by TE issue 2053: a BF16 TE Linear
+  // forward costs 99.7 us of CPU on GB200 vs 37.1 us for torch's) + PR
+  // 2150. Neither PR publishes the per-op saving, so the step has no figure
+  // to set a smaller host cost from.
   add("11", "CPU-side optimization",
-      "no knob: TE host-code trimming has no public per-op figure", false);
+      "no knob: TE PR 2146 (host micro-optimizations) publishes no per-op saving", false);
   f.quant_fused_norm = true;
   add("12", "Fuse quantization to normalization (cuDNN 9.14)", "feature quant_fused_norm",
       true);

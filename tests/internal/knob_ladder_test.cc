@@ -46,11 +46,16 @@ TEST(KnobLadderTest, DeepSeekV3Gb200Mapping) {
   for (size_t i = 1; i < s.size(); ++i) {
     if (!s[i].has_knob) without_mechanism.push_back(int(i));
   }
-  EXPECT_THAT(without_mechanism, ElementsAre(6, 11));
-  // A step without a mechanism leaves knobs and features as the step before.
+  EXPECT_THAT(without_mechanism, ElementsAre(11));
+  // Tune DeepEP: DeepEP's SMs 24 -> 32, nothing else.
+  EXPECT_EQ(s[5].features.deepep_num_sms, 24);
+  EXPECT_EQ(s[6].features.deepep_num_sms, 32);
   EXPECT_EQ(s[6].knobs.dispatcher, s[5].knobs.dispatcher);
   EXPECT_EQ(s[6].features.cpu_numa_binding, s[5].features.cpu_numa_binding);
-  EXPECT_THAT(s[6].mapping, ::testing::HasSubstr("no knob"));
+  // A step without a mechanism leaves knobs and features as the step before.
+  EXPECT_EQ(s[11].features.deepep_num_sms, s[10].features.deepep_num_sms);
+  EXPECT_EQ(s[11].features.flex_backend, s[10].features.flex_backend);
+  EXPECT_THAT(s[11].mapping, ::testing::HasSubstr("no knob"));
   // The last step's features are the latest stack's.
   const planner::MegatronFeatures latest;
   const planner::MegatronFeatures& f12 = s[12].features;

@@ -1,0 +1,68 @@
+// Published runs outside runs.json whose recipes set knobs the validator's
+// rows never vary: CUDA-graph scope (scoped graphs without attention, or
+// full-iteration graphs), natural routing, FP8 dot-product attention. Each
+// check carries its job, its published knobs as far as the step model has
+// them, the measured throughput and its source; //tests:validate predicts
+// each with the shipped constants and prints the error. Nothing here is
+// fitted: the rows are checks, never training data.
+//
+// What they show (shipped constants, December 2026):
+// - Qwen3-30B-A3B GB200: the full-iteration-graph recipe is priced within
+//   4%; the scoped-graph, natural-routing run +90%. Priced with the MoE host
+//   time added (no EP-overlap hiding) it is +17%, and the H100 natural-
+//   routing run +4% -- but the H100 scoped-graph, forced-balancing recipe
+//   then comes out -31% (with the hiding: +2.5%). So the hiding holds under
+//   forced balancing and fails in the natural-routing runs; no public source
+//   says why (a per-layer token-count sync waiting on the slowest EP rank is
+//   one candidate), so the rule is left as is.
+// - Qwen3-30B-A3B H100 SFT without CUDA graphs (the recipe's NCCL
+//   all-to-all dispatcher, EP16, 2 micro-batches of 2,048 tokens): +16%
+//   with the recipe's knobs; priced with the flex dispatcher instead (what
+//   an unpinned search picks) it is +75% -- the host-bound error comes
+//   from the dispatcher choice, not from the host-op pricing.
+// - GPT-OSS-120B MXFP8 GB200/GB300 26.06-26.08, with the recipe's knobs
+//   (no recompute): -17..-21%, and the layout does not fit (304 / 279 GiB
+//   of 260 / 173), because the sliding-window sink layers are priced
+//   unfused, which keeps the BF16 attention probabilities for backward
+//   (attention ~50% of the predicted step). The recipes set
+//   fp8_dot_product_attention (cuDNN fused attention, which runs softmax
+//   sinks: TE PR 2148 for BF16/FP16, and cudnn-frontend PR 691 fixes an
+//   SM100 E5M2 sink kernel, so FP8 sinks run there too) and fit without
+//   recompute; priced with every sink layer fused they fit and come out
+//   +45..+47% (FP8 attention's own speed not priced): the truth is between,
+//   and the model has no attention-backend knob. The 26.06.01 rows, which
+//   regressed in cuDNN attention (cudnn-frontend issue 256), are +28..+30%
+//   even unfused.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planner/step_model.h"
+#include "planner/training_config.h"
+
+namespace moetune::tests {
+
+struct RecipeCheck {
+  std::string id;
+  std::string source;  // where the measured figure and the recipe are published
+  std::string recipe;  // the recipe's settings that matter here, as published
+  std::string model_preset;
+  std::string cluster_preset;
+  planner::TrainingShape shape;
+  planner::ParallelConfig parallel;
+  planner::StackGeneration generation = planner::StackGeneration::k2606;
+  planner::Knobs knobs;
+  planner::MegatronFeatures features;
+  // What the published recipe runs that the step model has no mechanism
+  // for (empty: everything it sets is modelled).
+  std::string not_modelled;
+  double measured_tokens_per_sec_per_gpu = 0;
+};
+
+// Qwen3-30B-A3B on 8 GB200 / 16 H100 (Megatron-Bridge model verification
+// card, scoped vs full-iteration CUDA graphs) and GPT-OSS-120B MXFP8 on 64
+// GB200 / GB300 (Megatron-Bridge performance summary, 26.06 - 26.08).
+std::vector<RecipeCheck> PublicRecipeChecks();
+
+}  // namespace moetune::tests
