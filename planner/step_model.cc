@@ -13,6 +13,7 @@
 #include "planner/internal/step_model_terms.h"
 #include "planner/internal/strings.h"
 #include "planner/prediction_interval.h"
+#include "planner/routing.h"
 #include "planner/units.h"
 
 // One step, in stages (each a pure function in its own file):
@@ -98,6 +99,7 @@ struct StepModel::Accumulator {
   MemoryBreakdown memory;
   double peak_memory_bytes = 0;
   int dp = 0;
+  double moe_load_imbalance = 1.0;  // as priced (RoutingImbalanceFor)
   std::vector<int> stage_layers;  // breakdown only: layers per virtual stage
 };
 
@@ -260,6 +262,32 @@ const Cache::PerPrecision& LookUpCosts(const StepModel::LayerKindTables kinds[],
   return pr;
 }
 
+// The routing imbalance a step is priced with (planner/routing.h): an
+// explicit moe_load_imbalance as given; under natural routing (left at 1.0)
+// NaturalRoutingImbalance of this layout: each MoE layer waits for the
+// busiest of its ep ranks; the step for the slowest of the EP groups that
+// meet only at the gradient reduction, taken as the expert-DP replicas x
+// pipeline stages (the stages' groups are chained by the pipeline, whose
+// pace is set per micro-batch; counting them with the replicas
+// over-states their spread, which the sqrt(passes) averaging keeps
+// small), each summing the MoE layers of one stage x micro-batches.
+double RoutingImbalanceFor(const ModelSpec& m, const Context& c, const ParallelConfig& p,
+                           int moe_layers, int m_micro, const Knobs& k) {
+  if (k.moe_load_imbalance != 1.0 || k.routing != Routing::kNatural || !m.IsMoe() ||
+      p.ep <= 0) {
+    return std::max(1.0, k.moe_load_imbalance);
+  }
+  static const double expert_load_cv = ExpertLoadCv(kNaturalRoutingExpertLoadGini);
+  RoutingShape s;
+  s.tokens_per_rank = c.tokens_rank;
+  s.top_k = m.moe_top_k;
+  s.experts_per_rank = std::max(1, m.num_routed_experts / p.ep);
+  s.ep = p.ep;
+  s.ep_groups = ExpertDpGroup(p) * p.pp;
+  s.layer_passes_per_step = double(moe_layers) / p.pp * m_micro;
+  return NaturalRoutingImbalance(s, expert_load_cv);
+}
+
 // Per-step slots of the bottleneck rank b (the breakdown; Quick needs only
 // the totals): its layers x micro-batches, the embedding / head if it holds
 // them, its send/recv, and the bubble.
@@ -283,16 +311,22 @@ Slots BottleneckSlots(const StepModel::LayerKindTables kinds[], const KindResult
 
 }  // namespace
 
-Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& knobs,
+Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& requested,
                                   Accumulator* acc, bool breakdown) const {
   if (prepared.layout != Infeasibility::kNone) return prepared.layout;
-  if (!PeakDenseFlopsPerSec(cost_->cluster().gpu, knobs.precision).has_value()) {
+  if (!PeakDenseFlopsPerSec(cost_->cluster().gpu, requested.precision).has_value()) {
     return Infeasibility::kPrecisionUnsupported;
   }
   PreparedLayout::Cache& pc = *prepared.cache;
   const ParallelConfig& p = pc.p;
   const int m_micro = pc.m_micro;
   Context c = pc.c;
+  // The knobs as priced: the routing turned into the busiest EP rank's load.
+  int moe_layers = 0;
+  for (int k = 0; k < kNumLayerKinds; ++k) moe_layers += kinds_[k].moe ? kinds_[k].count : 0;
+  Knobs knobs = requested;
+  knobs.moe_load_imbalance = RoutingImbalanceFor(model_, c, p, moe_layers, m_micro, requested);
+  acc->moe_load_imbalance = knobs.moe_load_imbalance;
   SetKnobs(&c, knobs);
   const PlanTables plan{&model_, &stack_, kinds_, mtp_kind_, embedding_params_};
 
@@ -444,6 +478,7 @@ absl::StatusOr<Prediction> StepModel::Predict(const ParallelConfig& parallel,
   pr.parallel = parallel;
   pr.parallel.dp = acc.dp;
   pr.knobs = knobs;
+  pr.moe_load_imbalance_priced = acc.moe_load_imbalance;
   return pr;
 }
 
