@@ -365,9 +365,18 @@ void MoeFlags(const Prediction& p, ArgWriter& a) {
     a.Comment("grouped GEMM off: TE runs one GEMM per local expert");
   }
   a.Flag("--moe-permute-fusion");
-  if (k.moe_load_imbalance == 1.0) {
-    a.Comment("predicted for balanced routing (the published benchmarks force it); "
-              "real training routes less evenly (moetune --moe-imbalance)");
+  // Forced balance (random router logits) is Megatron's benchmark-only
+  // mode (transformer_config.py moe_router_force_load_balancing:
+  // "only for benchmark"): emitted only for a plan priced as a benchmark.
+  if (k.routing == Routing::kBalanced && k.moe_load_imbalance == 1.0) {
+    a.Comment("benchmark run: forced-balanced routing, as the published tables run; "
+              "real training: moetune --routing natural");
+    a.Flag("--moe-router-force-load-balancing");
+  } else {
+    a.Comment(absl::StrCat("routing as the model's router chooses (real training); priced "
+                           "with the busiest expert-parallel rank at ",
+                           absl::StrFormat("%.2f", p.moe_load_imbalance_priced),
+                           "x the mean tokens"));
   }
 }
 

@@ -336,6 +336,24 @@ TEST(EmittersTest, MegatronFlagsFollowThePlan) {
   EXPECT_THAT(mixtral, HasSubstr("  --ckpt-format fsdp_dtensor\n"));
 }
 
+// Forced balance is Megatron's benchmark-only router mode: emitted for a
+// plan priced as a benchmark (the goldens), never for real training.
+TEST(EmittersTest, ForcedBalanceOnlyForBenchmarkRouting) {
+  GoldenCase c = Cases()[0];
+  const std::string bench = EmitMegatronArgs(c.prediction, {});
+  EXPECT_THAT(bench, HasSubstr("  --moe-router-force-load-balancing\n"));
+  c.prediction.knobs.routing = Routing::kNatural;
+  c.prediction.moe_load_imbalance_priced = 1.33;
+  const std::string real = EmitMegatronArgs(c.prediction, {});
+  EXPECT_THAT(real, Not(HasSubstr("--moe-router-force-load-balancing")));
+  EXPECT_THAT(real, HasSubstr("busiest expert-parallel rank at 1.33x"));
+  // An explicit imbalance is real training too.
+  c.prediction.knobs.routing = Routing::kBalanced;
+  c.prediction.knobs.moe_load_imbalance = 1.2;
+  EXPECT_THAT(EmitMegatronArgs(c.prediction, {}),
+              Not(HasSubstr("--moe-router-force-load-balancing")));
+}
+
 TEST(EmittersTest, MegatronLayoutPlacesWhatTheStepModelPriced) {
   GoldenCase c = Cases()[0];
   // The step model's own split (Prediction::stage_layers) wins over

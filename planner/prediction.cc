@@ -94,6 +94,7 @@ nlohmann::json ToJson(const Knobs& k) {
   j["offload_modules"] = OffloadModulesName(k.offload_modules);
   j["dispatcher"] = std::string(DispatcherName(k.dispatcher));
   j["grouped_gemm"] = k.grouped_gemm;
+  j["routing"] = std::string(RoutingName(k.routing));
   j["moe_load_imbalance"] = k.moe_load_imbalance;
   j["overlap_tp_comm"] = k.overlap.tp_comm;
   j["overlap_ep_comm"] = k.overlap.ep_comm;
@@ -116,6 +117,7 @@ nlohmann::json ToJson(const Prediction& p) {
   j["peak_memory_gib"] = p.peak_memory_bytes / units::kGiB;
   j["hbm_gib"] = p.hbm_bytes / units::kGiB;
   j["fits"] = p.fits;
+  j["moe_load_imbalance_priced"] = p.moe_load_imbalance_priced;
   j["memory"] = {
       {"weights_bytes", p.memory.weights_bytes},
       {"grads_bytes", p.memory.grads_bytes},

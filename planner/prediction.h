@@ -95,6 +95,10 @@ struct Prediction {
   TrainingShape shape;
   ParallelConfig parallel;  // dp resolved
   Knobs knobs;
+  // The busiest EP rank's tokens / the mean this prediction was priced with:
+  // knobs.moe_load_imbalance when set, else what knobs.routing implies for
+  // this layout (planner/routing.h; 1 for balanced routing or a dense model).
+  double moe_load_imbalance_priced = 1.0;
   // Transformer layers on each virtual pipeline stage, in stage order
   // (stage v runs on pipeline rank v % pp), as the step model placed them;
   // the embedding is on stage 0, the output layer, loss and MTP on the last.

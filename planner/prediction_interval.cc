@@ -35,6 +35,10 @@ std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const Cluste
   if (moe && p.ep > 1 && k.dispatcher == Dispatcher::kAllToAll) u.push_back("alltoall dispatcher");
   if (k.offload_activations) u.push_back("activation offload");
   if (moe && k.moe_load_imbalance > 1.0) u.push_back("moe_load_imbalance > 1");
+  // Every published row forces balance; none measures real-data routing.
+  if (moe && k.moe_load_imbalance == 1.0 && k.routing == Routing::kNatural) {
+    u.push_back("natural routing");
+  }
   if (!k.overlap.tp_comm || !k.overlap.ep_comm || !k.overlap.dp_comm || !k.overlap.pp_comm) {
     u.push_back("an overlap off");
   }

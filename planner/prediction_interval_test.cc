@@ -44,6 +44,8 @@ TEST(PredictionIntervalTest, UnmeasuredSettings) {
   p.ep = 64;
   Knobs k;  // defaults: CUDA graphs, fused dispatch, overlap on
   EXPECT_TRUE(UnmeasuredSettings(m, gb200, shape, p, k).empty());
+  k.routing = Routing::kNatural;  // no published row measures it
+  EXPECT_THAT(UnmeasuredSettings(m, gb200, shape, p, k), ElementsAre("natural routing"));
   k.cuda_graphs = false;
   k.moe_load_imbalance = 1.2;
   p.etp = 2;

@@ -71,6 +71,7 @@ std::optional<std::pair<ParallelConfig, Knobs>> SingleCandidate(const PlanReques
   k.cuda_graphs = *f.cuda_graphs;
   k.precision = *f.precision;
   k.moe_load_imbalance = r.constraints.moe_load_imbalance;
+  k.routing = r.constraints.routing;
   return std::make_pair(p, k);
 }
 

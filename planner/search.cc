@@ -217,6 +217,7 @@ class Searcher {
             options_.framework, problem_.model, rep, options_.constraints.fixed, ks.combos[j]);
         ks.combos[j] = n.knobs;
         ks.combos[j].moe_load_imbalance = options_.constraints.moe_load_imbalance;
+        ks.combos[j].routing = options_.constraints.routing;
         if (n.violation) violations[j] = static_cast<int8_t>(*n.violation);
       }
     }

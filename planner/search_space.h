@@ -92,8 +92,12 @@ struct SpaceConstraints {
   FixedKnobs fixed;
   std::vector<Precision> precisions;
   std::vector<Dispatcher> dispatchers;
-  // Routing imbalance every candidate is priced with (Knobs::
-  // moe_load_imbalance; not searched).
+  // Routing every candidate is priced with (Knobs::routing, planner/
+  // routing.h; not searched). The CLI and the API default to kNatural (real
+  // training); kBalanced is what the published benchmarks force.
+  Routing routing = Routing::kBalanced;
+  // An explicit routing imbalance (Knobs::moe_load_imbalance; != 1.0
+  // overrides what `routing` implies; not searched).
   double moe_load_imbalance = 1.0;
 };
 

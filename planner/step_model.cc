@@ -13,6 +13,7 @@
 #include "planner/internal/step_model_terms.h"
 #include "planner/internal/strings.h"
 #include "planner/prediction_interval.h"
+#include "planner/routing.h"
 #include "planner/units.h"
 
 // One step, in stages (each a pure function in its own file):
@@ -98,6 +99,7 @@ struct StepModel::Accumulator {
   MemoryBreakdown memory;
   double peak_memory_bytes = 0;
   int dp = 0;
+  double moe_load_imbalance = 1.0;  // as priced (PricedImbalance)
   std::vector<int> stage_layers;  // breakdown only: layers per virtual stage
 };
 
@@ -166,10 +168,13 @@ struct StepModel::PreparedLayout::Cache {
     bool ready = false;
     KindCosts kinds[kNumLayerKinds];  // qkv, oproj, fc1, fc2
     Cost logits, mtp_proj;
-    bool experts_ready[2][2] = {};  // [grouped][dedup], balanced routing
-    KindCosts experts[2][2];        // gfc1, gfc2, dispatch, combine
+    // [routing][grouped][dedup]: routing 0 balanced (imbalance 1), 1 the
+    // layout's natural-routing imbalance (natural_imbalance).
+    bool experts_ready[2][2][2] = {};
+    KindCosts experts[2][2][2];  // gfc1, gfc2, dispatch, combine
   };
   PerPrecision precision[kNumPrecisions];
+  double natural_imbalance = 1.0;  // NaturalImbalanceOfLayout
 };
 
 StepModel::PreparedLayout::PreparedLayout() = default;
@@ -177,6 +182,40 @@ StepModel::PreparedLayout::~PreparedLayout() = default;
 StepModel::PreparedLayout::PreparedLayout(PreparedLayout&&) noexcept = default;
 StepModel::PreparedLayout& StepModel::PreparedLayout::operator=(
     PreparedLayout&&) noexcept = default;
+
+namespace {
+
+// The busiest EP rank's load / the mean under natural routing for this
+// layout (planner/routing.h NaturalRoutingImbalance): each MoE layer waits
+// for the busiest of its ep ranks; the step for the slowest of the EP
+// groups that meet only at the gradient reduction, taken as the expert-DP
+// replicas x pipeline stages (the stages' groups are chained by the
+// pipeline, whose pace is set per micro-batch; counting them with the
+// replicas over-states their spread, which the sqrt(passes) averaging
+// keeps small), each summing the MoE layers of one stage x micro-batches.
+double NaturalImbalanceOfLayout(const ModelSpec& m, const Context& c, const ParallelConfig& p,
+                                int moe_layers, int m_micro) {
+  if (!m.IsMoe() || p.ep <= 0 || p.pp <= 0) return 1.0;
+  static const double expert_load_cv = ExpertLoadCv(kNaturalRoutingExpertLoadGini);
+  RoutingShape s;
+  s.tokens_per_rank = c.tokens_rank;
+  s.top_k = m.moe_top_k;
+  s.experts_per_rank = std::max(1, m.num_routed_experts / p.ep);
+  s.ep = p.ep;
+  s.ep_groups = ExpertDpGroup(p) * p.pp;
+  s.layer_passes_per_step = double(moe_layers) / p.pp * m_micro;
+  return NaturalRoutingImbalance(s, expert_load_cv);
+}
+
+// The imbalance a step is priced with: an explicit moe_load_imbalance as
+// given; else the layout's natural-routing value under natural routing, 1
+// under forced balance.
+double PricedImbalance(const Knobs& k, double natural_imbalance) {
+  if (k.moe_load_imbalance != 1.0) return std::max(1.0, k.moe_load_imbalance);
+  return k.routing == Routing::kNatural ? natural_imbalance : 1.0;
+}
+
+}  // namespace
 
 void StepModel::Prepare(const ParallelConfig& parallel,
                         PreparedLayout* prepared) const {
@@ -192,7 +231,9 @@ void StepModel::Prepare(const ParallelConfig& parallel,
   pc.pp_send = Cost();
   for (PreparedLayout::Cache::PerPrecision& pr : pc.precision) {
     pr.ready = false;
-    for (auto& row : pr.experts_ready) row[0] = row[1] = false;
+    for (auto& routing : pr.experts_ready) {
+      for (auto& row : routing) row[0] = row[1] = false;
+    }
   }
   pc.p = parallel;
   pc.p.dp = ResolvedDp(shape_, pc.p);
@@ -205,6 +246,9 @@ void StepModel::Prepare(const ParallelConfig& parallel,
   if (pc.p.tp > 1) pc.head_tp_ag = HeadTpGather(pc.c, model_, pc.p.tp);
   pc.embed_mem = EmbeddingMem(pc.c, model_);
   if (pc.p.pp > 1) pc.pp_send = PpSendRecv(pc.c, model_, shape_, pc.p.pp);
+  int moe_layers = 0;
+  for (int k = 0; k < kNumLayerKinds; ++k) moe_layers += kinds_[k].moe ? kinds_[k].count : 0;
+  pc.natural_imbalance = NaturalImbalanceOfLayout(model_, pc.c, pc.p, moe_layers, pc.m_micro);
 }
 
 namespace {
@@ -214,7 +258,7 @@ using Cache = StepModel::PreparedLayout::Cache;
 // The cost-model lookups of each layer kind for these knobs (c has them
 // set): the layout's from the cache, the precision's (and, at balanced
 // routing, the experts') filled into the cache on first use, the experts'
-// under imbalance looked up each time. Returns the precision's entry.
+// under an explicit imbalance looked up each time. Returns the precision's entry.
 const Cache::PerPrecision& LookUpCosts(const StepModel::LayerKindTables kinds[],
                                        const ModelSpec& model, const Context& c,
                                        const Knobs& knobs, Cache* pc, KindCosts kc[]) {
@@ -242,15 +286,18 @@ const Cache::PerPrecision& LookUpCosts(const StepModel::LayerKindTables kinds[],
     x.fc1 = y.fc1;
     x.fc2 = y.fc2;
     if (!kinds[k].moe) continue;
-    if (imbalance != 1.0) {
+    // Cached: balanced routing and the layout's natural-routing imbalance;
+    // any other (explicit) imbalance is looked up each time.
+    const int routing = imbalance == 1.0 ? 0 : imbalance == pc->natural_imbalance ? 1 : -1;
+    if (routing < 0) {
       ExpertKindCosts(c, grouped, dedup, imbalance, &x);
       continue;
     }
-    KindCosts& e = pr.experts[grouped][dedup];
-    if (!pr.experts_ready[grouped][dedup]) {
+    KindCosts& e = pr.experts[routing][grouped][dedup];
+    if (!pr.experts_ready[routing][grouped][dedup]) {
       e = KindCosts();  // ExpertKindCosts adds to dispatch / combine
       ExpertKindCosts(c, grouped, dedup, imbalance, &e);
-      pr.experts_ready[grouped][dedup] = true;
+      pr.experts_ready[routing][grouped][dedup] = true;
     }
     x.gfc1 = e.gfc1;
     x.gfc2 = e.gfc2;
@@ -283,16 +330,20 @@ Slots BottleneckSlots(const StepModel::LayerKindTables kinds[], const KindResult
 
 }  // namespace
 
-Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& knobs,
+Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& requested,
                                   Accumulator* acc, bool breakdown) const {
   if (prepared.layout != Infeasibility::kNone) return prepared.layout;
-  if (!PeakDenseFlopsPerSec(cost_->cluster().gpu, knobs.precision).has_value()) {
+  if (!PeakDenseFlopsPerSec(cost_->cluster().gpu, requested.precision).has_value()) {
     return Infeasibility::kPrecisionUnsupported;
   }
   PreparedLayout::Cache& pc = *prepared.cache;
   const ParallelConfig& p = pc.p;
   const int m_micro = pc.m_micro;
   Context c = pc.c;
+  // The knobs as priced: the routing turned into the busiest EP rank's load.
+  Knobs knobs = requested;
+  knobs.moe_load_imbalance = PricedImbalance(requested, pc.natural_imbalance);
+  acc->moe_load_imbalance = knobs.moe_load_imbalance;
   SetKnobs(&c, knobs);
   const PlanTables plan{&model_, &stack_, kinds_, mtp_kind_, embedding_params_};
 
@@ -445,6 +496,7 @@ absl::StatusOr<Prediction> StepModel::Predict(const ParallelConfig& parallel,
   pr.parallel = parallel;
   pr.parallel.dp = acc.dp;
   pr.knobs = knobs;
+  pr.moe_load_imbalance_priced = acc.moe_load_imbalance;
   return pr;
 }
 

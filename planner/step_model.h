@@ -305,8 +305,8 @@ class StepModel {
   // which scores many knob settings of one layout: the layout check, dp,
   // micro-batches and the cost-model lookups that depend on the layout
   // alone; the lookups that also depend on the precision (and, for MoE
-  // layers, the grouped-GEMM and dispatcher knobs at balanced routing) are
-  // filled on first use. Quick(prepared, knobs) returns exactly what
+  // layers, the grouped-GEMM and dispatcher knobs at balanced routing and
+  // at the layout's natural-routing imbalance) are filled on first use. Quick(prepared, knobs) returns exactly what
   // Quick(parallel, knobs) returns: the cached costs are the results of the
   // same calls. One per thread (Quick fills it); valid for this StepModel.
   struct PreparedLayout {

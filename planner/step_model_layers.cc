@@ -828,9 +828,17 @@ double LayerActivationBytes(const LayerKindTables& k,
   } else {
     if (!(r & kRecomputeMoe)) {
       // The experts' input rows: etp x top_k per token after the ETP gather.
+      // Dropless routing: the busiest GPU holds moe_load_imbalance x the
+      // mean routed rows (permuted inputs, fc1 and activation outputs);
+      // the router's probabilities and indices (2 x experts per token) are
+      // per token, not routed.
+      const double busiest = std::max(1.0, c.knobs->moe_load_imbalance);
+      const double router = 2.0 * m.num_routed_experts;
       const double permuted = m.moe_top_k * h * c.etp;
-      bytes += permuted * gemm_in + (k.act_moe - m.moe_top_k * h) * kActivationBytes;
-      if (!(r & kRecomputeMoeAct)) bytes += k.act_moe_act * gemm_in;
+      bytes += busiest * (permuted * gemm_in +
+                          (k.act_moe - m.moe_top_k * h - router) * kActivationBytes) +
+               router * kActivationBytes;
+      if (!(r & kRecomputeMoeAct)) bytes += busiest * k.act_moe_act * gemm_in;
     }
     if (!(r & kRecomputeSharedExperts)) bytes += k.act_shared * kActivationBytes;
   }

@@ -105,6 +105,8 @@ Knobs RandomKnobs(Lcg& g) {
   k.overlap.pp_comm = g.Coin();
   k.overlap.num_comm_streams = 1 + g.Pick(2);
   k.cuda_graphs = g.Pick(3) != 0;
+  // Natural routing (planner/routing.h) goes through its own expert cache.
+  k.routing = g.Pick(3) == 0 ? Routing::kNatural : Routing::kBalanced;
   return k;
 }
 

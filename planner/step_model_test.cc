@@ -189,6 +189,45 @@ TEST(StepModelTest, ErrorsSayWhatIsWrong) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'h100-sxm'")));
 }
 
+// Natural routing prices the busiest EP rank of the layout
+// (planner/routing.h). DeepSeek-V3 on 1,024 GB200, gbs 4,096, TP1 PP16 EP64
+// MBS1: dp 64, 64 micro-batches, 4 experts per rank, 4,096 tokens per rank;
+// CV_rank = sqrt((63/64) (0.4530^2 / 4 + 1 / 32,768)) = 0.2248; EP groups =
+// expert-DP 1 x 16 stages = 16, passes = 58 MoE layers / 16 x 64 = 232;
+// imbalance = 1 + 0.2248 x (2.337 + 0.4447 x 1.769 / sqrt(232)) = 1.537.
+TEST(StepModelTest, NaturalRoutingPricesTheBusiestRank) {
+  const StepModel sm = Make(Preset("deepseek-v3"), "gb200-nvl72", {1024, 4096, 4096});
+  const ParallelConfig p = Layout(1, 16, 1, 64, 1, 1);
+  Knobs balanced;
+  balanced.precision = Precision::kMxfp8;
+  Knobs natural = balanced;
+  natural.routing = Routing::kNatural;
+  absl::StatusOr<Prediction> b = sm.Predict(p, balanced);
+  absl::StatusOr<Prediction> n = sm.Predict(p, natural);
+  ASSERT_TRUE(b.ok() && n.ok());
+  EXPECT_EQ(b->moe_load_imbalance_priced, 1.0);
+  EXPECT_NEAR(n->moe_load_imbalance_priced, 1.537, 2e-3);
+  EXPECT_LT(n->tokens_per_sec_per_gpu, b->tokens_per_sec_per_gpu);
+  EXPECT_GT(n->memory.activations_bytes, b->memory.activations_bytes);  // busiest rank's rows
+  // The same step as the explicit imbalance it implies; an explicit value
+  // overrides the routing.
+  Knobs same = balanced;
+  same.moe_load_imbalance = n->moe_load_imbalance_priced;
+  EXPECT_DOUBLE_EQ(TokensPerSec(sm, p, same), n->tokens_per_sec_per_gpu);
+  Knobs explicit_x = natural;
+  explicit_x.moe_load_imbalance = 1.1;
+  absl::StatusOr<Prediction> x = sm.Predict(p, explicit_x);
+  ASSERT_TRUE(x.ok());
+  EXPECT_EQ(x->moe_load_imbalance_priced, 1.1);
+  // A dense model has no routing.
+  const StepModel dense = Make(Preset("llama3-70b"), "gb200-nvl72", {64, 8192, 256});
+  Knobs dn;
+  dn.routing = Routing::kNatural;
+  absl::StatusOr<Prediction> d = dense.Predict(Layout(1, 4, 5, 1, 1, 1), dn);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->moe_load_imbalance_priced, 1.0);
+}
+
 // Relative properties: each knob moves the prediction the way its mechanism
 // says, whatever the constants.
 TEST(StepModelRelativeTest, KnobsMoveTheRightWay) {

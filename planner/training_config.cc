@@ -384,7 +384,11 @@ std::string ToString(const Knobs& k) {
       " overlap(tp,ep,dp,pp)=", k.overlap.tp_comm ? 1 : 0,
       k.overlap.ep_comm ? 1 : 0, k.overlap.dp_comm ? 1 : 0,
       k.overlap.pp_comm ? 1 : 0, " streams=", k.overlap.num_comm_streams,
-      " cuda_graphs=", k.cuda_graphs ? "true" : "false");
+      " cuda_graphs=", k.cuda_graphs ? "true" : "false",
+      // Only when not the benchmark default, so balanced plans print as before.
+      k.routing == Routing::kNatural ? " routing=natural" : "",
+      k.moe_load_imbalance != 1.0 ? absl::StrCat(" moe_imbalance=", k.moe_load_imbalance)
+                                  : "");
 }
 
 }  // namespace moetune::planner

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "planner/model_spec.h"
 #include "planner/precision.h"
+#include "planner/routing.h"
 
 namespace moetune::planner {
 
@@ -96,9 +97,16 @@ struct Knobs {
   uint32_t offload_modules = 0;  // OffloadModule bits
   Dispatcher dispatcher = Dispatcher::kFusedDedup;
   bool grouped_gemm = true;  // false: a loop of one GEMM per local expert
-  // Tokens on the busiest GPU's experts / the mean (1.0: forced-balanced
-  // routing, as in the published benchmarks; 1.1-1.3 is typical of
-  // auxiliary-loss-free balancing in real training).
+  // How the router spreads tokens (planner/routing.h). kBalanced: forced
+  // balance (--moe-router-force-load-balancing), what the published
+  // benchmark tables run; kNatural: real training, priced with
+  // NaturalRoutingImbalance of the layout. The CLI and the API default to
+  // kNatural; this struct defaults to kBalanced, the regime of the
+  // benchmark rows the model is checked against.
+  Routing routing = Routing::kBalanced;
+  // Tokens on the busiest GPU's experts / the mean. An explicit value
+  // (!= 1.0) overrides what `routing` implies; 1.0 leaves it to `routing`
+  // (kBalanced: 1.0).
   double moe_load_imbalance = 1.0;
   Overlap overlap;
   bool cuda_graphs = true;

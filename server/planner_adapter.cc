@@ -127,6 +127,18 @@ absl::StatusOr<p::SearchOptions> ToSearchOptions(const v1::PlanConstraints& c,
     }
     o.constraints.moe_load_imbalance = c.moe_load_imbalance();
   }
+  switch (c.routing()) {
+    case v1::ROUTING_UNSPECIFIED:
+    case v1::ROUTING_NATURAL:
+      o.constraints.routing = p::Routing::kNatural;  // real training
+      break;
+    case v1::ROUTING_BALANCED:
+      o.constraints.routing = p::Routing::kBalanced;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("constraints.routing: unknown value ", static_cast<int>(c.routing())));
+  }
   return o;
 }
 

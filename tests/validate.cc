@@ -651,6 +651,10 @@ mp::PlanRequest RowRequest(const RowSpec& r, const mp::Knobs& k) {
   q.constraints.precisions = {k.precision};
   q.constraints.dispatchers = {k.dispatcher};
   q.constraints.moe_load_imbalance = k.moe_load_imbalance;
+  // The published rows ran forced-balanced routing (Megatron-Bridge tables
+  // from 25.11 on, the GB200 guide, mock-data benchmarks: see their notes in
+  // runs.json), so they are priced as they ran, not as real training.
+  q.constraints.routing = mp::Routing::kBalanced;
   q.top_k = 1;
   q.threads = 1;
   q.stack.framework = mp::Framework::kMegatron;

@@ -7,7 +7,15 @@
 //       [--explain] [--format json|megatron|maxtext|text|html] [--out FILE]
 //       [--max-memory-fraction F] [--dispatchers alltoall,fused_dedup]
 //       [--threads N] [--objective pretrain|finetune|lora] [--stack CONTAINER]
-//       [--framework megatron|maxtext]
+//       [--framework megatron|maxtext] [--routing natural|balanced]
+//       [--moe-imbalance X]
+//
+// --routing: how the MoE router spreads tokens (planner/routing.h).
+// natural (the default: real training) prices each MoE layer at the pace of
+// its busiest expert-parallel rank; balanced is what the published
+// benchmarks force (--moe-router-force-load-balancing, emitted into the
+// Megatron arguments). --moe-imbalance X (>= 1) sets the busiest rank's
+// tokens / mean explicitly instead.
 //
 // Exit codes: 0 ok, 1 internal failure, 2 bad input (one line on stderr),
 // 3 no feasible plan (the tightest constraint on stderr).
@@ -68,6 +76,8 @@ const std::vector<FlagSpec>& PlanFlags() {
       {"objective", false, "pretrain (default), finetune or lora"},
       {"stack", false, "software stack: container version (Megatron: 26.02, 26.04.01, 26.06, ...; MaxText: maxtext-2026-09-10, ...) or latest (default)"},
       {"framework", false, "megatron (default) or maxtext: whose rules, search space and config the plan follows"},
+      {"routing", false, "MoE routing: natural (default: real training, priced at the busiest expert-parallel rank) or balanced (forced, as the published benchmarks run)"},
+      {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean, >= 1 (default: what --routing implies)"},
       {"help", true, "show this help"},
   };
   return specs;
@@ -245,6 +255,25 @@ int RunPlan(const std::vector<std::string>& argv) {
         return Fail(kExitBadInput, absl::StrCat("--dispatchers: ", disp.status().message()));
       }
       options.constraints.dispatchers.push_back(*disp);
+    }
+  }
+  options.constraints.routing = pl::Routing::kNatural;  // real training
+  if (const std::optional<std::string> r = args.Get("routing")) {
+    absl::StatusOr<pl::Routing> routing = pl::ParseRouting(*r);
+    if (!routing.ok()) {
+      return Fail(kExitBadInput, absl::StrCat("--routing: ", routing.status().message()));
+    }
+    options.constraints.routing = *routing;
+  }
+  {
+    absl::StatusOr<std::optional<double>> imbalance = args.GetDouble("moe-imbalance");
+    if (!imbalance.ok()) return Fail(kExitBadInput, OneLine(imbalance.status().message()));
+    if (imbalance->has_value()) {
+      if (!(**imbalance >= 1.0)) {
+        return Fail(kExitBadInput,
+                    absl::StrCat("--moe-imbalance must be >= 1.0, got ", **imbalance));
+      }
+      options.constraints.moe_load_imbalance = **imbalance;
     }
   }
   if (const std::optional<std::string> f = args.Get("fix")) {

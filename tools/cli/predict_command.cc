@@ -11,6 +11,14 @@
 //       [--shard-params] [--first-stage-layers L] [--last-stage-layers L]
 //       [--objective pretrain|finetune|lora] [--stack CONTAINER|latest]
 //       [--framework megatron|maxtext] [--format json|text|maxtext]
+//       [--routing natural|balanced]
+//
+// --routing: how the MoE router spreads tokens (planner/routing.h).
+// natural (the default: real training, data and the model's own router)
+// prices each MoE layer at the pace of its busiest expert-parallel rank
+// and the step at the slowest EP group's; balanced is what the published
+// benchmark tables force (--moe-router-force-load-balancing). An explicit
+// --moe-imbalance X (>= 1) replaces what the routing implies.
 //
 // --stack: the software the run uses, a Megatron-Core/Bridge container
 // version (26.02, 26.04.01, 26.06, ...; default latest); it selects the step
@@ -95,7 +103,8 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"overlap", false,
        "communications overlapped with compute: tp,ep,dp,pp or none (default: the search's choice)"},
       {"comm-streams", false, "communication streams (default: the search's choice)"},
-      {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean (default 1.0)"},
+      {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean, >= 1 (default: what --routing implies)"},
+      {"routing", false, "MoE routing: natural (default: real training, priced at the busiest expert-parallel rank) or balanced (forced, as the published benchmarks run)"},
       {"shard-params", true, "shard parameters and gradients over DP (FSDP)"},
       {"first-stage-layers", false, "layers on the first pipeline stage"},
       {"last-stage-layers", false, "layers on the last pipeline stage"},
@@ -390,6 +399,14 @@ int RunPredict(const std::vector<std::string>& argv) {
     }
     knobs.moe_load_imbalance = **imbalance;
   }
+  knobs.routing = pl::Routing::kNatural;  // real training
+  if (const std::optional<std::string> r = args.Get("routing")) {
+    absl::StatusOr<pl::Routing> routing = pl::ParseRouting(*r);
+    if (!routing.ok()) {
+      return Fail(kExitBadInput, absl::StrCat("--routing: ", routing.status().message()));
+    }
+    knobs.routing = *routing;
+  }
   if (args.Has("offload")) {
     const std::string v = absl::AsciiStrToLower(args.GetOr("offload", ""));
     if (v != "none") {
@@ -434,6 +451,7 @@ int RunPredict(const std::vector<std::string>& argv) {
   if (args.Has("overlap")) request.constraints.fixed.overlap_exact = knobs.overlap;
   request.constraints.precisions = {knobs.precision};
   request.constraints.moe_load_imbalance = knobs.moe_load_imbalance;
+  request.constraints.routing = knobs.routing;
   request.stack = *stack;
   absl::StatusOr<pl::Prediction> pred =
       pl::PredictPinned(request, std::make_shared<pl::DatasheetCostModel>(*cluster));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "planner/cost_model.h"
@@ -17,6 +18,8 @@
 
 namespace moetune::cli {
 namespace {
+
+using ::testing::HasSubstr;
 
 struct Result {
   int code;
@@ -66,6 +69,7 @@ TEST(PredictCommandTest, KnobsNotGivenAreTheAutotunersChoice) {
   options.constraints.fixed.tp = 2;
   options.constraints.fixed.precision = pl::Precision::kFp8;
   options.constraints.precisions = {pl::Precision::kFp8};
+  options.constraints.routing = pl::Routing::kNatural;  // the CLI's default: real training
   auto searched = pl::Search(pl::SearchProblem{*model, *cluster, pl::TrainingShape{16, 4096, 256}},
                              std::make_shared<pl::DatasheetCostModel>(*cluster), options);
   ASSERT_TRUE(searched.ok()) << searched.status();
@@ -74,6 +78,38 @@ TEST(PredictCommandTest, KnobsNotGivenAreTheAutotunersChoice) {
   EXPECT_EQ(j["config"]["parallel"]["tp"], 2);
   EXPECT_DOUBLE_EQ(j["tokens_per_sec_per_gpu"].get<double>(),
                    best["tokens_per_sec_per_gpu"].get<double>());
+}
+
+// --routing: natural (default) prices the busiest EP rank; balanced is the
+// benchmarks' forced balance; an explicit --moe-imbalance replaces both.
+TEST(PredictCommandTest, RoutingIsAnInput) {
+  const std::vector<std::string> base = {
+      "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm", "--gpus", "16", "--seq", "4096",
+      "--gbs", "256", "--precision", "bf16", "--tp", "1", "--pp", "1", "--vp", "1", "--ep", "8",
+      "--etp", "1", "--cp", "1", "--mbs", "1", "--recompute", "full", "--offload", "none",
+      "--dispatcher", "alltoall", "--grouped-gemm", "true", "--cuda-graphs", "false",
+      "--overlap", "none", "--comm-streams", "1"};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result r = RunPredict(args);
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const nlohmann::json natural = run({});
+  const nlohmann::json balanced = run({"--routing", "balanced"});
+  const nlohmann::json explicit_x = run({"--routing", "balanced", "--moe-imbalance", "1.5"});
+  EXPECT_EQ(natural["config"]["knobs"]["routing"], "natural");
+  EXPECT_EQ(balanced["config"]["knobs"]["routing"], "balanced");
+  EXPECT_EQ(balanced["moe_load_imbalance_priced"].get<double>(), 1.0);
+  EXPECT_GT(natural["moe_load_imbalance_priced"].get<double>(), 1.0);
+  EXPECT_EQ(explicit_x["moe_load_imbalance_priced"].get<double>(), 1.5);
+  EXPECT_LT(natural["tokens_per_sec_per_gpu"].get<double>(),
+            balanced["tokens_per_sec_per_gpu"].get<double>());
+  const Result bad = RunPredict({"--model", "qwen3-30b-a3b", "--cluster", "h100-sxm", "--gpus",
+                                 "16", "--seq", "4096", "--gbs", "256", "--routing", "forced"});
+  EXPECT_EQ(bad.code, kExitBadInput);
+  EXPECT_THAT(bad.err, HasSubstr("--routing: unknown routing 'forced'"));
 }
 
 TEST(PredictCommandTest, EveryKnobGivenSkipsTheSearch) {

@@ -71,7 +71,8 @@ MEGATRON_ARGS=(
   --moe-flex-dispatcher-backend hybridep
   --moe-grouped-gemm
   --moe-permute-fusion
-  # predicted for balanced routing (the published benchmarks force it); real training routes less evenly (moetune --moe-imbalance)
+  # benchmark run: forced-balanced routing, as the published tables run; real training: moetune --routing natural
+  --moe-router-force-load-balancing
   # communication overlap
   --overlap-grad-reduce
   --overlap-param-gather
