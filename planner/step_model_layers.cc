@@ -806,9 +806,24 @@ Slots LayerCost(const LayerKindTables& k, const Context& c, bool recompute_this_
   return l;
 }
 
+double CoreOutputSavedBytes(bool low_precision, double operand_bytes) {
+  // TE FusedAttnFunc / FlashAttention save (q, k, v, out) for backward, out
+  // in BF16 unless attention itself runs in FP8 (fp8_dot_product_attention,
+  // not modelled). linear_proj takes out as its input: in BF16 it saves the
+  // same tensor (no copy); in FP8/MXFP8/NVFP4 it saves its own quantized
+  // copy (TE module/linear.py: after the forward GEMM the input keeps only
+  // its column-wise data, inputmat.update_usage(rowwise_usage=False,
+  // columnwise_usage=True): on Hopper the transposed FP8 copy, on Blackwell
+  // the column-wise MXFP8 data, operand_bytes per element).
+  return kActivationBytes + (low_precision ? operand_bytes : 0.0);
+}
+
 // Saved activations of one layer for one micro-batch (bytes per GPU).
-// Transformer Engine saves GEMM inputs in the GEMM precision (norm outputs,
-// permuted expert inputs, activation outputs, core-attention output).
+// Transformer Engine saves GEMM inputs in the GEMM precision, one copy per
+// element (TE module/linear.py keeps only the column-wise quantized input
+// after the forward GEMM, row-wise freed): norm outputs, permuted expert
+// inputs, activation outputs (fc2's input); the core-attention output is
+// held by the attention and by linear_proj (CoreOutputSavedBytes).
 double LayerActivationBytes(const LayerKindTables& k,
                             const Context& c, bool full_recompute) {
   if (IsMaxText(*c.stack)) return MaxTextLayerActivationBytes(k, c, full_recompute);
@@ -820,11 +835,20 @@ double LayerActivationBytes(const LayerKindTables& k,
                          : 0u;
   const double gemm_in = c.low_precision ? c.operand_bytes : kActivationBytes;
   const double core_out = double(m.num_attention_heads) * m.v_head_dim;
-  double bytes = (k.act_attn - core_out) * kActivationBytes + core_out * gemm_in;
+  double bytes = (k.act_attn - core_out) * kActivationBytes +
+                 core_out * CoreOutputSavedBytes(c.low_precision, c.operand_bytes);
   if (!(r & kRecomputeLayerNorm)) bytes += k.act_norm * gemm_in;
   if (!(r & kRecomputeMlaUpProj)) bytes += k.act_mla_up * kActivationBytes;
   if (!k.moe) {
-    if (!(r & kRecomputeMlp)) bytes += k.act_mlp * kActivationBytes;
+    // The activation output (ffn wide) is linear_fc2's input, saved in the
+    // GEMM precision; fc1's output (the activation's input) stays BF16.
+    // act_mlp's h (the MLP block's input) is the input of the pre-MLP norm
+    // that linear_fc1 (TE LayerNormLinear) saves, already one of act_attn's
+    // two h-wide norm inputs (as for MoE layers): not counted twice.
+    const double act_out = double(m.ffn_hidden_size);
+    if (!(r & kRecomputeMlp)) {
+      bytes += (k.act_mlp - act_out - h) * kActivationBytes + act_out * gemm_in;
+    }
   } else {
     if (!(r & kRecomputeMoe)) {
       // The experts' input rows: etp x top_k per token after the ETP gather.
@@ -840,7 +864,11 @@ double LayerActivationBytes(const LayerKindTables& k,
                router * kActivationBytes;
       if (!(r & kRecomputeMoeAct)) bytes += busiest * k.act_moe_act * gemm_in;
     }
-    if (!(r & kRecomputeSharedExperts)) bytes += k.act_shared * kActivationBytes;
+    if (!(r & kRecomputeSharedExperts) && k.act_shared > 0) {
+      // As the dense MLP: the activation output is fc2's (quantized) input.
+      const double shared_out = double(m.moe_ffn_hidden_size) * m.num_shared_experts;
+      bytes += (k.act_shared - shared_out) * kActivationBytes + shared_out * gemm_in;
+    }
   }
   if (c.knobs->offload_activations) {
     const uint32_t o = c.knobs->offload_modules;

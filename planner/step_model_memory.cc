@@ -7,6 +7,33 @@
 #include "planner/internal/step_model_layers.h"
 
 namespace moetune::planner::step_model_internal {
+
+double InflightChunks(int pp, int vp, int r, int m_micro) {
+  if (pp <= 1) return 1.0;
+  if (vp == 1) return std::min(m_micro, pp - r);
+  // Megatron-Core schedules.py get_pp_rank_microbatches (interleaved):
+  // warmup = (pp - r - 1) x 2 + (vp - 1) x microbatch_group_size_per_vp_stage
+  // (default pp); the 1F1B phase runs one more forward before the first
+  // backward. With overlap_moe_expert_parallel_comm the warmup has that
+  // extra forward already and the combined 1F1B step (combined_1f1b.py)
+  // runs the next chunk's forward layer by layer beside the oldest chunk's
+  // backward, which frees as fast as the forward allocates: the same
+  // count either way.
+  const double warmup = (pp - r - 1) * 2.0 + (vp - 1.0) * pp;
+  return std::min<double>(double(m_micro) * vp, warmup + 1.0);
+}
+
+double ShardMainGradAtPeakBytes(double shard_main_grad_bytes, double activation_peak_bytes) {
+  // Megatron-Core distrib_optimizer.py _copy_model_grads_to_main_grads
+  // (shard_main_param.grad = shard_model_grad.float()) runs inside
+  // optimizer.step(), after the last backward has freed the activations;
+  // zero_grad(set_to_none=True) frees it again before the next
+  // forward_backward_func (megatron/training/training.py train_step). The
+  // step's peak is therefore max(activations, fp32 shard grads) above the
+  // static memory, not their sum.
+  return std::max(0.0, shard_main_grad_bytes - activation_peak_bytes);
+}
+
 namespace {
 
 // Activations of pipeline rank r: its layers' activations for one
@@ -15,12 +42,7 @@ double RankActivationBytes(const PlanTables& plan, const Context& c, const Paral
                            int m_micro, const RankLayers& ranks, const KindResults& kinds,
                            int r, double one_layer) {
   const bool full = c.knobs->recompute.mode == RecomputeMode::kFull;
-  // In-flight micro-batches (in virtual-stage units): 1F1B holds pp - r;
-  // interleaved 1F1B warms up (pp - r - 1) x 2 + (vp - 1) x pp chunks.
-  const double inflight_chunks =
-      p.vp == 1 ? std::min(m_micro, p.pp - r)
-                : std::min<double>(double(m_micro) * p.vp,
-                                   (p.pp - r - 1) * 2.0 + (p.vp - 1.0) * p.pp + 1.0);
+  const double inflight_chunks = InflightChunks(p.pp, p.vp, r, m_micro);
   double act_per_mb = 0;  // all layers of the rank, one micro-batch
   for (int k = 0; k < kNumLayerKinds; ++k) {
     const int n_rc = ranks.counts_rc[r][k];
@@ -55,14 +77,16 @@ MemoryBreakdown RankMemory(const PlanTables& plan, const Context& c, const Paral
   const double layers = std::max(1, ranks.layers_on_rank[r]);
   const double gathered = p.shard_params ? 2.0 * (dense + expert) / layers : 0.0;
   mem.weights_bytes = (local + gathered) * weight_bytes_per_param;
+  mem.activations_bytes =
+      RankActivationBytes(plan, c, p, m_micro, ranks, kinds, r, one_layer);
+  const double fragmentation = kFragmentationFraction * mem.activations_bytes;
   if (!c.lora) {
     const double shard = dense / std::max(1, dp_dense) + expert / std::max(1, dp_expert);
     mem.grads_bytes = (local + gathered) * plan.stack->grad_buffer_bytes_per_param +
-                      shard * kShardMainGradBytes;
+                      ShardMainGradAtPeakBytes(shard * kShardMainGradBytes,
+                                               mem.activations_bytes + fragmentation);
     mem.optimizer_bytes = shard * kOptimizerStateBytes;
   }
-  mem.activations_bytes =
-      RankActivationBytes(plan, c, p, m_micro, ranks, kinds, r, one_layer);
   // NCCL's buffers on top of the fixed reserve (see kNcclBufferBytes).
   mem.comm_buffers_bytes = kNcclBufferBytes;
   if (p.ep > 1) {
@@ -71,7 +95,7 @@ MemoryBreakdown RankMemory(const PlanTables& plan, const Context& c, const Paral
   if (p.tp > 1 && c.knobs->overlap.tp_comm) {
     mem.comm_buffers_bytes += 2.0 * c.tokens_cp * h * kActivationBytes;
   }
-  mem.reserve_bytes = kFixedReserveBytes + kFragmentationFraction * mem.activations_bytes;
+  mem.reserve_bytes = kFixedReserveBytes + fragmentation;
   return mem;
 }
 

@@ -86,32 +86,33 @@ TEST(StepModelTest, TablesByHand) {
 }
 
 TEST(StepModelTest, MemoryByHand) {
-  // One GPU, BF16, no recompute: weights 2 B, the BF16 gradient buffer 2 B
-  // plus the optimizer's fp32 copy of its shard's gradients 4 B, Adam
-  // states 12 B per parameter (dp = 1, nothing sharded):
-  // 132,644,864 x 2 = 265,289,728; x (2 + 4) = 795,869,184;
-  // x 12 = 1,591,738,368.
+  // One GPU, BF16, no recompute: weights 2 B, the BF16 gradient buffer 2 B,
+  // Adam states 12 B per parameter (dp = 1, nothing sharded):
+  // 132,644,864 x 2 = 265,289,728; x 12 = 1,591,738,368. The optimizer's
+  // fp32 copy of its shard's gradients (x 4 = 530,579,456) exists only in
+  // the step, after backward freed the activations (below), which are
+  // larger: it adds nothing to the peak.
   const StepModel sm = Make(TinyDense(), "h100-sxm", {1, 2048, 8});
   absl::StatusOr<Prediction> p = sm.Predict(Layout(1, 1, 1, 1, 1, 1), Knobs{});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->memory.weights_bytes, 265289728.0);
-  EXPECT_EQ(p->memory.grads_bytes, 795869184.0);
+  EXPECT_EQ(p->memory.grads_bytes, 265289728.0);
   EXPECT_EQ(p->memory.optimizer_bytes, 1591738368.0);
   // Activations per token and layer (elements, BF16): attention saves its
-  // norm input and a residual (2h), q, k, v (3 x 1024) and the core output
-  // (1024) = 6,144; the two norm outputs 2h = 2,048; the MLP its fc1
-  // output (2 x 4096), activation output (4096) and input (1024) = 13,312.
-  // (6,144 + 2,048 + 13,312) x 2 B = 43,008 B; x 2,048 tokens x 4 layers
-  // = 352,321,536 B, one micro-batch in flight (pp 1), plus the fp32 logits
+  // norm input and the MLP's norm input (2h), q, k, v (3 x 1024) and the
+  // core output (1024) = 6,144; the two norm outputs 2h = 2,048; the MLP
+  // its fc1 output (2 x 4096) and activation output (4096) = 12,288.
+  // (6,144 + 2,048 + 12,288) x 2 B = 40,960 B; x 2,048 tokens x 4 layers
+  // = 335,544,320 B, one micro-batch in flight (pp 1), plus the fp32 logits
   // of the last stage: 2,048 x 32,000 x 4 B = 262,144,000 B.
-  EXPECT_EQ(p->memory.activations_bytes, 352321536.0 + 262144000.0);
+  EXPECT_EQ(p->memory.activations_bytes, 335544320.0 + 262144000.0);
   // Full recompute keeps each layer's input (2,048 x 1,024 x 2 B = 4,194,304
-  // B) plus one layer's full activations (88,080,384 B) and the logits.
+  // B) plus one layer's full activations (83,886,080 B) and the logits.
   Knobs full;
   full.recompute.mode = RecomputeMode::kFull;
   absl::StatusOr<Prediction> pf1 = sm.Predict(Layout(1, 1, 1, 1, 1, 1), full);
   ASSERT_TRUE(pf1.ok());
-  EXPECT_EQ(pf1->memory.activations_bytes, 4 * 4194304.0 + 88080384.0 + 262144000.0);
+  EXPECT_EQ(pf1->memory.activations_bytes, 4 * 4194304.0 + 83886080.0 + 262144000.0);
   // dp = 8 shards the optimizer states only (distributed optimizer).
   const StepModel sm8 = Make(TinyDense(), "h100-sxm", {8, 2048, 64});
   absl::StatusOr<Prediction> p8 = sm8.Predict(Layout(1, 1, 1, 1, 1, 1), Knobs{});
@@ -124,6 +125,42 @@ TEST(StepModelTest, MemoryByHand) {
   absl::StatusOr<Prediction> pf = sm8.Predict(fsdp, Knobs{});
   ASSERT_TRUE(pf.ok());
   EXPECT_LT(pf->memory.weights_bytes, p8->memory.weights_bytes);
+}
+
+TEST(StepModelTest, LowPrecisionAndInterleavedMemoryByHand) {
+  // FP8 (1 B GEMM inputs): per token and layer, the norm inputs and q, k, v
+  // stay BF16 ((2,048 + 3,072) x 2 B = 10,240 B); the core output is kept
+  // twice, BF16 by the attention and FP8 by linear_proj (1,024 x 3 B =
+  // 3,072 B); the norm outputs are FP8 (2,048 B); the MLP keeps fc1's BF16
+  // output (8,192 x 2 B = 16,384 B) and fc2's FP8 input (4,096 B): 35,840 B,
+  // x 2,048 tokens x 4 layers = 293,601,280 B, plus the logits.
+  const StepModel sm = Make(TinyDense(), "h100-sxm", {1, 2048, 8});
+  Knobs fp8;
+  fp8.precision = Precision::kFp8;
+  absl::StatusOr<Prediction> p = sm.Predict(Layout(1, 1, 1, 1, 1, 1), fp8);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->memory.activations_bytes, 293601280.0 + 262144000.0);
+  // Interleaved 1F1B, 8 layers, pp 4 vp 2 (one layer per chunk), 8
+  // micro-batches: rank 0 warms up 2 (pp - 1) + (vp - 1) pp = 10 chunks and
+  // runs one more forward before its first backward: 11 chunks x 40,960 B
+  // x 2,048 tokens = 922,746,880 B (BF16). The last rank holds 5 chunks
+  // plus the logits (681,574,400 B): rank 0 is the peak.
+  ModelSpec eight = TinyDense();
+  eight.num_layers = 8;
+  const StepModel smi = Make(eight, "h100-sxm", {4, 2048, 8});
+  absl::StatusOr<Prediction> pi = smi.Predict(Layout(1, 4, 2, 1, 1, 1), Knobs{});
+  ASSERT_TRUE(pi.ok()) << pi.status();
+  EXPECT_EQ(pi->memory.activations_bytes, 922746880.0);
+  // Short sequences: the step's fp32 shard gradients (530,579,456 B) exceed
+  // what backward freed (activations 128 x 40,960 x 4 = 20,971,520 B +
+  // logits 128 x 32,000 x 4 = 16,384,000 B, plus their 8% fragmentation):
+  // the excess is counted with the gradients.
+  const StepModel sms = Make(TinyDense(), "h100-sxm", {1, 128, 1});
+  absl::StatusOr<Prediction> ps = sms.Predict(Layout(1, 1, 1, 1, 1, 1), Knobs{});
+  ASSERT_TRUE(ps.ok()) << ps.status();
+  EXPECT_EQ(ps->memory.activations_bytes, 20971520.0 + 16384000.0);
+  EXPECT_NEAR(ps->memory.grads_bytes,
+              265289728.0 + 530579456.0 - 1.08 * (20971520.0 + 16384000.0), 1.0);
 }
 
 TEST(StepModelTest, ThroughputIdentities) {

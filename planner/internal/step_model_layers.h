@@ -180,6 +180,11 @@ void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalanc
 Slots LayerCost(const LayerKindTables& k, const Context& c, bool recompute_this_layer,
                 const KindCosts& kc);
 
+// Bytes per element of the core-attention output kept for backward: the
+// attention's BF16 output (2 B) plus, under a low-precision recipe,
+// linear_proj's quantized copy (operand_bytes).
+double CoreOutputSavedBytes(bool low_precision, double operand_bytes);
+
 // Saved activations of one layer for one micro-batch (bytes per GPU).
 double LayerActivationBytes(const LayerKindTables& k, const Context& c,
                             bool full_recompute);

@@ -17,15 +17,27 @@ struct PeakMemory {
 // layer and logits: the larger of the two (one pass when pp == 1). Per rank:
 //  weights = (local + gathered) params x (2 B + low-precision copy), local =
 //    params / (DP group under FSDP, else 1), gathered = FSDP's two layers;
-//  grads = (local + gathered) x grad_buffer_bytes_per_param + shard x 4 B,
-//    optimizer = shard x 12 B (shard = params / DP group; none for LoRA);
+//  grads = (local + gathered) x grad_buffer_bytes_per_param + what the
+//    step's fp32 shard grads (shard x 4 B) need beyond the activations
+//    they replace (ShardMainGradAtPeakBytes), optimizer = shard x 12 B
+//    (shard = params / DP group; none for LoRA);
 //  activations = per-micro-batch activations of the rank / vp x in-flight
-//    chunks (1F1B: min(m, pp - r); interleaved: min(m vp, 2 (pp - r - 1) +
-//    (vp - 1) pp + 1)), + one layer's full activations under full
+//    chunks (InflightChunks), + one layer's full activations under full
 //    recompute, + fp32 logits (x (1 + MTP modules)) on the last rank;
 //  comm buffers = kNcclBufferBytes + EP dispatch/combine staging (2 tr k h
 //    x 2 B) + TP-overlap userbuffers (2 tc h x 2 B);
 //  reserve = kFixedReserveBytes + kFragmentationFraction x activations.
+// Chunks (virtual stages' worth of one micro-batch) whose activations
+// pipeline rank r holds at its peak: 1F1B min(m, pp - r); interleaved
+// min(m vp, 2 (pp - r - 1) + (vp - 1) pp + 1) (Megatron-Core
+// get_pp_rank_microbatches); 1 without pipelining.
+double InflightChunks(int pp, int vp, int r, int m_micro);
+
+// The optimizer step's fp32 copy of the shard's gradients exists only
+// after backward has freed the activations: the bytes it adds to the
+// forward-backward peak, max(0, shard grads - activations).
+double ShardMainGradAtPeakBytes(double shard_main_grad_bytes, double activation_peak_bytes);
+
 PeakMemory PeakMemoryPerGpu(const PlanTables& plan, const Context& c, const ParallelConfig& p,
                             int m_micro, const RankLayers& ranks, const KindResults& kinds);
 
