@@ -835,8 +835,13 @@ double LayerActivationBytes(const LayerKindTables& k,
                          : 0u;
   const double gemm_in = c.low_precision ? c.operand_bytes : kActivationBytes;
   const double core_out = double(m.num_attention_heads) * m.v_head_dim;
+  // Under core-attention recompute the attention's own saved output is not
+  // kept (only the checkpoint's inputs q, k, v are); linear_proj still
+  // saves its input, in the GEMM precision.
   double bytes = (k.act_attn - core_out) * kActivationBytes +
-                 core_out * CoreOutputSavedBytes(c.low_precision, c.operand_bytes);
+                 core_out * ((r & kRecomputeCoreAttn)
+                                 ? gemm_in
+                                 : CoreOutputSavedBytes(c.low_precision, c.operand_bytes));
   if (!(r & kRecomputeLayerNorm)) bytes += k.act_norm * gemm_in;
   if (!(r & kRecomputeMlaUpProj)) bytes += k.act_mla_up * kActivationBytes;
   if (!k.moe) {

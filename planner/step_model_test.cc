@@ -140,6 +140,15 @@ TEST(StepModelTest, LowPrecisionAndInterleavedMemoryByHand) {
   absl::StatusOr<Prediction> p = sm.Predict(Layout(1, 1, 1, 1, 1, 1), fp8);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->memory.activations_bytes, 293601280.0 + 262144000.0);
+  // Recomputing core attention drops the attention's BF16 copy of its
+  // output (linear_proj's FP8 copy stays): 1,024 x 2 B less per token,
+  // 35,840 - 2,048 = 33,792 B x 2,048 x 4 = 276,824,064 B.
+  Knobs fp8_rc = fp8;
+  fp8_rc.recompute.mode = RecomputeMode::kSelective;
+  fp8_rc.recompute.modules = kRecomputeCoreAttn;
+  absl::StatusOr<Prediction> prc = sm.Predict(Layout(1, 1, 1, 1, 1, 1), fp8_rc);
+  ASSERT_TRUE(prc.ok()) << prc.status();
+  EXPECT_EQ(prc->memory.activations_bytes, 276824064.0 + 262144000.0);
   // Interleaved 1F1B, 8 layers, pp 4 vp 2 (one layer per chunk), 8
   // micro-batches: rank 0 warms up 2 (pp - 1) + (vp - 1) pp = 10 chunks and
   // runs one more forward before its first backward: 11 chunks x 40,960 B

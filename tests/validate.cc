@@ -42,6 +42,7 @@
 // were written with these rows in view; the held-out figures measure how
 // much the fitted constants overfit, not how much the design does.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -54,6 +55,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -206,11 +209,48 @@ absl::StatusOr<mp::Recompute> PublishedRecompute(const json& row) {
     r.mode = mp::RecomputeMode::kFull;
     return r;
   }
-  // "selective", or a module list.
+  // "selective", a module list, or the tables' prose ("selective: mlp
+  // (dense layers), MLA up_proj", "RMSNorm and MLA up-projection recomputed
+  // in backward"): the module names the text mentions. Before this, every
+  // such row fell back to core_attn alone (the list did not parse).
   r.mode = mp::RecomputeMode::kSelective;
   absl::StatusOr<uint32_t> modules = mp::ParseRecomputeModules(text);
-  r.modules = modules.ok() ? *modules : mp::kRecomputeCoreAttn;
+  if (modules.ok()) {
+    r.modules = *modules;
+    return r;
+  }
+  const std::string lower = absl::AsciiStrToLower(text);
+  uint32_t bits = 0;
+  if (absl::StrContains(lower, "core_attn")) bits |= mp::kRecomputeCoreAttn;
+  if (absl::StrContains(lower, "layernorm") || absl::StrContains(lower, "rmsnorm")) {
+    bits |= mp::kRecomputeLayerNorm;
+  }
+  if (absl::StrContains(lower, "moe_act")) bits |= mp::kRecomputeMoeAct;
+  if (absl::StrContains(lower, "mla")) bits |= mp::kRecomputeMlaUpProj;
+  if (absl::StrContains(lower, "shared")) bits |= mp::kRecomputeSharedExperts;
+  if (absl::StrContains(lower, "mlp")) bits |= mp::kRecomputeMlp;
+  // "moe" as a module of its own, not the prefix of moe_act.
+  for (size_t at = lower.find("moe"); at != std::string::npos; at = lower.find("moe", at + 3)) {
+    const bool word_end = at + 3 >= lower.size() ||
+                          (!std::isalnum(static_cast<unsigned char>(lower[at + 3])) &&
+                           lower[at + 3] != '_');
+    if (word_end) bits |= mp::kRecomputeMoe;
+  }
+  r.modules = bits != 0 ? bits : mp::kRecomputeCoreAttn;
   return r;
+}
+
+// The published activation offload ("fine-grained activation offloading:
+// expert_fc1, moe_act"): the module list after the colon; nullopt when
+// unpublished or unparseable.
+std::optional<uint32_t> PublishedOffload(const json& row) {
+  if (!row.contains("offload") || !row.at("offload").is_string()) return std::nullopt;
+  std::string text = row.at("offload").get<std::string>();
+  const size_t colon = text.find(':');
+  if (colon != std::string::npos) text = text.substr(colon + 1);
+  absl::StatusOr<uint32_t> modules = mp::ParseOffloadModules(text);
+  if (!modules.ok() || *modules == 0) return std::nullopt;
+  return *modules;
 }
 
 // Published recipes are tuned to leave room for allocator spikes and
@@ -388,6 +428,7 @@ struct RowSpec {
   mp::Precision precision = mp::Precision::kBf16;
   mp::StackGeneration generation = mp::StackGeneration::k2602;
   std::optional<mp::Recompute> published_recompute;
+  std::optional<uint32_t> published_offload;  // OffloadModule bits
   std::optional<double> measured_tokens;  // tokens/s/GPU
   std::optional<double> measured_tflops;  // model TFLOPS/GPU
   // Everything the prediction depends on (model, cluster, shape, layout,
@@ -460,6 +501,7 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
   r.generation = RowGeneration(r.container);
   absl::StatusOr<mp::Recompute> published = PublishedRecompute(row);
   if (published.ok()) r.published_recompute = *published;
+  r.published_offload = PublishedOffload(row);
   r.label = absl::StrFormat(
       "%s %s %dg s%d gbs%d mbs%d tp%d pp%d vp%d ep%d cp%d %s sw%s", r.model.name,
       r.cluster_name, r.shape.gpus, r.shape.seq_len, r.shape.global_batch, p.mbs, p.tp,
@@ -469,9 +511,11 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
       "%s %s gpus=%d seq=%d gbs=%d %s %s recompute=%s %s sw=%s", r.model.name,
       r.cluster_name, r.shape.gpus, r.shape.seq_len, r.shape.global_batch,
       std::string(mp::ObjectiveName(r.shape.objective)), mp::ToString(p),
-      published.ok() ? std::string(mp::RecomputeModeName(published->mode)) +
-                           mp::RecomputeModulesName(published->modules)
-                     : "unpublished",
+      (published.ok() ? std::string(mp::RecomputeModeName(published->mode)) +
+                            mp::RecomputeModulesName(published->modules)
+                      : "unpublished") +
+          (r.published_offload ? " offload=" + mp::OffloadModulesName(*r.published_offload)
+                               : ""),
       std::string(mp::PrecisionName(r.precision)),
       std::string(mp::StackGenerationName(r.generation)));
   return r;
@@ -581,6 +625,10 @@ absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, 
                                                 : RecomputeLadder();
   s.recompute_inferred = !r.published_recompute.has_value();
   absl::StatusOr<mp::Prediction> pred = absl::UnknownError("no prediction");
+  if (r.published_offload) {
+    s.knobs.offload_activations = true;
+    s.knobs.offload_modules = *r.published_offload;
+  }
   const mp::Knobs stack_knobs = s.knobs;
   for (const mp::Recompute& rc : ladder) {
     mp::Knobs k = stack_knobs;
@@ -669,6 +717,37 @@ struct Evaluated {
   RowSetup setup;
   mp::Prediction pred;
 };
+
+// Memory check against the published runs (every parsed row, by stack
+// class): rows with a published recompute whose predicted peak fits HBM
+// (and fits within kRecipeMemoryHeadroom); rows without one whose lightest
+// fitting choice is no recompute (what the Bridge recipes mostly run).
+void PrintMemoryFits(const std::vector<Evaluated>& all) {
+  std::printf("\n== Memory: published runs that fit (peak <= HBM; <= %.0f%% of HBM) ==\n",
+              100 * kRecipeMemoryHeadroom);
+  for (const bool modern : {true, false}) {
+    int pub = 0, pub_fit = 0, pub_head = 0, unpub = 0, unpub_none = 0;
+    std::vector<std::string> misses;
+    for (const Evaluated& e : all) {
+      if ((e.spec.stack == "megatron-core-2026") != modern) continue;
+      if (e.spec.published_recompute) {
+        ++pub;
+        const bool fit = e.pred.peak_memory_bytes <= e.pred.hbm_bytes;
+        pub_fit += fit;
+        pub_head += e.pred.peak_memory_bytes <= kRecipeMemoryHeadroom * e.pred.hbm_bytes;
+        if (!fit) misses.push_back(e.spec.id);
+      } else {
+        ++unpub;
+        unpub_none += e.setup.knobs.recompute.mode == mp::RecomputeMode::kNone;
+      }
+    }
+    std::printf("  %-22s published recompute: %d / %d fit (%d within the headroom); "
+                "recompute unpublished: %d / %d fit with none\n",
+                modern ? "megatron-core-2026" : "other stacks", pub_fit, pub, pub_head,
+                unpub_none, unpub);
+    for (const std::string& id : misses) std::printf("    does not fit: %s\n", id.c_str());
+  }
+}
 
 absl::StatusOr<Evaluated> EvaluateRow(RowSpec spec, const RowModel& row_model,
                                       const FittedConstants& constants, bool print) {
@@ -875,6 +954,7 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < errors.size(); ++i) {
     if (std::abs(errors[i]) > std::abs(errors[worst])) worst = i;
   }
+  PrintMemoryFits(all);
   std::printf("\nstack %s: %zu rows predicted, %d skipped\n", stack.c_str(), specs.size(),
               skipped);
   std::printf("MAPE %.1f%%; rows > 10%%: %d; rows > 25%%: %d\n", 100 * in_sample.mape,
@@ -1331,6 +1411,8 @@ int main(int argc, char** argv) {
       };
       mp::StackConstants s = row_model.Stack(c.generation, default_constants);
       s.features = c.features;
+      const mp::StackConstants::UnfusedSinkLayers stack_sinks = s.unfused_sink_layers;
+      if (c.fp8_attention) s.unfused_sink_layers = mp::StackConstants::UnfusedSinkLayers::kNone;
       absl::StatusOr<mp::Prediction> p = predict(s);
       if (!p.ok()) {
         std::printf("  %-34s %s\n", c.id.c_str(), std::string(p.status().message()).c_str());
@@ -1354,14 +1436,15 @@ int main(int argc, char** argv) {
                       100 * (q->tokens_per_sec_per_gpu / meas - 1), attention_s(*q));
         }
       }
-      if (c.model_preset == "gpt-oss-120b") {
-        // What-if: every sink layer through the fused (cuDNN) attention, as
-        // the recipe's fp8_dot_product_attention asks; FP8 attention's own
-        // speed-up over fused BF16 is not priced.
-        s.unfused_sink_layers = mp::StackConstants::UnfusedSinkLayers::kNone;
+      if (c.fp8_attention && stack_sinks != s.unfused_sink_layers) {
+        // What-if: the sink layers as the stack's BF16 rows run them
+        // (StackConstants::unfused_sink_layers), which the recipe's FP8
+        // attention does not allow.
+        s.unfused_sink_layers = stack_sinks;
         absl::StatusOr<mp::Prediction> q = predict(s);
         if (q.ok()) {
-          std::printf("  %-34s %9s %9.0f %+7.1f%% %9.3f  what-if: all sink layers fused%s\n", "",
+          std::printf("  %-34s %9s %9.0f %+7.1f%% %9.3f  what-if: sink layers as the stack's BF16 "
+                      "rows (unfused sliding window)%s\n", "",
                       "", q->tokens_per_sec_per_gpu, 100 * (q->tokens_per_sec_per_gpu / meas - 1),
                       attention_s(*q), q->fits ? "" : " [does not fit]");
         }

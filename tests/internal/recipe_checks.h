@@ -54,6 +54,13 @@ struct RecipeCheck {
   planner::StackGeneration generation = planner::StackGeneration::k2606;
   planner::Knobs knobs;
   planner::MegatronFeatures features;
+  // The recipe sets fp8_dot_product_attention: attention with softmax sinks
+  // then runs only through cuDNN fused attention (TE attention/
+  // dot_product_attention/utils.py get_attention_backend: in FP8 with
+  // softmax_type != vanilla UnfusedDotProductAttention is disabled and
+  // FusedAttention needs sm >= 100 and cuDNN >= 9.21), so every sink layer
+  // is priced fused, with no S x S probabilities kept for backward.
+  bool fp8_attention = false;
   // What the published recipe runs that the step model has no mechanism
   // for (empty: everything it sets is modelled).
   std::string not_modelled;
