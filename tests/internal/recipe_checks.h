@@ -21,18 +21,17 @@
 //   an unpinned search picks) it is +75% -- the host-bound error comes
 //   from the dispatcher choice, not from the host-op pricing.
 // - GPT-OSS-120B MXFP8 GB200/GB300 26.06-26.08, with the recipe's knobs
-//   (no recompute): -17..-21%, and the layout does not fit (304 / 279 GiB
-//   of 260 / 173), because the sliding-window sink layers are priced
-//   unfused, which keeps the BF16 attention probabilities for backward
-//   (attention ~50% of the predicted step). The recipes set
-//   fp8_dot_product_attention (cuDNN fused attention, which runs softmax
-//   sinks: TE PR 2148 for BF16/FP16, and cudnn-frontend PR 691 fixes an
-//   SM100 E5M2 sink kernel, so FP8 sinks run there too) and fit without
-//   recompute; priced with every sink layer fused they fit and come out
-//   +45..+47% (FP8 attention's own speed not priced): the truth is between,
-//   and the model has no attention-backend knob. The 26.06.01 rows, which
-//   regressed in cuDNN attention (cudnn-frontend issue 256), are +28..+30%
-//   even unfused.
+//   (no recompute). The recipes set fp8_dot_product_attention; with softmax
+//   sinks TE then allows only cuDNN fused attention (RecipeCheck::
+//   fp8_attention), so the sink layers are priced fused and keep no S x S
+//   probabilities: the layouts fit (they did not while the sliding-window
+//   layers were priced unfused: 304 / 279 GiB of 260 / 173), and the time
+//   comes out +81..+88% (FP8 attention's own speed not priced; the fused
+//   sink attention is priced ~12x cheaper than the unfused one, which gave
+//   -5..-13% as a what-if line): the time model's fused-sink attention is
+//   too cheap for these rows. The 26.06.01 rows, which regressed in cuDNN
+//   attention (cudnn-frontend issue 256), are +194..+196% fused, +43..+49%
+//   unfused.
 #pragma once
 
 #include <string>
