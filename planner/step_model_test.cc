@@ -511,7 +511,9 @@ TEST(StepModelKnownErrorTest, Llama3LoraOn8Gb200) {
   // mbridge 26.06 LoRA, GB200 x 8, pp 4 x vp 20 (one layer per virtual
   // stage), MXFP8, gbs 32: measured 5,958. With the adapters' HBM traffic
   // the model was ~13% high (6,736; before that 7,775, +30%); with the
-  // exposed P2P handshake per virtual-stage visit (pp_stage_visit_s) ~5%.
+  // exposed P2P handshake per virtual-stage visit (pp_stage_visit_s) ~5%;
+  // with the constants refit on the FP8-saved-activation memory model
+  // (pp_stage_visit 325 us, gemm_efficiency_scale 0.92) ~-1% (5,911).
   TrainingShape shape{8, 4096, 32};
   shape.objective = Objective::kLora;
   const StepModel sm =
@@ -519,7 +521,7 @@ TEST(StepModelKnownErrorTest, Llama3LoraOn8Gb200) {
   Knobs k;
   k.precision = Precision::kMxfp8;
   const double t = TokensPerSec(sm, Layout(1, 4, 20, 1, 1, 1), k);
-  EXPECT_NEAR(t, 6278, 0.03 * 6278);  // true: 5,958
+  EXPECT_NEAR(t, 5911, 0.03 * 5911);  // true: 5,958
 }
 
 TEST(StepModelKnownErrorTest, DeepSeekV3On256Gb300) {
