@@ -26,11 +26,11 @@
 //   fp8_attention), so the sink layers are priced fused and keep no S x S
 //   probabilities: the layouts fit (they did not while the sliding-window
 //   layers were priced unfused: 304 / 279 GiB of 260 / 173), and the time
-//   comes out +81..+88% (FP8 attention's own speed not priced; the fused
+//   comes out +82..+83% (FP8 attention's own speed not priced; the fused
 //   sink attention is priced ~12x cheaper than the unfused one, which gave
-//   -5..-13% as a what-if line): the time model's fused-sink attention is
+//   -6..-12% as a what-if line): the time model's fused-sink attention is
 //   too cheap for these rows. The 26.06.01 rows, which regressed in cuDNN
-//   attention (cudnn-frontend issue 256), are +194..+196% fused, +43..+49%
+//   attention (cudnn-frontend issue 256), are +187..+197% fused, +43..+47%
 //   unfused.
 #pragma once
 
