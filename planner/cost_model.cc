@@ -222,8 +222,10 @@ DatasheetCostModel::DatasheetCostModel(ClusterSpec cluster,
                                        const PriorConstants& constants)
     : cluster_(std::move(cluster)), k_(constants) {
   for (int p = 0; p < kNumPrecisions; ++p) {
-    peak_flops_[p] =
-        PeakDenseFlopsPerSec(cluster_.gpu, Precision(p)).value_or(0.0);
+    // What the tensor cores sustain: the datasheet peak x the GPU's
+    // sustained fraction (planner/hardware.h).
+    peak_flops_[p] = PeakDenseFlopsPerSec(cluster_.gpu, Precision(p)).value_or(0.0) *
+                     cluster_.gpu.sustained_tensor_fraction;
   }
 }
 
@@ -269,7 +271,7 @@ Cost DatasheetCostModel::AttentionForward(const AttentionShape& a) const {
     // Flash attention: QK^T and AV over the unmasked keys only,
     // 2 FLOPs x queries x context x heads x (d_qk + d_v).
     const double flops = 2.0 * a.queries * a.context * a.heads * dims;
-    return {k_.gemm_fixed_s + flops / (cluster_.gpu.bf16_dense_flops_per_sec *
+    return {k_.gemm_fixed_s + flops / (peak_flops_[int(Precision::kBf16)] *
                                        k_.attention_efficiency),
             CostSource::kDatasheetPrior};
   }
@@ -278,7 +280,7 @@ Cost DatasheetCostModel::AttentionForward(const AttentionShape& a) const {
   // write scores, read them for softmax, write probabilities, read them for
   // AV = kUnfusedScoreBytesForward per score.
   const double flops = 2.0 * a.queries * a.keys * a.heads * dims;
-  const double gemm = flops / (cluster_.gpu.bf16_dense_flops_per_sec *
+  const double gemm = flops / (peak_flops_[int(Precision::kBf16)] *
                                k_.gemm_efficiency[int(Precision::kBf16)]);
   const double scores = a.queries * a.keys * a.heads;
   const double memory = scores * kUnfusedScoreBytesForward /
@@ -298,7 +300,7 @@ Cost DatasheetCostModel::AttentionBackward(const AttentionShape& a) const {
   const AttentionShape& s = a;
   const double dims = s.qk_head_dim + s.v_head_dim;
   const double flops = 4.0 * s.queries * s.keys * s.heads * dims;
-  const double gemm = flops / (cluster_.gpu.bf16_dense_flops_per_sec *
+  const double gemm = flops / (peak_flops_[int(Precision::kBf16)] *
                                k_.gemm_efficiency[int(Precision::kBf16)]);
   const double scores = s.queries * s.keys * s.heads;
   const double memory = scores * 2 * kUnfusedScoreBytesForward /

@@ -163,18 +163,19 @@ struct DataSetPriors {
   // Sustained-clock advantage of Blackwell Ultra (B300, GB300) over
   // Blackwell on BF16/FP8/MXFP8 GEMMs at equal nominal peaks (see
   // PriorConstantsFor). Range 1.0-1.25: the 1,100/1,400 W vs 1,000/1,200 W
-  // power limits allow up to ~1.2x more clock under sustained load. The
-  // rule's choice moved 1.18 -> 1.24 (the grid's top) when the memory model
-  // let the Llama3.1-405B NVFP4 GB300 rows run without recompute, as their
-  // recipes do: it absorbs the time model's over-prediction of those rows.
-  double blackwell_ultra_clock_gain = 1.24;
+  // power limits allow up to ~1.2x more clock under sustained load.
+  // The rule's choice: 1.18 while GB200 was priced at its nominal 2.45 PF;
+  // 1.10 once GB200 is priced at the rate it sustains (B200's, gb200-nvl72
+  // sustained_tensor_fraction), which also matches B300/B200 = 1.11 on
+  // the DeepSeek-V3 rows.
+  double blackwell_ultra_clock_gain = 1.10;
   // Ceiling on the inter-node EP dispatch/combine rate per GPU on Blackwell
   // (bytes/s), whatever the NIC. Range 15-60 GB/s (a 400G port: 50 GB/s).
   double blackwell_dispatch_scaleout_max_bytes_per_sec = 35e9;
   // Multiplies every GEMM efficiency of every generation: the public ranges
-  // quoted in PriorConstantsFor are about +-10% wide. The rule's choice
-  // moved 0.96 -> 0.92 with the memory model's no-recompute fits (above).
-  double gemm_efficiency_scale = 0.92;
+  // quoted in PriorConstantsFor are about +-10% wide. The rule's choice:
+  // 0.96 before GB200's sustained fraction, 1.02 with it.
+  double gemm_efficiency_scale = 1.02;
 };
 PriorConstants PriorConstantsFor(const GpuSpec& gpu, const DataSetPriors& fitted);
 // One generation's table (planner/data/priors/*.json) with the data-set

@@ -203,6 +203,15 @@ absl::StatusOr<ClusterSpec> ParseClusterJson(std::string_view text) {
                                       &c.gpu.hbm_bytes_per_sec);
         !s.ok())
       return s;
+    double fraction = 0;
+    if (absl::Status s = ReadPositive(g, "sustained_tensor_fraction", false, &fraction); !s.ok()) {
+      return s;
+    }
+    if (fraction > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster JSON: gpu.sustained_tensor_fraction must be in (0, 1], got ", fraction));
+    }
+    if (fraction > 0) c.gpu.sustained_tensor_fraction = fraction;
     double sms = c.gpu.sm_count;
     if (absl::Status s = ReadPositive(g, "sm_count", false, &sms); !s.ok()) {
       return s;
@@ -283,6 +292,7 @@ std::string ClusterSpecToJson(const ClusterSpec& c) {
   g["hbm_bytes"] = c.gpu.hbm_bytes;
   g["hbm_bytes_per_sec"] = c.gpu.hbm_bytes_per_sec;
   // Optional fields: 0 = unknown, and the parser takes only positive values.
+  if (c.gpu.sustained_tensor_fraction != 1.0) g["sustained_tensor_fraction"] = c.gpu.sustained_tensor_fraction;
   if (c.gpu.sm_count > 0) g["sm_count"] = c.gpu.sm_count;
   if (c.gpu.tdp_watts > 0) g["tdp_watts"] = c.gpu.tdp_watts;
   json j;

@@ -41,6 +41,11 @@ struct GpuSpec {
   std::optional<double> nvfp4_dense_flops_per_sec;
   double hbm_bytes = 0;
   double hbm_bytes_per_sec = 0;
+  // Fraction of the dense peaks above that the tensor cores sustain in
+  // training at the GPU's power limit (1 = the datasheet clocks). The cost
+  // model prices GEMMs and attention at peak x this fraction; MFU keeps
+  // NVIDIA's denominators (the peaks). Optional in the JSON, (0, 1].
+  double sustained_tensor_fraction = 1.0;
   int sm_count = 0;
   double tdp_watts = 0;
 };

@@ -1,4 +1,5 @@
 #include "planner/hardware.h"
+#include "planner/cost_model.h"
 
 #include <string>
 #include <utility>
@@ -185,6 +186,44 @@ TEST(HardwareTest, JsonErrorsNameTheField) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nvlink_domain_gpus=7.5")));
   EXPECT_THAT(LoadClusterPreset("a100"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("h100-sxm")));
+}
+
+}  // namespace
+}  // namespace moetune::planner
+
+namespace moetune::planner {
+namespace {
+
+// The sustained tensor fraction: optional (1 = datasheet clocks), in (0, 1],
+// and the cost model prices GEMMs and attention at peak x fraction.
+TEST(HardwareTest, SustainedTensorFraction) {
+  auto cluster = [](const std::string& entry) {
+    return absl::StrCat(R"({"name": "my-cluster", "gpu": {"name": "X100", "generation": "blackwell", )",
+                        entry, R"(
+        "bf16_dense_flops_per_sec": 1e15, "fp8_dense_flops_per_sec": 2e15,
+        "hbm_bytes": 8e10, "hbm_bytes_per_sec": 3e12},
+      "gpus_per_node": 8, "nvlink_domain_gpus": 8,
+      "nvlink_bytes_per_sec": 4.5e11, "scaleout_bytes_per_sec": 5e10})");
+  };
+  absl::StatusOr<ClusterSpec> plain = ParseClusterJson(cluster(""));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->gpu.sustained_tensor_fraction, 1.0);
+  absl::StatusOr<ClusterSpec> capped = ParseClusterJson(cluster(R"("sustained_tensor_fraction": 0.8,)"));
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_EQ(capped->gpu.sustained_tensor_fraction, 0.8);
+  EXPECT_THAT(ParseClusterJson(cluster(R"("sustained_tensor_fraction": 1.2,)")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("gpu.sustained_tensor_fraction must be in (0, 1], got 1.2")));
+  EXPECT_THAT(ParseClusterJson(cluster(R"("sustained_tensor_fraction": 0,)")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("'sustained_tensor_fraction' in cluster JSON must be a positive number")));
+  // A large BF16 GEMM, compute-bound: 2 x 8192^3 FLOPs at 1e15 x eff takes
+  // 1 / 0.8 as long on the capped GPU (same constants, same fixed time).
+  const PriorConstants k = PriorConstantsFor(plain->gpu);
+  const double fixed = k.gemm_fixed_s;
+  const double t1 = DatasheetCostModel(*plain, k).DenseGemm(8192, 8192, 8192, Precision::kBf16).seconds - fixed;
+  const double t2 = DatasheetCostModel(*capped, k).DenseGemm(8192, 8192, 8192, Precision::kBf16).seconds - fixed;
+  EXPECT_NEAR(t2 / t1, 1 / 0.8, 1e-9);
 }
 
 }  // namespace

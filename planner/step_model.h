@@ -209,10 +209,9 @@ struct StackConstants {
   // tests/internal/cross_validation.h (grid 0-400 us): 125 us (the rule's
   // choice moved 125 -> 100 us with the rows priced at their recipes' EP
   // A2A overlap and 125 -> 150 us with HybridEP's own rates; with both,
-  // 125 us again; 125 -> 325 us when the memory model let the interleaved
-  // Llama rows run without recompute, as their recipes do). A weakly
-  // identified constant: folds choose 0-400 us.
-  double pp_stage_visit_s = 325e-6;
+  // 125 us again; 25 us once GB200 is priced at its sustained tensor rate,
+  // gb200-nvl72.json). A weakly identified constant: folds choose 0-150 us.
+  double pp_stage_visit_s = 25e-6;
   // Which of the optimizations above this stack has.
   MegatronFeatures features;
 };

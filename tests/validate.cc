@@ -76,6 +76,7 @@
 #include "tests/internal/deep_pipelines.h"
 #include "tests/internal/intervals.h"
 #include "tests/internal/knob_ladder.h"
+#include "tests/internal/generation_pairs.h"
 #include "tests/internal/layout_ranking.h"
 #include "tests/internal/recipe_checks.h"
 
@@ -800,6 +801,39 @@ std::string LayoutKey(const RowSpec& r) {
                          p.etp, p.cp, p.mbs, p.shard_params ? " fsdp" : "");
 }
 
+// Prints the Blackwell Ultra / Blackwell pairs of `rows` (predicted: per
+// row): same job, container and system family (NVLink domain size).
+void PrintGenerationPairs(const char* title, const std::vector<const RowSpec*>& rows,
+                          const std::vector<double>& predicted) {
+  std::vector<mt::GenerationRow> g;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RowSpec& r = *rows[i];
+    const std::string job = absl::StrFormat("%s %dg s%d gbs%d %s %s", r.model.name, r.shape.gpus,
+                                            r.shape.seq_len, r.shape.global_batch,
+                                            std::string(mp::PrecisionName(r.precision)),
+                                            std::string(mp::ObjectiveName(r.shape.objective)));
+    g.push_back({r.id, job, r.container, absl::StrCat("nvlink", r.cluster.nvlink_domain_gpus),
+                 std::string(mp::GpuGenerationName(r.cluster.gpu.generation)), LayoutKey(r),
+                 r.measured_tokens.value_or(0), predicted[i]});
+  }
+  const mt::GenerationPairSummary s = mt::PairGenerations(g, "blackwell", "blackwell_ultra");
+  std::printf("\n== Blackwell Ultra / Blackwell pairs (same job, container, NVLink domain), %s: "
+              "%zu pairs; same layout %d: mean |ratio error| %.1f%%, signed %+.1f%%; "
+              "each recipe's own layout %zu: mean |ratio error| %.1f%%, signed %+.1f%% ==\n",
+              title, s.pairs.size(), s.same_layout, 100 * s.mean_abs_error_same,
+              100 * s.mean_signed_error_same, s.pairs.size() - s.same_layout,
+              100 * s.mean_abs_error_own, 100 * s.mean_signed_error_own);
+  for (const mt::GenerationPair& p : s.pairs) {
+    const mt::GenerationRow& o = g[p.older];
+    const mt::GenerationRow& n = g[p.newer];
+    std::printf("  %-40s %-9s %-11s meas x%.3f pred x%.3f err %+6.1f%%  %s\n", o.job.c_str(),
+                o.container.c_str(), rows[p.newer]->cluster_name.c_str(), p.measured_ratio,
+                p.predicted_ratio, 100 * p.ratio_error,
+                p.same_layout ? o.layout.c_str()
+                              : absl::StrCat(o.layout, " -> ", n.layout).c_str());
+  }
+}
+
 // Prints the ranking of `rows` (predicted: per row) and returns it.
 mt::RankingSummary PrintRanking(const char* title, const std::vector<const RowSpec*>& rows,
                                 const std::vector<double>& predicted, bool print_pairs) {
@@ -1182,6 +1216,12 @@ int main(int argc, char** argv) {
     }
     PrintRanking("every stack (other stacks predicted as 26.02), shipped constants", any_stack,
                  any_predicted, true);
+    PrintGenerationPairs(absl::StrFormat("stack %s, shipped constants", stack).c_str(),
+                         selected_rows, predicted);
+    if (!gpu_out_predicted.empty()) {
+      PrintGenerationPairs(absl::StrFormat("stack %s, leave-one-GPU-out constants", stack).c_str(),
+                           selected_rows, gpu_out_predicted);
+    }
   }
 
   // Every ladder's measured and predicted step gains, for the summary line.
