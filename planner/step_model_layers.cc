@@ -95,6 +95,10 @@ double CombinedOneFOneBPairedFraction(int pp, int vp, int micro_batches) {
   return std::max(0.0, n - std::min(n, alone)) / n;
 }
 
+bool TpOverlapSurvivesEpOverlap(GpuGeneration generation, bool ep_overlap_schedule) {
+  return !(ep_overlap_schedule && generation == GpuGeneration::kHopper);
+}
+
 PairedWindow OverlapWindow(double comm_s, double compute_s, double slowdown) {
   PairedWindow w;
   const double s = std::max(1.0, slowdown);
@@ -689,12 +693,15 @@ void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_sc
 // TP all-gather / reduce-scatter of [tc x h] BF16 around each block, forward
 // and backward: 2 x pairs x (AG + RS). With the overlap on, up to
 // tp_overlap_fraction of the block's GEMM time hides it; the hidden part
-// slows the compute by overlap_slowdown.
-void AddTpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g, Slots* l) {
+// slows the compute by overlap_slowdown. Not on Hopper under the EP overlap
+// (TpOverlapSurvivesEpOverlap).
+void AddTpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g,
+                bool ep_overlap_schedule, Slots* l) {
   if (c.tp <= 1) return;
   const double total = 2.0 * g.tp_pairs * (kc.tp_ag.seconds + kc.tp_rs.seconds);
   const uint8_t src = SourceBit(kc.tp_ag.source) | SourceBit(kc.tp_rs.source);
-  if (c.knobs->overlap.tp_comm) {
+  if (c.knobs->overlap.tp_comm &&
+      TpOverlapSurvivesEpOverlap(c.cost->cluster().gpu.generation, ep_overlap_schedule)) {
     const double hidden = std::min(total, c.stack->tp_overlap_fraction * g.block_gemm_s);
     l->AddSeconds(kSTpHidden, hidden, src);
     l->AddSeconds(kSTpExposed, total - hidden, src);
@@ -858,7 +865,7 @@ Slots LayerCost(const LayerKindTables& k, const Context& c, bool recompute_this_
   // The 26.06 host hiding is keyed on the layout, not on the A2A-overlap
   // knob (StackConstants::moe_host_hidden_by_ep_overlap).
   AddHostTerms(k, c, combined_schedule_layout, &l);
-  AddTpTerms(c, kc, g, &l);
+  AddTpTerms(c, kc, g, ep_overlap_schedule, &l);
   AddCpTerms(c, kc, g, &l);
   AddEpTerms(k, c, kc, g, ep_overlap_schedule, &l);
   const std::optional<double> recompute = RecomputeSeconds(k, c, recompute_this_layer, g, mb_f, l);

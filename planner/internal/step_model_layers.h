@@ -170,6 +170,22 @@ void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
 // m: micro-batches per pipeline (>= 1), vp >= 1. 0 when nothing pairs.
 double CombinedOneFOneBPairedFraction(int pp, int vp, int micro_batches);
 
+// Whether the TP all-gather / reduce-scatter overlap still hides anything
+// when the combined-1F1B EP overlap runs. Before Blackwell the TP/CP overlap
+// needs CUDA_DEVICE_MAX_CONNECTIONS=1 (kernels reach the GPU in issue order)
+// and the EP overlap a larger value; Megatron-LM megatron/training/
+// arguments.py (compute capability < 10): "For Hopper and before, try not to
+// use tensor model parallelism or context parallelism with
+// overlap_moe_expert_parallel_comm ... set CUDA_DEVICE_MAX_CONNECTIONS to 1
+// or 32, which depends on which parallelization you want to prioritize".
+// The public EP-overlap runs prioritise the EP overlap: Megatron-Bridge
+// scripts/performance/utils/overrides.py sets 32 (flex backends) or 8 on
+// H100 when moe_a2a_overlap is on (and its H100 Qwen3-235B recipe turns
+// tp_comm_overlap off), Megatron-MoE-ModelZoo sbatch_benchmarking.sh exports
+// 32 with A2A_OVERLAP=1. Priced: no TP overlap on Hopper under the EP
+// overlap (false), unchanged otherwise (true).
+bool TpOverlapSurvivesEpOverlap(GpuGeneration generation, bool ep_overlap_schedule);
+
 // One paired window of the combined-1F1B layer schedule: a communication
 // kernel of comm_s runs on the communication stream beside compute_s of the
 // other micro-batch on the compute stream. While both run, the compute gets
