@@ -109,21 +109,28 @@ struct StackConstants {
   Framework framework = Framework::kMegatron;
   // MaxText/XLA's own constants (read only when framework is kMaxText).
   MaxTextConstants maxtext;
-  // Fraction of min(EP dispatch/combine, the other micro-batch's compute)
-  // hidden when the combined-1F1B A2A overlap runs (--overlap-moe-expert-
-  // parallel-comm: "merging FWD-BWD passes of adjacent microbatches",
-  // Megatron-Core megatron/core/transformer/moe/README.md); the hidden part
-  // slows that compute by the SMs the communication kernels hold
-  // (overlap_slowdown). 1 is the mechanism as stated: all of the shorter
-  // of the two overlaps. Set by the rule of tests/internal/cross_validation.h
-  // (grid 0-1): 1 on every fold once the validator prices each row with
-  // its recipe's moe_a2a_overlap (tests/validate.cc RecipeKnobsFor: off
-  // unless the recipe turns it on, Megatron-Bridge WorkloadBaseConfig's
-  // default). It had been fitted to 0 while every row was priced with the
-  // overlap on although the Megatron-Bridge recipes run almost all of them
-  // without it: the 0 stood for "not enabled", not for "hides nothing".
-  // Known contradiction: Megatron-MoE-ModelZoo's Qwen3-235B 256 H100 pair
-  // (DeepEP, BF16) gains 1.127x from the overlap, 1.0 predicts ~1.4x.
+  // The combined-1F1B A2A overlap (--overlap-moe-expert-parallel-comm:
+  // "merging FWD-BWD passes of adjacent microbatches", Megatron-Core
+  // megatron/core/transformer/moe/README.md) is priced as Megatron schedules
+  // it (step_model_layers.cc AddEpTerms): four windows per layer, each an EP
+  // exchange of one micro-batch beside one sub-module's compute of the other
+  // (combine_bwd | attention-side forward, dispatch_fwd | experts' backward,
+  // dispatch_bwd | experts' forward, combine_fwd | attention-side
+  // backward), each hiding min(comm, compute x SM slowdown), and only on the
+  // layer passes that have a partner (CombinedOneFOneBPairedFraction). This
+  // constant is the share of those scheduled windows' overlap that the two
+  // streams achieve: 1 = the schedule as written. Set by the rule of
+  // tests/internal/cross_validation.h (grid 0-1): 1 on every fold (the rows
+  // that run the overlap are Megatron-Bridge's Qwen3-235B-A22B H100 recipe,
+  // NCCL all-to-all, tests/validate.cc kA2aOverlapRecipes). Known
+  // contradiction, the flex backends (knob ladders in tests/validate):
+  // ModelZoo's Qwen3-235B 256 H100 DeepEP pair measures 1.127x (1.0 predicts
+  // 1.33x), the Megatron-Bridge skill card's Qwen3-30B-A3B 16 H100 HybridEP
+  // pair 1.177x (1.32x); that card's Nsight profile has only 36.55% of the
+  // EP communication concurrent with GEMM/attention and the GPU-active time
+  // falling 1.6 s for 3.96 s of concurrency -- less overlap, and a larger
+  // slowdown of what does overlap, than SM partitioning explains. ~0.4
+  // would fit those two pairs; the rule keeps 1.
   double ep_overlap_fraction = 1.0;
   // Megatron-Core's combined-1F1B EP overlap runs without pipelining or
   // with the interleaved schedule only.
