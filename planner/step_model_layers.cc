@@ -865,7 +865,9 @@ Slots LayerCost(const LayerKindTables& k, const Context& c, bool recompute_this_
   // The 26.06 host hiding is keyed on the layout, not on the A2A-overlap
   // knob (StackConstants::moe_host_hidden_by_ep_overlap).
   AddHostTerms(k, c, combined_schedule_layout, &l);
-  AddTpTerms(c, kc, g, ep_overlap_schedule, &l);
+  // The EP overlap runs only with EP > 1 (Megatron-Core's requirement); its
+  // CUDA_DEVICE_MAX_CONNECTIONS setting holds for the dense layers too.
+  AddTpTerms(c, kc, g, ep_overlap_schedule && c.ep > 1, &l);
   AddCpTerms(c, kc, g, &l);
   AddEpTerms(k, c, kc, g, ep_overlap_schedule, &l);
   const std::optional<double> recompute = RecomputeSeconds(k, c, recompute_this_layer, g, mb_f, l);
