@@ -98,5 +98,41 @@ TEST(EpOverlapModelTest, HiddenScalesWithPairedPasses) {
   EXPECT_EQ(EpHiddenSeconds(make(1024), p, k), 0.0);
 }
 
+// Memory: interleaved, the overlap's extra warmup forward holds one more
+// chunk on the first stage: Qwen3-235B-A22B, 256 H100, TP2 PP8 VP4 EP32,
+// GBS 2048 (128 micro-batches): 2 x 7 + 3 x 8 + 1 = 39 chunks -> 40, the
+// first stage's activations x 40 / 39. Without pipelining (Qwen3-30B-A3B,
+// EP 16) the combined step frees B's layers as F fills its own: unchanged.
+TEST(EpOverlapModelTest, ExtraWarmupChunkOnlyWhenInterleaved) {
+  auto activations = [](const char* model, int gpus, int gbs, const ParallelConfig& p,
+                        bool overlap) {
+    absl::StatusOr<ModelSpec> m = LoadModelPreset(model);
+    EXPECT_TRUE(m.ok()) << m.status();
+    absl::StatusOr<ClusterSpec> c = LoadClusterPreset("h100-sxm");
+    EXPECT_TRUE(c.ok()) << c.status();
+    absl::StatusOr<StepModel> sm = StepModel::Create(*m, *c, {gpus, 4096, gbs},
+                                                     std::make_shared<DatasheetCostModel>(*c));
+    EXPECT_TRUE(sm.ok()) << sm.status();
+    Knobs k;
+    k.precision = Precision::kBf16;
+    k.moe_load_imbalance = 1.0;
+    k.recompute.mode = RecomputeMode::kNone;
+    k.overlap.ep_comm = overlap;
+    absl::StatusOr<Prediction> pr = sm->Predict(p, k);
+    EXPECT_TRUE(pr.ok()) << pr.status();
+    return pr.ok() ? pr->memory.activations_bytes : 0.0;
+  };
+  ParallelConfig deep;
+  deep.tp = 2, deep.pp = 8, deep.vp = 4, deep.ep = 32, deep.cp = 1, deep.etp = 1, deep.mbs = 1;
+  const double off = activations("qwen3-235b-a22b", 256, 2048, deep, false);
+  const double on = activations("qwen3-235b-a22b", 256, 2048, deep, true);
+  ASSERT_GT(off, 0);
+  EXPECT_NEAR(on / off, 40.0 / 39.0, 1e-9);
+  ParallelConfig flat;
+  flat.tp = 1, flat.pp = 1, flat.vp = 1, flat.ep = 16, flat.cp = 1, flat.etp = 1, flat.mbs = 1;
+  EXPECT_EQ(activations("qwen3-30b-a3b", 16, 1024, flat, true),
+            activations("qwen3-30b-a3b", 16, 1024, flat, false));
+}
+
 }  // namespace
 }  // namespace moetune::planner

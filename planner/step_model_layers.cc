@@ -99,6 +99,12 @@ bool TpOverlapSurvivesEpOverlap(GpuGeneration generation, bool ep_overlap_schedu
   return !(ep_overlap_schedule && generation == GpuGeneration::kHopper);
 }
 
+double EpOverlapExtraInflightChunks(const Context& c, int pp, int vp) {
+  const bool runs = c.knobs->overlap.ep_comm && c.ep_overlap_schedule && c.ep > 1 &&
+                    c.micro_batches >= 2;
+  return runs && pp > 1 && vp > 1 ? 1.0 : 0.0;
+}
+
 PairedWindow OverlapWindow(double comm_s, double compute_s, double slowdown) {
   PairedWindow w;
   const double s = std::max(1.0, slowdown);

@@ -16,11 +16,13 @@ double RankActivationBytes(const PlanTables& plan, const Context& c, const Paral
                            int r, double one_layer) {
   const bool full = c.knobs->recompute.mode == RecomputeMode::kFull;
   // In-flight micro-batches (in virtual-stage units): 1F1B holds pp - r;
-  // interleaved 1F1B warms up (pp - r - 1) x 2 + (vp - 1) x pp chunks.
+  // interleaved 1F1B warms up (pp - r - 1) x 2 + (vp - 1) x pp chunks, one
+  // more under the combined-1F1B EP overlap (EpOverlapExtraInflightChunks).
   const double inflight_chunks =
       p.vp == 1 ? std::min(m_micro, p.pp - r)
                 : std::min<double>(double(m_micro) * p.vp,
-                                   (p.pp - r - 1) * 2.0 + (p.vp - 1.0) * p.pp + 1.0);
+                                   (p.pp - r - 1) * 2.0 + (p.vp - 1.0) * p.pp + 1.0 +
+                                       EpOverlapExtraInflightChunks(c, p.pp, p.vp));
   double act_per_mb = 0;  // all layers of the rank, one micro-batch
   for (int k = 0; k < kNumLayerKinds; ++k) {
     const int n_rc = ranks.counts_rc[r][k];

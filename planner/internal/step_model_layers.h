@@ -186,6 +186,18 @@ double CombinedOneFOneBPairedFraction(int pp, int vp, int micro_batches);
 // overlap (false), unchanged otherwise (true).
 bool TpOverlapSurvivesEpOverlap(GpuGeneration generation, bool ep_overlap_schedule);
 
+// Chunks of activations the combined-1F1B EP overlap holds beyond the
+// schedule without it, on a pipeline rank. Interleaved: 1, the "one extra
+// micro-batch forward step before the 1f1b stages" (schedules.py
+// get_pp_rank_microbatches, overlap_moe_expert_parallel_comm). Without
+// pipelining 0: each combined step runs the forward of micro-batch i layer
+// by layer while the backward of i - 1 frees its layers in reverse
+// (model_chunk_schedule_plan.py run: forward_layer[0] + backward_layer[n -
+// 1], ...), so the two together hold about one micro-batch, as plain 1F1B
+// does. 0 when the overlap does not run (knob off, EP 1, fewer than 2
+// micro-batches, or a layout without the combined schedule).
+double EpOverlapExtraInflightChunks(const Context& c, int pp, int vp);
+
 // One paired window of the combined-1F1B layer schedule: a communication
 // kernel of comm_s runs on the communication stream beside compute_s of the
 // other micro-batch on the compute stream. While both run, the compute gets
