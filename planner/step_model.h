@@ -66,6 +66,15 @@ struct MegatronFeatures {
   bool permute_fusion = true;
   // --moe-router-fusion (TE PR 1883): router kernels 72 -> 31 (guide 2.1.4).
   bool router_fusion = true;
+  // --delay-wgrad-compute with the combined-1F1B EP overlap: the weight
+  // gradients of a layer's backward run apart from its data gradients, so
+  // that the experts' wgrad sits beside dispatch_bwd and the attention
+  // side's wgrad beside the next layer's combine_bwd (AddEpTerms).
+  // Megatron-MoE-ModelZoo's A2A_OVERLAP=1 and Megatron-Bridge's
+  // moe_a2a_overlap helper turn it on with the overlap, and the Megatron
+  // emitter emits it (emitters.cc); the skill card's plain-overlap runs turn
+  // it off. TE cannot delay graphed attention with biases: then off.
+  bool delay_wgrad_compute = true;
   // --moe-flex-dispatcher-backend for the fused (dedup) dispatcher.
   enum class FlexBackend { kDeepEp, kHybridEp };
   FlexBackend flex_backend = FlexBackend::kHybridEp;

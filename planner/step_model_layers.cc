@@ -769,11 +769,23 @@ void AddEpTerms(const LayerKindTables& k, const Context& c, const KindCosts& kc,
                          2.0 * kc.router.seconds + (1.0 - mlp_mb_share) * mb_bwd;
     const double mlp_f = g.routed_f.seconds + mlp_mb_share * mb_fwd;
     const double mlp_b = bwd * g.routed_f.seconds + mlp_mb_share * mb_bwd;
+    // --delay-wgrad-compute: the wgrads (one forward's GEMM time each when
+    // bwd_gemm_factor is 2; none under LoRA, the router's always) move: the
+    // experts' from beside dispatch_fwd to beside dispatch_bwd, the
+    // attention side's from beside combine_fwd to the next layer's
+    // combine_bwd (b_layer.mlp.backward_dw / pre_dispatch_computation.
+    // backward_dw in TransformerLayerSchedulePlan.run).
+    const bool delay = c.stack->features.delay_wgrad_compute &&
+                       !(c.knobs->cuda_graphs && c.model->attention_bias);
+    const double attn_wgrad =
+        delay ? (bwd - 1.0) * (attn_proj_f + g.shared_f.seconds) + kc.router.seconds : 0.0;
+    const double mlp_wgrad = delay ? (bwd - 1.0) * g.routed_f.seconds : 0.0;
     const double so = c.overlap_slowdown;
-    const PairedWindow w[4] = {OverlapWindow(kc.combine.seconds, pre_f, so),
-                               OverlapWindow(kc.dispatch.seconds, mlp_b, so),
-                               OverlapWindow(kc.combine.seconds, mlp_f, so),
-                               OverlapWindow(kc.combine.seconds, pre_b, so)};
+    const PairedWindow w[4] = {
+        OverlapWindow(kc.combine.seconds, pre_f + attn_wgrad, so),
+        OverlapWindow(kc.dispatch.seconds, mlp_b - mlp_wgrad, so),
+        OverlapWindow(kc.combine.seconds, mlp_f + mlp_wgrad, so),
+        OverlapWindow(kc.combine.seconds, pre_b - attn_wgrad, so)};
     const double share = c.ep_paired_fraction * c.stack->ep_overlap_fraction;
     for (const PairedWindow& x : w) {
       hidden += share * x.hidden_s;
