@@ -86,6 +86,28 @@ void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
   }
 }
 
+double CombinedOneFOneBPairedFraction(int pp, int vp, int micro_batches) {
+  if (micro_batches < 1 || pp < 1 || vp < 1) return 0.0;
+  const double n = double(micro_batches) * (pp > 1 ? vp : 1);
+  double alone = 1.0;  // pp == 1: the first forward (and the last backward)
+  if (pp > 1) alone = 2.0 * (pp - 1) + (vp > 1 ? double(vp - 1) * pp : 0.0) + 1.0;
+  if (vp == 1 && pp > 1) alone = double(pp - 1) + 1.0;
+  return std::max(0.0, n - std::min(n, alone)) / n;
+}
+
+bool TpOverlapSurvivesEpOverlap(GpuGeneration generation, bool ep_overlap_schedule) {
+  return !(ep_overlap_schedule && generation == GpuGeneration::kHopper);
+}
+
+PairedWindow OverlapWindow(double comm_s, double compute_s, double slowdown) {
+  PairedWindow w;
+  const double s = std::max(1.0, slowdown);
+  w.hidden_s = std::max(0.0, std::min(comm_s, compute_s * s));
+  w.exposed_s = std::max(0.0, comm_s - w.hidden_s);
+  w.slowdown_s = w.hidden_s * (1.0 - 1.0 / s);
+  return w;
+}
+
 Context LayoutContext(const CostModel* cost, const ModelSpec* model,
                       const TrainingShape& shape, const StackConstants* stack,
                       const ParallelConfig& p, int m_micro) {
@@ -119,6 +141,7 @@ Context LayoutContext(const CostModel* cost, const ModelSpec* model,
   c.stack = stack;
   c.ep_overlap_schedule =
       p.pp == 1 || p.vp > 1 || !stack->ep_overlap_needs_interleaving;
+  c.ep_paired_fraction = CombinedOneFOneBPairedFraction(p.pp, p.vp, m_micro);
   using Unfused = StackConstants::UnfusedSinkLayers;
   c.sinks_unfused_sliding =
       model->attention_sinks && stack->unfused_sink_layers != Unfused::kNone;
@@ -670,12 +693,15 @@ void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_sc
 // TP all-gather / reduce-scatter of [tc x h] BF16 around each block, forward
 // and backward: 2 x pairs x (AG + RS). With the overlap on, up to
 // tp_overlap_fraction of the block's GEMM time hides it; the hidden part
-// slows the compute by overlap_slowdown.
-void AddTpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g, Slots* l) {
+// slows the compute by overlap_slowdown. Not on Hopper under the EP overlap
+// (TpOverlapSurvivesEpOverlap).
+void AddTpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g,
+                bool ep_overlap_schedule, Slots* l) {
   if (c.tp <= 1) return;
   const double total = 2.0 * g.tp_pairs * (kc.tp_ag.seconds + kc.tp_rs.seconds);
   const uint8_t src = SourceBit(kc.tp_ag.source) | SourceBit(kc.tp_rs.source);
-  if (c.knobs->overlap.tp_comm) {
+  if (c.knobs->overlap.tp_comm &&
+      TpOverlapSurvivesEpOverlap(c.cost->cluster().gpu.generation, ep_overlap_schedule)) {
     const double hidden = std::min(total, c.stack->tp_overlap_fraction * g.block_gemm_s);
     l->AddSeconds(kSTpHidden, hidden, src);
     l->AddSeconds(kSTpExposed, total - hidden, src);
@@ -698,17 +724,71 @@ void AddCpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g, Slots
                 SourceBit(ring.source));
 }
 
-// EP overlap: another micro-batch's compute hides ep_overlap_fraction x
-// min(all-to-all, compute) under the EP-overlap schedule, nothing otherwise.
-void AddEpTerms(const Context& c, const GemmTerms& g, bool ep_overlap_schedule, Slots* l) {
+// EP dispatch/combine under Megatron-Core's combined-1F1B overlap. Per layer
+// the schedule (megatron/core/models/common/model_chunk_schedule_plan.py,
+// TransformerLayerSchedulePlan.run) pairs the forward F of one micro-batch
+// with the backward B of another in four windows, each a communication of
+// one beside a compute of the other:
+//   comm: combine_bwd(B)  | dispatch_fwd(F) -> dispatch_bwd(B) | combine_fwd(F)
+//   comp: pre_dispatch(F) | mlp_bwd(B)      -> mlp_fwd(F)       | pre_dispatch_bwd(B)
+// (dispatch_bwd waits for mlp_bwd, mlp_fwd for dispatch_fwd, so the middle
+// window is two pairs). pre_dispatch = attention block, pre-MLP norm, router,
+// shared experts and the dispatch preprocess
+// (megatron/core/models/gpt/fine_grained_callables.py
+// submodule_pre_dispatch_forward); mlp = the routed experts with their
+// permute / activation / unpermute. Volumes: dispatch_fwd = kc.dispatch,
+// combine_fwd = kc.combine, and both backward exchanges move BF16 gradients
+// of the combine's volume. Each pair hides min(comm, compute x slowdown)
+// (OverlapWindow), the compute slowed by the SMs the communication kernels
+// hold (overlap_slowdown); only the share c.ep_paired_fraction of the layer
+// passes has a partner (warmup / cooldown / first and last micro-batch run
+// alone, CombinedOneFOneBPairedFraction); ep_overlap_fraction scales what the
+// windows hide (1: the windows as scheduled). Without the schedule nothing
+// is hidden.
+void AddEpTerms(const LayerKindTables& k, const Context& c, const KindCosts& kc,
+                const GemmTerms& g, bool ep_overlap_schedule, Slots* l) {
   if (g.ep_total_s <= 0) return;
-  const double compute = SlotSum(*l, kSAttnCore, kSMemBound);
-  const double hidden =
-      ep_overlap_schedule ? c.stack->ep_overlap_fraction * std::min(g.ep_total_s, compute)
-                          : 0.0;
+  double hidden = 0, slowdown = 0;
+  if (ep_overlap_schedule) {
+    const double bwd = c.bwd_gemm_factor;
+    const double mb_total = l->s[kSMemBound];
+    const double mb_fwd = mb_total / (1.0 + kBackwardMemoryBoundFactor);
+    const double mb_bwd = mb_total - mb_fwd;
+    const double elems = std::max(1.0, k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
+    const double mlp_mb_share = k.mb_topk_elems / elems;
+    const double attn_proj_f = kc.qkv.seconds + kc.oproj.seconds;
+    const double pre_f = g.attn_f.seconds + attn_proj_f + g.shared_f.seconds +
+                         kc.router.seconds + (1.0 - mlp_mb_share) * mb_fwd;
+    const double pre_b = g.attn_b.seconds + bwd * (attn_proj_f + g.shared_f.seconds) +
+                         2.0 * kc.router.seconds + (1.0 - mlp_mb_share) * mb_bwd;
+    const double mlp_f = g.routed_f.seconds + mlp_mb_share * mb_fwd;
+    const double mlp_b = bwd * g.routed_f.seconds + mlp_mb_share * mb_bwd;
+    // --delay-wgrad-compute: the wgrads (one forward's GEMM time each when
+    // bwd_gemm_factor is 2; none under LoRA, the router's always) move: the
+    // experts' from beside dispatch_fwd to beside dispatch_bwd, the
+    // attention side's from beside combine_fwd to the next layer's
+    // combine_bwd (b_layer.mlp.backward_dw / pre_dispatch_computation.
+    // backward_dw in TransformerLayerSchedulePlan.run).
+    const bool delay = c.stack->features.delay_wgrad_compute &&
+                       !(c.knobs->cuda_graphs && c.model->attention_bias);
+    const double attn_wgrad =
+        delay ? (bwd - 1.0) * (attn_proj_f + g.shared_f.seconds) + kc.router.seconds : 0.0;
+    const double mlp_wgrad = delay ? (bwd - 1.0) * g.routed_f.seconds : 0.0;
+    const double so = c.overlap_slowdown;
+    const PairedWindow w[4] = {
+        OverlapWindow(kc.combine.seconds, pre_f + attn_wgrad, so),
+        OverlapWindow(kc.dispatch.seconds, mlp_b - mlp_wgrad, so),
+        OverlapWindow(kc.combine.seconds, mlp_f + mlp_wgrad, so),
+        OverlapWindow(kc.combine.seconds, pre_b - attn_wgrad, so)};
+    const double share = c.ep_paired_fraction * c.stack->ep_overlap_fraction;
+    for (const PairedWindow& x : w) {
+      hidden += share * x.hidden_s;
+      slowdown += share * x.slowdown_s;
+    }
+  }
   l->AddSeconds(kSEpHidden, hidden, g.ep_src);
   l->AddSeconds(kSEpExposed, g.ep_total_s - hidden, g.ep_src);
-  l->AddSeconds(kSOverlapSlowdown, hidden * (c.overlap_slowdown - 1.0), g.ep_src);
+  l->AddSeconds(kSOverlapSlowdown, slowdown, g.ep_src);
 }
 
 // Recompute: forward work repeated before backward. Full: the forward of
@@ -797,9 +877,11 @@ Slots LayerCost(const LayerKindTables& k, const Context& c, bool recompute_this_
   // The 26.06 host hiding is keyed on the layout, not on the A2A-overlap
   // knob (StackConstants::moe_host_hidden_by_ep_overlap).
   AddHostTerms(k, c, combined_schedule_layout, &l);
-  AddTpTerms(c, kc, g, &l);
+  // The EP overlap runs only with EP > 1 (Megatron-Core's requirement); its
+  // CUDA_DEVICE_MAX_CONNECTIONS setting holds for the dense layers too.
+  AddTpTerms(c, kc, g, ep_overlap_schedule && c.ep > 1, &l);
   AddCpTerms(c, kc, g, &l);
-  AddEpTerms(c, g, ep_overlap_schedule, &l);
+  AddEpTerms(k, c, kc, g, ep_overlap_schedule, &l);
   const std::optional<double> recompute = RecomputeSeconds(k, c, recompute_this_layer, g, mb_f, l);
   if (recompute.has_value()) l.AddSeconds(kSRecompute, *recompute, kPriorBit);
   AddOffloadTerms(k, c, &l);

@@ -152,6 +152,55 @@ double HostOpSeconds(const StackConstants& stack);
 void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
                          LayerKindTables* t);
 
+// Megatron-Core's combined-1F1B EP overlap (--overlap-moe-expert-parallel-
+// comm) pairs the forward of one micro-batch with the backward of another,
+// layer by layer. Share of a pipeline rank's forward (and equally backward)
+// layer passes that have such a partner:
+//   pp == 1: (m - 1) / m -- combined_1f1b_schedule_for_no_pipelining runs the
+//     first forward alone, m - 1 combined steps, the last backward alone
+//     (megatron/core/pipeline_parallel/combined_1f1b.py);
+//   pp > 1: (N - W) / N with N = m x vp chunk passes and W = min(N,
+//     2 (pp - 1) + (vp - 1) pp + 1) the warmup forwards of the first stage
+//     (the most of any stage), whose mirror cooldown backwards run alone too:
+//     schedules.py get_pp_rank_microbatches, "(pp - rank - 1) * 2 +
+//     (num_model_chunks - 1) * microbatch_group_size_per_vp_stage" (group
+//     size pp by default), "+ 1" when overlap_moe_expert_parallel_comm ("one
+//     extra micro-batch forward step before the 1f1b stages"); vp = 1 (only
+//     where the stack allows it): pp - 1 + 1.
+// m: micro-batches per pipeline (>= 1), vp >= 1. 0 when nothing pairs.
+double CombinedOneFOneBPairedFraction(int pp, int vp, int micro_batches);
+
+// Whether the TP all-gather / reduce-scatter overlap still hides anything
+// when the combined-1F1B EP overlap runs. Before Blackwell the TP/CP overlap
+// needs CUDA_DEVICE_MAX_CONNECTIONS=1 (kernels reach the GPU in issue order)
+// and the EP overlap a larger value; Megatron-LM megatron/training/
+// arguments.py (compute capability < 10): "For Hopper and before, try not to
+// use tensor model parallelism or context parallelism with
+// overlap_moe_expert_parallel_comm ... set CUDA_DEVICE_MAX_CONNECTIONS to 1
+// or 32, which depends on which parallelization you want to prioritize".
+// The public EP-overlap runs prioritise the EP overlap: Megatron-Bridge
+// scripts/performance/utils/overrides.py sets 32 (flex backends) or 8 on
+// H100 when moe_a2a_overlap is on (and its H100 Qwen3-235B recipe turns
+// tp_comm_overlap off), Megatron-MoE-ModelZoo sbatch_benchmarking.sh exports
+// 32 with A2A_OVERLAP=1. Priced: no TP overlap on Hopper under the EP
+// overlap (false), unchanged otherwise (true).
+bool TpOverlapSurvivesEpOverlap(GpuGeneration generation, bool ep_overlap_schedule);
+
+// One paired window of the combined-1F1B layer schedule: a communication
+// kernel of comm_s runs on the communication stream beside compute_s of the
+// other micro-batch on the compute stream. While both run, the compute gets
+// the SMs the communication kernels leave free and takes `slowdown` (>= 1)
+// times as long. Hidden = min(comm, compute x slowdown) (the communication
+// that finishes before the compute does), exposed = comm - hidden, and the
+// compute's stretch = hidden x (1 - 1 / slowdown); window = compute +
+// exposed + stretch = max(comm, compute + comm (1 - 1/slowdown)).
+struct PairedWindow {
+  double hidden_s = 0;
+  double exposed_s = 0;
+  double slowdown_s = 0;
+};
+PairedWindow OverlapWindow(double comm_s, double compute_s, double slowdown);
+
 // The parts of a Context that depend only on the layout (p with dp
 // resolved); SetKnobs adds the rest.
 Context LayoutContext(const CostModel* cost, const ModelSpec* model,

@@ -186,6 +186,10 @@ struct Context {
   double overlap_slowdown;
   const StackConstants* stack;
   bool ep_overlap_schedule;  // pp == 1 or vp > 1
+  // Share of this rank's layer passes (forward, and equally backward) that
+  // the combined-1F1B schedule runs beside a pass of the other direction
+  // (CombinedOneFOneBPairedFraction); the rest have no overlap partner.
+  double ep_paired_fraction;
   bool sinks_unfused_sliding;  // sink layers with a window run unfused
   bool sinks_unfused_full;     // sink layers with full attention run unfused
   double seq_len;

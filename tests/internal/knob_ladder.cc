@@ -176,6 +176,7 @@ StandaloneLadder Qwen3A3bH100HybridEpOverlapLadder() {
   f.graph_attn = false;  // scopes moe_router + moe_preprocess only
   f.graph_moe_router = true;
   f.graph_moe_preprocess = true;
+  f.delay_wgrad_compute = false;  // "Delayed wgrad: disabled"
   l.steps.push_back({"bridge-qwen3-30b-h100-hybridep", "overlap off", k, f,
                      "hybridep, graphs moe_router+moe_preprocess, ep_comm overlap off", true});
   k.overlap.ep_comm = true;
@@ -200,13 +201,15 @@ StandaloneLadder Qwen3A3bH100AllToAllOverlapLadder() {
   k.overlap.ep_comm = false;
   planner::MegatronFeatures f;
   f.permute_fusion = false;  // moe_permute_fusion=false in the run
+  f.delay_wgrad_compute = false;  // comm_overlap.delay_wgrad_compute=false
   l.steps.push_back({"bridge-qwen3-30b-h100-a2a", "no EP overlap", k, f,
                      "alltoall, no graphs, no permute fusion, ep_comm overlap off", true});
   k.overlap.ep_comm = true;
   l.steps.push_back({"bridge-qwen3-30b-h100-a2a-epov", "EP overlap", k, f,
                      "overlap.ep_comm off -> on", true});
+  f.delay_wgrad_compute = true;
   l.steps.push_back({"bridge-qwen3-30b-h100-a2a-epov-dw", "+ delay_wgrad_compute", k, f,
-                     "no knob: delayed weight-gradient compute is not modelled", false});
+                     "feature delay_wgrad_compute", true});
   l.measured_step_s = {41.25, 31.31, 31.20};
   return l;
 }

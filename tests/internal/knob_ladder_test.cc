@@ -137,9 +137,13 @@ TEST(KnobLadderTest, Qwen3A3bAllToAllOverlapFromStepTimes) {
   EXPECT_FALSE(l.steps[0].features.permute_fusion);
   EXPECT_EQ(WithoutEpOverlap(l.steps[0].knobs), WithoutEpOverlap(l.steps[1].knobs));
   EXPECT_TRUE(l.steps[1].knobs.overlap.ep_comm);
-  // delay_wgrad_compute has no knob: the step repeats the one before.
-  EXPECT_FALSE(l.steps[2].has_knob);
+  // delay_wgrad_compute is a software feature: same knobs, the feature off
+  // in the plain-overlap steps (as the card runs them), on in the last.
+  EXPECT_TRUE(l.steps[2].has_knob);
   EXPECT_EQ(planner::ToString(l.steps[2].knobs), planner::ToString(l.steps[1].knobs));
+  EXPECT_FALSE(l.steps[0].features.delay_wgrad_compute);
+  EXPECT_FALSE(l.steps[1].features.delay_wgrad_compute);
+  EXPECT_TRUE(l.steps[2].features.delay_wgrad_compute);
   // From step times: 41.25 / 31.31 = 1.3175 (the source's 1.317x), then
   // 31.31 / 31.20 = 1.0035; cumulative 41.25 / 31.20 = 1.3221 (1.322x).
   const std::vector<double> g = StepGains(MeasuredThroughput(l));
