@@ -26,6 +26,8 @@ ABSL_FLAG(std::string, cluster, "gb200-nvl72", "cluster preset name");
 ABSL_FLAG(int, gpus, 1024, "number of GPUs");
 ABSL_FLAG(int, seq, 4096, "sequence length");
 ABSL_FLAG(int, gbs, 8192, "global batch (sequences)");
+ABSL_FLAG(std::string, routing, "natural",
+          "natural (real training, the CLI's default) or balanced (forced, benchmarks)");
 ABSL_FLAG(int, top, 5, "top-K layouts");
 ABSL_FLAG(int, threads, 0, "search threads (0: one per core)");
 ABSL_FLAG(bool, what_if, true, "re-plan the default what-if scenarios");
@@ -47,7 +49,13 @@ int main(int argc, char** argv) {
   problem.shape.gpus = absl::GetFlag(FLAGS_gpus);
   problem.shape.seq_len = absl::GetFlag(FLAGS_seq);
   problem.shape.global_batch = absl::GetFlag(FLAGS_gbs);
+  absl::StatusOr<pl::Routing> routing = pl::ParseRouting(absl::GetFlag(FLAGS_routing));
+  if (!routing.ok()) {
+    std::cerr << "render_report: --routing: " << routing.status().message() << "\n";
+    return 2;
+  }
   pl::SearchOptions options;
+  options.constraints.routing = *routing;
   options.top_k = absl::GetFlag(FLAGS_top);
   options.threads = absl::GetFlag(FLAGS_threads);
   absl::StatusOr<pl::SearchResult> result = pl::Search(
