@@ -7,6 +7,7 @@
 
 #include "planner/flops.h"
 #include "planner/internal/step_model_maxtext.h"
+#include "planner/internal/step_model_memory.h"
 
 namespace moetune::planner::step_model_internal {
 
@@ -89,9 +90,9 @@ void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
 double CombinedOneFOneBPairedFraction(int pp, int vp, int micro_batches) {
   if (micro_batches < 1 || pp < 1 || vp < 1) return 0.0;
   const double n = double(micro_batches) * (pp > 1 ? vp : 1);
-  double alone = 1.0;  // pp == 1: the first forward (and the last backward)
-  if (pp > 1) alone = 2.0 * (pp - 1) + (vp > 1 ? double(vp - 1) * pp : 0.0) + 1.0;
-  if (vp == 1 && pp > 1) alone = double(pp - 1) + 1.0;
+  // The passes that run alone: the first stage's warmup forwards, the same
+  // schedules.py count its in-flight chunks are (1 without pipelining).
+  const double alone = InflightChunks(pp, vp, /*r=*/0, micro_batches);
   return std::max(0.0, n - std::min(n, alone)) / n;
 }
 

@@ -257,14 +257,12 @@ int RunPlan(const std::vector<std::string>& argv) {
       options.constraints.dispatchers.push_back(*disp);
     }
   }
-  options.constraints.routing = pl::Routing::kNatural;  // real training
-  if (const std::optional<std::string> r = args.Get("routing")) {
-    absl::StatusOr<pl::Routing> routing = pl::ParseRouting(*r);
-    if (!routing.ok()) {
-      return Fail(kExitBadInput, absl::StrCat("--routing: ", routing.status().message()));
-    }
-    options.constraints.routing = *routing;
+  // Natural routing (real training) unless --routing says otherwise.
+  absl::StatusOr<pl::Routing> routing = pl::ParseRouting(args.GetOr("routing", "natural"));
+  if (!routing.ok()) {
+    return Fail(kExitBadInput, absl::StrCat("--routing: ", routing.status().message()));
   }
+  options.constraints.routing = *routing;
   {
     absl::StatusOr<std::optional<double>> imbalance = args.GetDouble("moe-imbalance");
     if (!imbalance.ok()) return Fail(kExitBadInput, OneLine(imbalance.status().message()));

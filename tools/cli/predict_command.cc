@@ -399,14 +399,12 @@ int RunPredict(const std::vector<std::string>& argv) {
     }
     knobs.moe_load_imbalance = **imbalance;
   }
-  knobs.routing = pl::Routing::kNatural;  // real training
-  if (const std::optional<std::string> r = args.Get("routing")) {
-    absl::StatusOr<pl::Routing> routing = pl::ParseRouting(*r);
-    if (!routing.ok()) {
-      return Fail(kExitBadInput, absl::StrCat("--routing: ", routing.status().message()));
-    }
-    knobs.routing = *routing;
+  // Natural routing (real training) unless --routing says otherwise.
+  absl::StatusOr<pl::Routing> routing = pl::ParseRouting(args.GetOr("routing", "natural"));
+  if (!routing.ok()) {
+    return Fail(kExitBadInput, absl::StrCat("--routing: ", routing.status().message()));
   }
+  knobs.routing = *routing;
   if (args.Has("offload")) {
     const std::string v = absl::AsciiStrToLower(args.GetOr("offload", ""));
     if (v != "none") {
