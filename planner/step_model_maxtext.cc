@@ -71,6 +71,26 @@ Cost RaggedDotWgradExpanded(const Context& c) {
   return {g * (fc1.seconds + fc2.seconds), CostSource::kDatasheetPrior};
 }
 
+// The expansion's materialised masked operands for the largest expert
+// weight gradient, fc1: [g, M, h] and [g, M, gate x fe] BF16, g x M x (h +
+// gate x fe) x 2 B (fc2's [g, M, fe] and [g, M, h] are smaller). A
+// transient of the layer being differentiated, like its working set.
+double RaggedDotWgradExpansionBytes(const Context& c) {
+  const ModelSpec& m = *c.model;
+  const double gate = m.gated_mlp ? 2.0 : 1.0;
+  const double fe = double(m.moe_ffn_hidden_size) / c.etp;
+  const double rows = c.tokens_rank * m.moe_top_k * c.etp * ExpertRowsFactor(c);
+  const double g = double(m.num_routed_experts / c.ep);
+  return g * rows * (double(m.hidden_size) + gate * fe) * kActivationBytes;
+}
+
+// XLA's expansion applies: ragged dots (no TE grouped GEMM) under a stack
+// with upstream's lowering, and weight gradients to compute.
+bool ExpandsRaggedDotWgrad(const Context& c) {
+  return c.model->num_routed_experts > 0 && !c.knobs->grouped_gemm &&
+         c.stack->maxtext.ragged_dot_wgrad_expanded && !c.lora;
+}
+
 bool OffloadsExpertFc1(const Knobs& knobs) {
   return knobs.offload_activations && (knobs.offload_modules & kOffloadExpertFc1) != 0;
 }
@@ -241,7 +261,7 @@ void MaxTextComputeSlots(const StepModel::LayerKindTables& k, const Context& c, 
     }
     pt.gfc1_f = kc.gfc1.seconds;
     pt.gfc2_f = kc.gfc2.seconds;
-    if (!knobs.grouped_gemm && c.stack->maxtext.ragged_dot_wgrad_expanded && !c.lora) {
+    if (ExpandsRaggedDotWgrad(c)) {
       // Forward and input gradient as ragged dots, weight gradients by the
       // expansion (RaggedDotWgradExpanded).
       l.Add(kSRouted, kc.gfc1, 2.0);
@@ -624,6 +644,10 @@ PeakMemory MaxTextPeakMemory(const PlanTables& plan, const Context& c, const Par
       act += n_rc * kinds.act[k] + (ranks.counts[r][k] - n_rc) * kinds.act_norc[k];
     }
     mem.activations_bytes = act / p.vp * inflight + one_layer;
+    // Layer kinds 2 and 3 are the MoE kinds (StepModel::layer_kind).
+    if (ExpandsRaggedDotWgrad(c) && ranks.counts[r][2] + ranks.counts[r][3] > 0) {
+      mem.activations_bytes += RaggedDotWgradExpansionBytes(c);
+    }
     if (r == p.pp - 1) {
       mem.activations_bytes += c.tokens_cp * (double(m.PaddedVocabSize()) / p.tp) *
                                kLogitsActivationBytes * (1 + m.mtp_layers);

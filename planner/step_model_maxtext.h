@@ -53,50 +53,53 @@ struct MaxTextConstants {
   // figure: MaxText's integration of TE grouped GEMM is reported ~1.2x
   // faster than its alternative for standalone GEMMs (shared/docs/
   // gpu-facts.md, "Transformer Engine (JAX)"). Applies to the calls XLA
-  // lowers to its cuDNN ragged-dot fusion (forward and input gradient, see
-  // ragged_dot_wgrad_expanded); XLA's grouped-GEMM lowering of ragged_dot
+  // lowers to its cuDNN ragged-dot fusion (forward, input gradient and,
+  // unless ragged_dot_wgrad_expanded, weight gradient); XLA's grouped-GEMM
+  // lowering of ragged_dot
   // (--xla_gpu_experimental_use_ragged_dot_grouped_gemm) is hipBLASLt-only.
   double ragged_dot_time_ratio = 1.2;
-  // The weight gradients of ragged_dot (ragged contracting dimension) take
-  // XLA's expansion (xla/hlo/transforms/expanders/ragged_dot_rewriter.cc,
-  // RaggedToDense + CreateRaggedContractingDotDims: both operands are
-  // broadcast to one copy per group, the other groups' rows selected to
-  // zero, and one dot batched over the g groups contracts over all M rows):
-  // each of the g local experts' weight gradients is computed over every row
-  // of the buffer, g x the useful FLOPs (the zeros are multiplied, not
-  // skipped). false: the weight gradients at the ragged dot's cost too.
-  // What the seed's container (maxtext-2026-09-10) ran, issue 14:
-  //  - MaxText on GPU: megablox and tokamax gmm are TPU-only (pyconfig), so
-  //    sparse_matmul calls jax.lax.ragged_dot (src/maxtext/layers/moe.py
-  //    jax_ragged_dot_gmm, AI-Hypercomputer/maxtext e591f30, 2026-08-22).
-  //  - JAX: the transpose rule of ragged_dot_general emits the weight
-  //    gradient with the lhs ragged dimension contracted (jax/_src/lax/
-  //    lax.py _ragged_dot_general_transpose_rule, grad_y_dims); on GPU it
-  //    lowers to chlo.ragged_dot unless jax_ragged_dot_use_gpu_pallas_triton_
-  //    lowering (default False; jax-ml/jax 9a9fc02, 2026-04-06; unchanged at
-  //    cec06d1, 2026-08-08).
-  //  - XLA: the cuDNN ragged-dot fusion (openxla/xla PR #40189, e9b9c99,
-  //    2026-04-30) takes the ragged non-contracting calls (forward, input
-  //    gradient) and leaves the weight gradients to the expansion ("only
-  //    rewrite unsupported ones (wgrad) to dense dot"); PR #42313 (8addd218,
-  //    May 2026) turned it on by default (cuDNN >= 9.22, sm80+), which
-  //    ragged_dot_time_ratio prices. The weight-gradient cuDNN path
-  //    (kRaggedContracting, kMinCudnnVersionForRaggedDotWgradFusion: cuDNN
-  //    >= 9.24) is in a later upstream version only (054b4334): on
-  //    2026-09-07 marin's grouped-GEMM de-risking report (branch claude/moe-
-  //    grouped-gemm-derisking-m9ood6) reads "Weight gradients still take the
-  //    expansion" (jaxlib 0.11.1), and on 2026-09-10 marin-community/marin
-  //    #9077 needs its own XLA fork (marin-community/xla 777140f adds
-  //    kRaggedContracting to the cuDNN path) to lower them; the Triton
-  //    kRaggedContracting emitter (openxla/xla PR #45998, 2026-07-21) was
-  //    still open. So true, and the seed baseline's share stays missed:
-  //    66.2% predicted against 84% (tests/seed_benchmark.cc prints the
-  //    expansion's seconds and what the share would be without it). Not
-  //    priced: the masked operands' memory (one fc1 weight gradient of the
-  //    seed baseline: 84 + 48 GiB in bf16 if materialized, as marin saw the
-  //    forward expansion materialized on B200 in #7012); the published run
-  //    fitting says XLA fused the mask into the GEMM or ran another lowering.
-  bool ragged_dot_wgrad_expanded = true;
+  // Whether the weight gradients of ragged_dot (ragged contracting
+  // dimension) take XLA's expansion (xla/hlo/transforms/expanders/
+  // ragged_dot_rewriter.cc, RaggedToDense + CreateRaggedContractingDotDims:
+  // both operands broadcast to one copy per group, the other groups' rows
+  // selected to zero, one dot batched over the g groups contracting over
+  // all M rows): g x the useful FLOPs (RaggedDotWgradExpanded) and the
+  // masked operands materialised (RaggedDotWgradExpansionBytes: XLA's
+  // dense rewrite is materialised before a cuBLAS call, marin-community
+  // #7012 saw [262144, 163840] built on B200; #5350 ~54 GiB of temporaries).
+  // false: the weight gradients at the ragged dot's cost, like the forward
+  // and input gradient.
+  // What the seed's container (NVIDIA's maxtext-2026-09-10) ran, issue 14.
+  // The source trail of *upstream* points to the expansion:
+  //  - MaxText on GPU calls jax.lax.ragged_dot (megablox/tokamax gmm are
+  //    TPU-only: AI-Hypercomputer/maxtext e591f30 src/maxtext/layers/moe.py);
+  //  - JAX's transpose rule emits the weight gradient ragged-contracting
+  //    (jax/_src/lax/lax.py _ragged_dot_general_transpose_rule), lowered to
+  //    chlo.ragged_dot on GPU;
+  //  - XLA's cuDNN ragged-dot fusion (openxla/xla PR #40189, 2026-04-30;
+  //    default from PR #42313, cuDNN >= 9.22) took forward and input
+  //    gradient and left "unsupported ones (wgrad)" to the dense rewrite;
+  //    the cuDNN wgrad path (kRaggedContracting, MOE_GROUPED_MATMUL_BWD,
+  //    cuDNN >= 9.24; ragged_dot_fusion_rewriter.cc PadWgradForCuDNNAlignment
+  //    / MaskRaggedDotPaddingTail) is in a later upstream version, and
+  //    marin-community (2026-09-07, #9077 2026-09-10) still saw the
+  //    expansion upstream.
+  // The run's own measurements rule the expansion out, each on its own:
+  //  - memory: materialised, one layer's fc1 weight gradient needs 84 + 48
+  //    GiB of masked operands beside the 157 GiB the baseline holds
+  //    otherwise -- 289 GiB on a 186 GB GB200; the published run ran. (A
+  //    fused mask, same FLOPs without the memory, is not what the dense
+  //    rewrite emits.)
+  //  - time: the published 103 TFLOPS/GPU with 84% of kernel time in
+  //    communication leaves at most ~10 s of a ~62 s step to compute; the
+  //    expansion alone is ~20 s (tests/seed_benchmark.cc prints both).
+  // So NVIDIA's container ran a grouped weight gradient (JAX-Toolbox builds
+  // XLA with its own patch set and ships the newest cuDNN; the cuDNN wgrad
+  // path is NVIDIA's own). false for this stack; true stays for stacks with
+  // upstream's lowering of the time, and then the model prices both the
+  // FLOPs and the memory. This choice is set by the seed run itself: its
+  // baseline share is in-sample for it, not an out-of-sample check.
+  bool ragged_dot_wgrad_expanded = false;
   // Rows of the expert-side tensors XLA keeps for backward (sorted inputs,
   // moe_mlpwi_0/1 outputs, activation, moe_mlpwo output) under ragged
   // all-to-all. MaxText's own sparse path sizes its ragged buffers for the

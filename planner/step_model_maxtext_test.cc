@@ -215,21 +215,24 @@ TEST(MaxTextTermsTest, NcclEpSharesNvlinkWithTheGradientAllReduce) {
 
 TEST(MaxTextTermsTest, RaggedDotIsTheGroupedGemmTimesItsRatio) {
   const StackConstants stack = MaxTextStackConstants();
+  ASSERT_FALSE(stack.maxtext.ragged_dot_wgrad_expanded);
   const StepModel sm = Make(stack);
   Knobs k;
   // Grouped GEMMs fc1 and fc2 at 2 ms, x 3 passes, 2 layers: 24 ms.
   k.grouped_gemm = true;
   EXPECT_NEAR(Seconds(PredictOrDie(sm, Layout(false), k), "moe.routed_experts"), 24e-3, 1e-12);
+  // All three passes as ragged dots: 24 ms x the ratio.
   k.grouped_gemm = false;
-  // Forward and input gradient as ragged dots: 2 GEMMs x 2 passes x 2 ms x
-  // the ratio x 2 layers; weight gradients by XLA's expansion: 8 / ep = 2
-  // local experts x 2 dense GEMMs (1 ms each) per layer.
   EXPECT_NEAR(Seconds(PredictOrDie(sm, Layout(false), k), "moe.routed_experts"),
-              16e-3 * stack.maxtext.ragged_dot_time_ratio + 2 * 2 * 2e-3, 1e-12);
-  StackConstants no_expansion = stack;
-  no_expansion.maxtext.ragged_dot_wgrad_expanded = false;
-  EXPECT_NEAR(Seconds(PredictOrDie(Make(no_expansion), Layout(false), k), "moe.routed_experts"),
               24e-3 * stack.maxtext.ragged_dot_time_ratio, 1e-12);
+  // Upstream's lowering: forward and input gradient as ragged dots, 2 GEMMs
+  // x 2 passes x 2 ms x the ratio x 2 layers; weight gradients by XLA's
+  // expansion: 8 / ep = 2 local experts x 2 dense GEMMs (1 ms each) per
+  // layer.
+  StackConstants expanded = stack;
+  expanded.maxtext.ragged_dot_wgrad_expanded = true;
+  EXPECT_NEAR(Seconds(PredictOrDie(Make(expanded), Layout(false), k), "moe.routed_experts"),
+              16e-3 * stack.maxtext.ragged_dot_time_ratio + 2 * 2 * 2e-3, 1e-12);
 }
 
 // DenseGemm at 1 PFLOP/s (2 m n k / 1e15 s) and grouped GEMMs free, so the
@@ -258,8 +261,10 @@ TEST(MaxTextTermsTest, RaggedDotWgradExpansionIsGDenseGemmsOverEveryBufferRow) {
   shape.gpus = 8;
   shape.seq_len = 1024;
   shape.global_batch = 8;
+  StackConstants expanded = MaxTextStackConstants();
+  expanded.maxtext.ragged_dot_wgrad_expanded = true;
   absl::StatusOr<StepModel> sm = StepModel::Create(
-      TinyMoe(), *c, shape, std::make_shared<DenseFlopCostModel>(*c), MaxTextStackConstants());
+      TinyMoe(), *c, shape, std::make_shared<DenseFlopCostModel>(*c), expanded);
   ASSERT_TRUE(sm.ok()) << sm.status();
   Knobs k;
   k.grouped_gemm = false;
@@ -270,6 +275,23 @@ TEST(MaxTextTermsTest, RaggedDotWgradExpansionIsGDenseGemmsOverEveryBufferRow) {
   k.moe_load_imbalance = 1.5;
   EXPECT_NEAR(Seconds(PredictOrDie(*sm, Layout(false), k), "moe.routed_experts"),
               1.5 * 25769803776.0 / 1e15, 1e-15);
+}
+
+TEST(MaxTextTermsTest, RaggedDotWgradExpansionHoldsItsMaskedOperands) {
+  // The expansion materialises fc1's masked operands [g, M, h] and [g, M,
+  // 2 fe]: 2 local experts x 2,048 rows x (1,024 + 1,024) x 2 B =
+  // 16,777,216 bytes more at the peak; none without the expansion or with
+  // TE's grouped GEMM.
+  StackConstants expanded = MaxTextStackConstants();
+  expanded.maxtext.ragged_dot_wgrad_expanded = true;
+  Knobs k;
+  k.grouped_gemm = false;
+  const Prediction plain = PredictOrDie(Make(MaxTextStackConstants()), Layout(false), k);
+  const Prediction masked = PredictOrDie(Make(expanded), Layout(false), k);
+  EXPECT_NEAR(masked.memory.activations_bytes - plain.memory.activations_bytes, 16777216.0, 1e-3);
+  k.grouped_gemm = true;
+  EXPECT_DOUBLE_EQ(PredictOrDie(Make(expanded), Layout(false), k).memory.activations_bytes,
+                   PredictOrDie(Make(MaxTextStackConstants()), Layout(false), k).memory.activations_bytes);
 }
 
 TEST(MaxTextTermsTest, NoPerExpertHostTime) {

@@ -65,7 +65,8 @@ bool MaxTextMultiStream(const Knobs& knobs);
 //  - expert GEMMs: TE cuBLAS grouped GEMM = the cost model's grouped GEMM;
 //    XLA ragged_dot = that x MaxTextConstants::ragged_dot_time_ratio (in
 //    MaxTextLayerCost the weight gradients instead by XLA's expansion, g
-//    dense GEMMs over all buffer rows, when ragged_dot_wgrad_expanded);
+//    dense GEMMs over all buffer rows and their masked operands in memory,
+//    when ragged_dot_wgrad_expanded: upstream XLA, not the seed container);
 //  - ragged all-to-all (dedup false): the send buffer, tokens x top_k rows
 //    of h BF16 elements (every copy), over the EP group: inside one NVLink
 //    domain by XLA's one-shot kernel (MaxTextRaggedAllToAllOneShotSeconds,
