@@ -15,6 +15,7 @@
 #include "nlohmann/json.hpp"
 #include "planner/framework_rules.h"
 #include "planner/internal/strings.h"
+#include "planner/precision.h"
 #include "planner/units.h"
 
 namespace moetune::planner {
@@ -389,7 +390,11 @@ void OverlapFlags(const Prediction& p, ArgWriter& a) {
     a.Flag("--overlap-grad-reduce");
     a.Flag("--overlap-param-gather");
   }
-  if (k.overlap.tp_comm && par.tp > 1) a.Flag("--tp-comm-overlap");
+  // Not for NVFP4: TE's userbuffers would refuse the NVFP4 quantizer at the
+  // first all-gather (TpCommOverlapSupports, precision.h).
+  if (k.overlap.tp_comm && par.tp > 1 && TpCommOverlapSupports(k.precision)) {
+    a.Flag("--tp-comm-overlap");
+  }
   if (EpOverlapActive(m, par, k)) {
     a.Flag("--overlap-moe-expert-parallel-comm");
     // TE cannot delay the weight gradients of graphed attention with biases.

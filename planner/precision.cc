@@ -47,4 +47,8 @@ double GemmOperandBytes(Precision precision) {
   return 2.0;
 }
 
+bool TpCommOverlapSupports(Precision precision) {
+  return precision != Precision::kNvfp4;
+}
+
 }  // namespace moetune::planner

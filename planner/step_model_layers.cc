@@ -695,13 +695,15 @@ void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_sc
 // and backward: 2 x pairs x (AG + RS). With the overlap on, up to
 // tp_overlap_fraction of the block's GEMM time hides it; the hidden part
 // slows the compute by overlap_slowdown. Not on Hopper under the EP overlap
-// (TpOverlapSurvivesEpOverlap).
+// (TpOverlapSurvivesEpOverlap), and not for NVFP4 GEMMs, which have no
+// userbuffers path (TpCommOverlapSupports, precision.h): there the knob
+// changes nothing and every TP collective is exposed.
 void AddTpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g,
                 bool ep_overlap_schedule, Slots* l) {
   if (c.tp <= 1) return;
   const double total = 2.0 * g.tp_pairs * (kc.tp_ag.seconds + kc.tp_rs.seconds);
   const uint8_t src = SourceBit(kc.tp_ag.source) | SourceBit(kc.tp_rs.source);
-  if (c.knobs->overlap.tp_comm &&
+  if (c.knobs->overlap.tp_comm && TpCommOverlapSupports(c.precision) &&
       TpOverlapSurvivesEpOverlap(c.cost->cluster().gpu.generation, ep_overlap_schedule)) {
     const double hidden = std::min(total, c.stack->tp_overlap_fraction * g.block_gemm_s);
     l->AddSeconds(kSTpHidden, hidden, src);

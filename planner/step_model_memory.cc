@@ -92,7 +92,8 @@ MemoryBreakdown RankMemory(const PlanTables& plan, const Context& c, const Paral
   if (p.ep > 1) {
     mem.comm_buffers_bytes += 2.0 * c.tokens_rank * m.moe_top_k * h * kActivationBytes;
   }
-  if (p.tp > 1 && c.knobs->overlap.tp_comm) {
+  // Userbuffers' own buffers, only where the overlap runs (not for NVFP4).
+  if (p.tp > 1 && c.knobs->overlap.tp_comm && TpCommOverlapSupports(c.precision)) {
     mem.comm_buffers_bytes += 2.0 * c.tokens_cp * h * kActivationBytes;
   }
   mem.reserve_bytes = kFixedReserveBytes + fragmentation;
