@@ -168,16 +168,18 @@ struct DataSetPriors {
   // 1.10 once GB200 is priced at the rate it sustains (B200's, gb200-nvl72
   // sustained_tensor_fraction), which also matches B300/B200 = 1.11 on
   // the DeepSeek-V3 rows; 1.14 on the merged model (with the memory
-  // model's no-recompute fits and the EP-overlap windows).
-  double blackwell_ultra_clock_gain = 1.14;
+  // model's no-recompute fits and the EP-overlap windows); 1.12 once NVFP4
+  // GEMMs no longer hide their TP collectives (TpCommOverlapSupports).
+  double blackwell_ultra_clock_gain = 1.12;
   // Ceiling on the inter-node EP dispatch/combine rate per GPU on Blackwell
   // (bytes/s), whatever the NIC. Range 15-60 GB/s (a 400G port: 50 GB/s).
   double blackwell_dispatch_scaleout_max_bytes_per_sec = 35e9;
   // Multiplies every GEMM efficiency of every generation: the public ranges
   // quoted in PriorConstantsFor are about +-10% wide. The rule's choice:
   // 0.96 before GB200's sustained fraction, 1.02 with it, 1.00 on the
-  // merged model (memory model's no-recompute fits, EP-overlap windows).
-  double gemm_efficiency_scale = 1.00;
+  // merged model (memory model's no-recompute fits, EP-overlap windows),
+  // 1.02 once NVFP4 GEMMs no longer hide their TP collectives.
+  double gemm_efficiency_scale = 1.02;
 };
 PriorConstants PriorConstantsFor(const GpuSpec& gpu, const DataSetPriors& fitted);
 // One generation's table (planner/data/priors/*.json) with the data-set

@@ -33,5 +33,14 @@ TEST(PrecisionTest, OperandBytes) {
   EXPECT_EQ(GemmOperandBytes(Precision::kNvfp4), 0.5625);
 }
 
+TEST(PrecisionTest, TpCommOverlapHasNoNvfp4Path) {
+  // Transformer Engine's userbuffers all-gather takes FP8 and MXFP8
+  // quantizers (and BF16 tensors), not NVFP4 ones.
+  EXPECT_TRUE(TpCommOverlapSupports(Precision::kBf16));
+  EXPECT_TRUE(TpCommOverlapSupports(Precision::kFp8));
+  EXPECT_TRUE(TpCommOverlapSupports(Precision::kMxfp8));
+  EXPECT_FALSE(TpCommOverlapSupports(Precision::kNvfp4));
+}
+
 }  // namespace
 }  // namespace moetune::planner

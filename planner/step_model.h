@@ -229,8 +229,10 @@ struct StackConstants {
   // 125 us again; 25 us once GB200 is priced at its sustained tensor rate,
   // gb200-nvl72.json; 275 us on the merged model, where the memory model
   // lets the interleaved Llama rows run without recompute as their recipes
-  // do). A weakly identified constant: folds choose 0-400 us.
-  double pp_stage_visit_s = 275e-6;
+  // do; 175 us once NVFP4 GEMMs no longer hide their TP collectives, which
+  // the deep interleaved Llama3.1-405B NVFP4 rows had absorbed here). A
+  // weakly identified constant: folds choose 0-400 us.
+  double pp_stage_visit_s = 175e-6;
   // Which of the optimizations above this stack has.
   MegatronFeatures features;
 };

@@ -685,6 +685,31 @@ TEST(StepModelByHandTest, TensorParallelCommunication) {
               1e-12);
 }
 
+TEST(StepModelByHandTest, Nvfp4TensorParallelCommunicationIsNotHidden) {
+  // The same tp 2 step on a Blackwell cluster (which has NVFP4), every
+  // collective 1 ms, TP overlap knob on. FP8 and MXFP8 GEMMs hide the TP
+  // all-gather / reduce-scatter (userbuffers): 8 x (4 x 12 + 5) = 424 ms as
+  // above. NVFP4 GEMMs have no userbuffers path (TpCommOverlapSupports), so
+  // the knob changes nothing and all 8 ms per layer stay exposed:
+  // 8 x (4 x (12 + 8) + 3 + 2) = 680 ms, the overlap-off figure.
+  const ClusterSpec c = Cluster("gb200-nvl72");
+  auto step = [&](Precision precision, bool tp_overlap) {
+    absl::StatusOr<StepModel> sm = StepModel::Create(
+        TinyDense(), c, {2, 2048, 8}, std::make_shared<UnitCostModel>(c, 1.0), RoundStack());
+    EXPECT_TRUE(sm.ok()) << sm.status();
+    Knobs k;
+    k.precision = precision;
+    k.overlap.tp_comm = tp_overlap;
+    absl::StatusOr<Prediction> pr = sm->Predict(Layout(2, 1, 1, 1, 1, 1), k);
+    EXPECT_TRUE(pr.ok()) << pr.status();
+    return pr.ok() ? pr->step_time_s : 0.0;
+  };
+  EXPECT_NEAR(step(Precision::kFp8, true), 0.424, 1e-12);
+  EXPECT_NEAR(step(Precision::kMxfp8, true), 0.424, 1e-12);
+  EXPECT_NEAR(step(Precision::kNvfp4, true), 0.680, 1e-12);
+  EXPECT_NEAR(step(Precision::kNvfp4, false), 0.680, 1e-12);
+}
+
 // TinyDense's attention with 2 MoE layers: 8 experts of width 512, top-2
 // (or `experts`), no shared experts.
 ModelSpec TinyMoe(int experts = 8) {

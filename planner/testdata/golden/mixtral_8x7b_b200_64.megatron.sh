@@ -61,7 +61,6 @@ MEGATRON_ARGS=(
   # communication overlap
   --overlap-grad-reduce
   --overlap-param-gather
-  --tp-comm-overlap
   --overlap-moe-expert-parallel-comm
   --delay-wgrad-compute
   # planned with 2 communication streams (Megatron picks its own)
