@@ -513,7 +513,9 @@ TEST(StepModelKnownErrorTest, Llama3LoraOn8Gb200) {
   // the model was ~13% high (6,736; before that 7,775, +30%); with the
   // exposed P2P handshake per virtual-stage visit (pp_stage_visit_s) ~5%;
   // with the constants refit on the FP8-saved-activation memory model
-  // (pp_stage_visit 325 us, gemm_efficiency_scale 0.92) ~-1% (5,911).
+  // (pp_stage_visit 325 us, gemm_efficiency_scale 0.92) ~-1% (5,911);
+  // with the refit after NVFP4's TP collectives came unhidden
+  // (pp_stage_visit 175 us, gemm_efficiency_scale 1.02) ~+3% (6,139).
   TrainingShape shape{8, 4096, 32};
   shape.objective = Objective::kLora;
   const StepModel sm =
@@ -521,7 +523,7 @@ TEST(StepModelKnownErrorTest, Llama3LoraOn8Gb200) {
   Knobs k;
   k.precision = Precision::kMxfp8;
   const double t = TokensPerSec(sm, Layout(1, 4, 20, 1, 1, 1), k);
-  EXPECT_NEAR(t, 5911, 0.03 * 5911);  // true: 5,958
+  EXPECT_NEAR(t, 6139, 0.03 * 6139);  // true: 5,958
 }
 
 TEST(StepModelKnownErrorTest, DeepSeekV3On256Gb300) {
