@@ -392,8 +392,12 @@ void OverlapFlags(const Prediction& p, ArgWriter& a) {
   }
   // Not for NVFP4: TE's userbuffers would refuse the NVFP4 quantizer at the
   // first all-gather (TpCommOverlapSupports, precision.h).
-  if (k.overlap.tp_comm && par.tp > 1 && TpCommOverlapSupports(k.precision)) {
-    a.Flag("--tp-comm-overlap");
+  if (k.overlap.tp_comm && par.tp > 1) {
+    if (TpCommOverlapSupports(k.precision)) {
+      a.Flag("--tp-comm-overlap");
+    } else {
+      a.Comment("no --tp-comm-overlap: Transformer Engine userbuffers has no NVFP4 path");
+    }
   }
   if (EpOverlapActive(m, par, k)) {
     a.Flag("--overlap-moe-expert-parallel-comm");

@@ -335,7 +335,9 @@ TEST(EmittersTest, MegatronFlagsFollowThePlan) {
   // TP 2 with the TP overlap knob on, but NVFP4: TE's userbuffers has no
   // NVFP4 path, so the flag would fail at the first all-gather.
   EXPECT_TRUE(cases[2].prediction.knobs.overlap.tp_comm);
-  EXPECT_THAT(mixtral, Not(HasSubstr("--tp-comm-overlap")));
+  EXPECT_THAT(mixtral, Not(HasSubstr("  --tp-comm-overlap\n")));
+  EXPECT_THAT(mixtral, HasSubstr("  # no --tp-comm-overlap: Transformer Engine userbuffers has no "
+                                 "NVFP4 path\n"));
   EXPECT_THAT(mixtral, HasSubstr("  --use-megatron-fsdp\n"));
   EXPECT_THAT(mixtral, HasSubstr("  --ckpt-format fsdp_dtensor\n"));
 }

@@ -61,6 +61,7 @@ MEGATRON_ARGS=(
   # communication overlap
   --overlap-grad-reduce
   --overlap-param-gather
+  # no --tp-comm-overlap: Transformer Engine userbuffers has no NVFP4 path
   --overlap-moe-expert-parallel-comm
   --delay-wgrad-compute
   # planned with 2 communication streams (Megatron picks its own)
