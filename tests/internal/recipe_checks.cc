@@ -48,6 +48,7 @@ RecipeCheck Qwen3H100(const char* id, const char* recipe, double measured) {
   c.parallel.mbs = 1;
   c.knobs = RecipeKnobs(planner::Precision::kBf16);
   c.features.graph_attn = false;
+  c.features.graph_full_iteration = false;  // cuda_graph_impl transformer_engine, scoped
   return c;
 }
 
@@ -125,6 +126,7 @@ std::vector<RecipeCheck> PublicRecipeChecks() {
                                "EP overlap, NaN/large-grad checks",
                                21205.047);
     c.features.graph_attn = false;
+    c.features.graph_full_iteration = false;
     c.knobs.routing = planner::Routing::kNatural;
     c.not_modelled = "per-step NaN / large-gradient checks";
     v.push_back(c);
