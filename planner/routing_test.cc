@@ -77,6 +77,30 @@ TEST(RoutingTest, SlowestGroupByHand) {
   EXPECT_NEAR(NaturalRoutingImbalance(s, cv), 1.366, 2e-3);
 }
 
+// Qwen3-30B-A3B (128 experts, top-8), the Megatron-Bridge card's natural-
+// routing runs, one EP group each (ep_groups 1: E[max of 1] = 0):
+// 8 GB200, EP 8, MBS 4 x 4,096 tokens -> 16 experts per rank:
+//   CV_rank^2 = (7/8) x (0.2052 / 16 + 1 / (16384 x 8)) = 0.01123,
+//   CV_rank = 0.1060; Blom n = 8: Phi^-1(7.625 / 8.25 = 0.92424) = 1.434;
+//   imbalance = 1 + 0.1060 x 1.434 = 1.152.
+// 16 H100, EP 16, MBS 1 x 4,096 -> 8 per rank:
+//   CV_rank^2 = (15/16) x (0.2052 / 8 + 1 / 32768) = 0.02408, CV_rank =
+//   0.1552; n = 16: Phi^-1(15.625 / 16.25 = 0.96154) = 1.768;
+//   imbalance = 1 + 0.1552 x 1.768 = 1.274.
+TEST(RoutingTest, Qwen3SmallExpertsByHand) {
+  const double cv = ExpertLoadCv(kNaturalRoutingExpertLoadGini);
+  RoutingShape s;
+  s.tokens_per_rank = 16384;
+  s.top_k = 8;
+  s.experts_per_rank = 16;
+  s.ep = 8;
+  EXPECT_NEAR(NaturalRoutingImbalance(s, cv), 1.152, 2e-3);
+  s.tokens_per_rank = 4096;
+  s.experts_per_rank = 8;
+  s.ep = 16;
+  EXPECT_NEAR(NaturalRoutingImbalance(s, cv), 1.274, 2e-3);
+}
+
 TEST(RoutingTest, NoSpreadWithoutExpertParallelism) {
   RoutingShape s;
   s.tokens_per_rank = 4096;

@@ -92,6 +92,24 @@ struct MegatronFeatures {
   bool graph_moe_router = true;
   bool graph_moe_preprocess = true;
   bool graph_shared_experts = true;
+  // --cuda-graph-impl full_iteration: the whole step captured, the MoE
+  // layers included, which a dropless MoE allows only with a static token
+  // budget -- Megatron-Bridge's MoE performance recipes from 26.06 on
+  // (perf_recipes/qwen/common.py _enable_hybridep_full_iteration_mxfp8,
+  // deepseek/common.py _enable_deepseek_full_iteration_mxfp8,
+  // gpt_oss/common.py: moe_paged_stash, moe_expert_rank_capacity_factor 1.5,
+  // which hands HybridEP num_permuted_tokens; without it HybridEP sizes its
+  // buffers from a GPU tensor, a D2H synchronisation in every dispatch:
+  // Megatron-LM token_dispatcher.py _HybridEPManager.setup_metadata,
+  // fused_a2a.py hybrid_ep_dispatch). The latest stack's default; the
+  // functional recipes and the scoped-graph recipes (cuda_graph_scope
+  // moe_router + moe_preprocess, e.g. recipes/qwen/h100/qwen3_moe.py) set
+  // false. Read only by the 26.06 MoE host-hiding rule
+  // (StackConstants::moe_host_hidden_by_ep_overlap): with scoped graphs each
+  // dispatch's synchronisation holds the CPU, so the MoE layer's host work
+  // adds to the GPU time as in 26.02-26.04 (MoeHostHidden,
+  // internal/step_model_layers.h).
+  bool graph_full_iteration = true;
   // bindpcie: each rank's process and memory on its GPU's NUMA node (guide
   // 2.4).
   bool cpu_numa_binding = true;
@@ -166,22 +184,34 @@ struct StackConstants {
   double host_op_s = 25e-6;
   // 26.06 on: on the layouts where the combined-1F1B schedule can run
   // (EP > 1, the layouts ep_overlap_needs_interleaving allows, >= 2
-  // micro-batches; whether or not the A2A overlap is turned on: the
-  // evidence rows below run recipes that leave moe_a2a_overlap off, the
-  // Megatron-Bridge default -- Qwen3-30B-A3B GB300, Qwen3-235B-A22B GB200
-  // in scripts/performance/configs/qwen/qwen3_workload_base_configs.py), a
-  // MoE layer's host work no longer stalls the GPU: the other micro-batch's
-  // layer computes meanwhile, and only host time beyond that compute shows.
+  // micro-batches), with CUDA graphs capturing the full iteration
+  // (MegatronFeatures::graph_full_iteration; MoeHostHidden in
+  // internal/step_model_layers.h), a MoE layer's host work no longer stalls
+  // the GPU: only host time beyond the other micro-batch's compute shows.
   // 26.02-26.04: false (host time adds, see above). Evidence, same layout
   // and cluster across the generation boundary (runs.json): Qwen3-30B-A3B
   // on 8 GB300 (pp 1) 31,744 -> 45,275 tokens/s/GPU (26.04.01 -> 26.06),
   // Qwen3-235B-A22B on 256 GB200 (pp 8 x vp 3) 5,680 -> 7,376 -- each
   // about its modelled host time -- while DeepSeek-V3 on 256 B300 (pp 8,
-  // vp 1: no EP-overlap schedule) moved 3,456 -> 3,541 (+2.5%). The rows
-  // do not say which recipe options each ran, so the rule is inferred from
-  // the throughput; later Megatron-Bridge MoE recipes (DeepSeek-V3 MXFP8 on
-  // GB200/GB300) pair the A2A overlap (moe_a2a_overlap) with full-iteration
-  // CUDA graphs, which is consistent with it.
+  // vp 1: no EP-overlap schedule) moved 3,456 -> 3,541 (+2.5%). What
+  // changed is the recipes' graph scope: Megatron-Bridge moved its MXFP8
+  // MoE performance configs to cuda_graph_impl full_iteration (with
+  // moe_a2a_overlap True and a static HybridEP token budget) in the weeks
+  // before 26.06 (scripts/performance/configs: 8af195c0a 2026-06-06
+  // DeepSeek-V3 GB300, 5f98743d5 2026-06-09 GPT-OSS-120B GB200/GB300,
+  // afb5dd47c and 55443cbfb 2026-06-10 DeepSeek-V3 GB200 and Qwen3-30B-A3B
+  // / Qwen3-235B-A22B GB200/GB300/B300). The validator still prices those
+  // rows with the A2A overlap off (an earlier reading of the recipes):
+  // priced on, the EP overlap's windows over-hide on NVL72 and the rows come
+  // out +28..+35% (planner/README.md, smallmoe branch). With graphs scoped
+  // to moe_router + moe_preprocess (+ attn) every dropless dispatch copies
+  // its token count to the host, and the host time adds, EP overlap or not.
+  // Evidence, Megatron-Bridge's Qwen3-30B-A3B scoped-graph runs
+  // (tests/internal/recipe_checks.h, knob ladders in tests/validate): with
+  // the hiding the card's H100 runs come out +38% / +37% and its GB200
+  // natural-routing run +130%, and the skill card's HybridEP EP-overlap
+  // step gains 1.33x (measured 1.18x); with the host time added -17% / -4%
+  // / +27% and 1.20x.
   bool moe_host_hidden_by_ep_overlap = true;
   // LoRA (Megatron-Bridge PEFT, adapters on linear_qkv, linear_proj,
   // linear_fc1, linear_fc2): each adapter runs beside its frozen linear as

@@ -312,6 +312,12 @@ double HostFactor(const StackConstants& stack) {
 
 double HostOpSeconds(const StackConstants& stack) { return stack.host_op_s * HostFactor(stack); }
 
+bool MoeHostHidden(const StackConstants& stack, bool combined_layout, int ep,
+                   bool cuda_graphs) {
+  return stack.moe_host_hidden_by_ep_overlap && combined_layout && ep > 1 && cuda_graphs &&
+         stack.features.graph_full_iteration;
+}
+
 // The routed experts' two grouped GEMMs (fc1: h -> gate x f / etp, fc2
 // back) over the rank's tokens x top_k rows, spread over its local experts,
 // the busiest GPU's share scaled by `imbalance`; `grouped` false prices a
@@ -657,14 +663,14 @@ void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_sc
     const double host = MoeHostSeconds(*c.stack, local) +
                         ExtraQuantizationsHostSeconds(c, 2.0 * local, 0.0) +
                         (PermuteHostSeconds(c) - LatestPermuteHostSeconds(c));
-    if (c.stack->moe_host_hidden_by_ep_overlap && ep_overlap_schedule && c.ep > 1 &&
-        c.knobs->cuda_graphs) {
+    if (MoeHostHidden(*c.stack, ep_overlap_schedule, c.ep, c.knobs->cuda_graphs)) {
       // The other micro-batch's layer keeps the GPU busy while this one's
       // host work runs: only host time beyond that compute shows. That
       // needs the other micro-batch's static parts to cost the CPU nothing
       // (graph replays): without CUDA graphs the one CPU issues both
       // micro-batches' ops in turn and its time adds (the Megatron-Bridge
-      // MoE recipes pair moe_a2a_overlap with CUDA graphs).
+      // MoE recipes pair moe_a2a_overlap with CUDA graphs); with graphs
+      // scoped to parts of the layer it does not happen (MoeHostHidden).
       const double compute = SlotSum(*l, kSAttnCore, kSMemBound);
       l->AddSeconds(kSLaunch, std::max(0.0, host - compute), kPriorBit);
     } else {

@@ -778,6 +778,38 @@ double MoeStepSecondsWith(const ModelSpec& m, const char* cluster, const Paralle
   return pr.ok() ? pr->step_time_s : 0.0;
 }
 
+TEST(StepModelByHandTest, MoeHostHiddenOnlyUnderFullIterationGraphs) {
+  // TinyMoe, EP 2, as in MoeHostTimePerGeneration: 9 ms of compute and
+  // 1.825 ms of MoE host time per layer and micro-batch, 8 micro-batches,
+  // head 3 ms. 26.06 with full-iteration graphs (the default feature):
+  // hidden, 8 x (2 x 9 + 3) = 168 ms. With graphs scoped to router +
+  // preprocess (+ attn) the dispatch's token-count sync holds the CPU, and
+  // the host time adds as in 26.02, EP overlap on or off:
+  // 8 x (2 x (9 + 1.825) + 3) = 197.2 ms.
+  const ParallelConfig ep2 = Layout(1, 1, 1, 2, 1, 1);
+  StackConstants full = StackConstantsFor(StackGeneration::k2606);
+  full.host_op_s = 25e-6;
+  ASSERT_TRUE(full.features.graph_full_iteration);
+  StackConstants scoped = full;
+  scoped.features.graph_full_iteration = false;
+  Knobs overlap_on;
+  overlap_on.overlap.ep_comm = true;
+  Knobs overlap_off;
+  overlap_off.overlap.ep_comm = false;
+  // The unit cost model prices the dispatch at zero, so the EP overlap
+  // itself hides nothing here: only the host rule differs.
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, full, overlap_on), 0.168, 1e-12);
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, full, overlap_off), 0.168, 1e-12);
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, scoped, overlap_on), 0.1972,
+              1e-12);
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, scoped, overlap_off), 0.1972,
+              1e-12);
+  // 26.02 never hides, whatever the scope.
+  StackConstants old = StackConstantsFor(StackGeneration::k2602);
+  old.host_op_s = 25e-6;
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, old, overlap_on), 0.1972, 1e-12);
+}
+
 TEST(StepModelByHandTest, MegatronFeaturesOnTheHost) {
   // TinyMoe, EP 2, 26.02 (host time adds), as in MoeHostTimePerGeneration:
   // 8 micro-batches x (2 layers x (9 + 1.825) + 3) = 197.2 ms with CUDA

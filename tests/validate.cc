@@ -1463,18 +1463,47 @@ int main(int argc, char** argv) {
                   p->tokens_per_sec_per_gpu, 100 * (p->tokens_per_sec_per_gpu / meas - 1),
                   attention_s(*p), c.recipe.c_str(), p->fits ? "" : " [does not fit]",
                   c.not_modelled.empty() ? "" : " | not modelled: ", c.not_modelled.c_str());
-      if (c.model_preset == "qwen3-30b-a3b") {
-        // What-if: the MoE layers' host work adds to the GPU time (the
-        // 26.02-26.04 rule) instead of hiding under the other micro-batch's
-        // compute -- what a scoped-graph run pays if the EP-overlap hiding
-        // does not happen.
-        s.moe_host_hidden_by_ep_overlap = false;
-        absl::StatusOr<mp::Prediction> q = predict(s);
-        if (q.ok()) {
-          std::printf("  %-34s %9s %9.0f %+7.1f%% %9.3f  what-if: MoE host time adds (no hiding)\n",
-                      "", "", q->tokens_per_sec_per_gpu,
-                      100 * (q->tokens_per_sec_per_gpu / meas - 1), attention_s(*q));
+      // What-ifs: each setting the check's error depends on, changed alone
+      // (graph scope and routing for the Qwen3-30B-A3B card, EP overlap for
+      // every run that has it).
+      auto what_if = [&](const char* label, const mp::StackConstants& ws, const mp::Knobs& wk) {
+        absl::StatusOr<mp::Prediction> q = absl::UnknownError("no prediction");
+        absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
+            *model, *cluster, c.shape, row_model.Cost(*cluster, default_constants), ws);
+        if (sm.ok()) {
+          const mp::NormalizedKnobs n = mp::NormalizeForMegatron(*model, c.parallel, {}, wk);
+          q = sm->Predict(c.parallel, n.knobs);
         }
+        if (!q.ok()) return;
+        std::printf("  %-34s %9s %9.0f %+7.1f%% %9.3f  what-if: %s\n", "", "",
+                    q->tokens_per_sec_per_gpu, 100 * (q->tokens_per_sec_per_gpu / meas - 1),
+                    attention_s(*q), label);
+      };
+      if (c.model_preset == "qwen3-30b-a3b") {
+        if (c.knobs.cuda_graphs && s.features.graph_full_iteration) {
+          // The 26.02-26.04 rule: the MoE layers' host work adds to the GPU
+          // time instead of hiding under the other micro-batch's compute.
+          mp::StackConstants ws = s;
+          ws.moe_host_hidden_by_ep_overlap = false;
+          what_if("MoE host time adds (no hiding)", ws, c.knobs);
+        }
+        if (c.knobs.cuda_graphs && !s.features.graph_full_iteration) {
+          // What the run would gain from full-iteration graphs (the 26.06
+          // host hiding), the rest of its recipe unchanged.
+          mp::StackConstants ws = s;
+          ws.features.graph_full_iteration = true;
+          what_if("full-iteration graphs (MoE host time hidden, the 26.06 rule)", ws, c.knobs);
+        }
+        if (c.knobs.routing == mp::Routing::kNatural) {
+          mp::Knobs wk = c.knobs;
+          wk.routing = mp::Routing::kBalanced;
+          what_if("forced balancing (imbalance 1)", s, wk);
+        }
+      }
+      if (c.knobs.overlap.ep_comm) {
+        mp::Knobs wk = c.knobs;
+        wk.overlap.ep_comm = false;
+        what_if("EP overlap off (nothing of the dispatch / combine hidden)", s, wk);
       }
       if (c.fp8_attention && stack_sinks != s.unfused_sink_layers) {
         // What-if: the sink layers as the stack's BF16 rows run them

@@ -146,6 +146,21 @@ double HostFactor(const StackConstants& stack);
 // Seconds per heavy (module-level) Python/PyTorch op on the host:
 // host_op_s x HostFactor.
 double HostOpSeconds(const StackConstants& stack);
+// Whether a MoE layer's host work (MoeHostSeconds) hides under another
+// micro-batch's compute, so that only what exceeds that compute shows:
+// the stack's rule (StackConstants::moe_host_hidden_by_ep_overlap, 26.06
+// on), a layout the combined-1F1B schedule can run (combined_layout:
+// >= 2 micro-batches, pp 1 or interleaved), EP > 1, CUDA graphs on, and
+// full-iteration graphs (MegatronFeatures::graph_full_iteration: the MoE
+// layers replayed with a static token budget, no per-dispatch
+// synchronisation). With graphs scoped to parts of the layer (moe_router,
+// moe_preprocess, attn) the dropless dispatch copies its token count to the
+// host in every layer (HybridEP without num_permuted_tokens, the NCCL
+// all-to-all's splits), which holds the CPU until the GPU has caught up;
+// the layer's expert work is issued after that, so its host time adds, EP
+// overlap or not (false: the caller adds it whole).
+bool MoeHostHidden(const StackConstants& stack, bool combined_layout, int ep,
+                   bool cuda_graphs);
 
 // Fills *t (whose moe flag is set) from layer `layer` of `model`, the
 // first of its kind: FLOPs, parameters, element counts per token.

@@ -176,6 +176,7 @@ StandaloneLadder Qwen3A3bH100HybridEpOverlapLadder() {
   f.graph_attn = false;  // scopes moe_router + moe_preprocess only
   f.graph_moe_router = true;
   f.graph_moe_preprocess = true;
+  f.graph_full_iteration = false;
   f.delay_wgrad_compute = false;  // "Delayed wgrad: disabled"
   l.steps.push_back({"bridge-qwen3-30b-h100-hybridep", "overlap off", k, f,
                      "hybridep, graphs moe_router+moe_preprocess, ep_comm overlap off", true});

@@ -123,6 +123,8 @@ TEST(KnobLadderTest, Qwen3A3bHybridEpOverlapPair) {
   EXPECT_EQ(l.steps[0].features.flex_backend,
             planner::MegatronFeatures::FlexBackend::kHybridEp);
   EXPECT_FALSE(l.steps[0].features.graph_attn);  // scopes moe_router + moe_preprocess
+  EXPECT_FALSE(l.steps[0].features.graph_full_iteration);
+  EXPECT_FALSE(l.steps[1].features.graph_full_iteration);
   // 287.305 / 244.039 = 1.17729: the source's "+17.729%".
   const std::vector<double> g = StepGains(MeasuredThroughput(l));
   EXPECT_NEAR(g[1], 1.17729, 1e-5);

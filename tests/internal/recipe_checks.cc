@@ -6,6 +6,14 @@ namespace planner = ::moetune::planner;
 
 namespace {
 
+// ddp.check_for_nan_in_grad / check_for_large_grads (Megatron-LM
+// param_and_grad_buffer.py check_grads: one L2 norm per gradient bucket,
+// checked by the rerun state machine before the DP reduce-scatter) and
+// check_for_nan_in_loss: one read of the rank's gradients per step (~5.1 G
+// BF16 values, ~10 GB: ~1.5 ms at 7 TB/s on GB200) plus a host check per
+// bucket, against a 12.4 s step: under 0.1%, not priced.
+constexpr char kSafetyChecks[] = "per-step NaN / large-gradient checks (< 0.1% of the step)";
+
 planner::Knobs RecipeKnobs(planner::Precision precision) {
   planner::Knobs k;
   k.precision = precision;
@@ -48,6 +56,7 @@ RecipeCheck Qwen3H100(const char* id, const char* recipe, double measured) {
   c.parallel.mbs = 1;
   c.knobs = RecipeKnobs(planner::Precision::kBf16);
   c.features.graph_attn = false;
+  c.features.graph_full_iteration = false;  // cuda_graph_impl transformer_engine, scoped
   return c;
 }
 
@@ -104,6 +113,17 @@ std::vector<RecipeCheck> PublicRecipeChecks() {
                            "full-iteration CUDA graphs, forced balancing, EP overlap", 40322.898));
   }
   {
+    // pretrain_performance.GB300: qwen3_30b_a3b_pretrain_8gpu_gb300_fp8mx_config
+    // (perf_recipes/qwen/gb300/qwen3_moe.py): the GB200 recipe above at MBS 8
+    // on GB300; 44,773.361 tokens/s/GPU (5,855 ms per step).
+    RecipeCheck c = Qwen3Gb200("qwen3-30b-gb300-card-performance",
+                               "full-iteration CUDA graphs, forced balancing, EP overlap, MBS 8",
+                               44773.361);
+    c.cluster_preset = "gb300-nvl72";
+    c.parallel.mbs = 8;
+    v.push_back(c);
+  }
+  {
     // pretrain.GB200: recipe qwen3_30b_a3b_pretrain_8gpu_gb200_fp8mx_
     // functional_config (recipes/qwen/gb200/qwen3_moe.py): CUDA graphs
     // scoped to moe_router + moe_preprocess (attention and the routed
@@ -114,28 +134,38 @@ std::vector<RecipeCheck> PublicRecipeChecks() {
                                "EP overlap, NaN/large-grad checks",
                                21205.047);
     c.features.graph_attn = false;
-    c.not_modelled =
-        "natural routing's imbalance (no published figure for this run; priced balanced), "
-        "per-step NaN / large-gradient checks";
+    c.features.graph_full_iteration = false;
+    c.knobs.routing = planner::Routing::kNatural;
+    c.not_modelled = kSafetyChecks;
     v.push_back(c);
   }
   {
     // pretrain_performance.H100: qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config:
     // forced balancing, scoped graphs (moe_router, moe_preprocess), EP
     // overlap; 13,011.378 tokens/s/GPU.
-    v.push_back(Qwen3H100("qwen3-30b-h100-card-performance",
-                          "graphs scoped moe_router+moe_preprocess, forced balancing, EP overlap",
-                          13011.378));
+    // The perf recipe (perf_recipes/qwen/h100/qwen3_moe.py) takes the
+    // functional one below and turns on forced balancing, EP overlap with
+    // delay_wgrad_compute = False, and moe_permute_fusion_into_hybridep.
+    RecipeCheck c = Qwen3H100("qwen3-30b-h100-card-performance",
+                              "graphs scoped moe_router+moe_preprocess, forced balancing, EP "
+                              "overlap without delayed wgrad",
+                              13011.378);
+    c.features.delay_wgrad_compute = false;
+    v.push_back(c);
   }
   {
-    // pretrain.H100: the same recipe with natural routing and the safety
-    // checks; 8,654.602 tokens/s/GPU.
+    // pretrain.H100: recipe qwen3_30b_a3b_pretrain_16gpu_h100_bf16_config
+    // (recipes/qwen/h100/qwen3_moe.py; the card's qwen3_30b_a3b_pretrain_config
+    // alias resolves to it): natural routing, moe_a2a_overlap = False and
+    // CommOverlapConfig(tp_comm_overlap=True) -- no EP overlap -- and the
+    // safety checks; 8,654.602 tokens/s/GPU.
     RecipeCheck c = Qwen3H100("qwen3-30b-h100-card-functional",
                               "graphs scoped moe_router+moe_preprocess, natural routing, "
-                              "EP overlap, NaN/large-grad checks",
+                              "no EP overlap, NaN/large-grad checks",
                               8654.602);
-    c.not_modelled =
-        "natural routing's imbalance (priced balanced), per-step NaN / large-gradient checks";
+    c.knobs.routing = planner::Routing::kNatural;
+    c.knobs.overlap.ep_comm = false;
+    c.not_modelled = kSafetyChecks;
     v.push_back(c);
   }
   {
@@ -156,9 +186,8 @@ std::vector<RecipeCheck> PublicRecipeChecks() {
     c.knobs.overlap.tp_comm = false;
     c.knobs.overlap.ep_comm = false;
     c.features.graph_attn = true;  // irrelevant without graphs
-    c.not_modelled =
-        "natural routing's imbalance (priced balanced), per-step NaN / large-gradient checks, "
-        "packed-sequence (THD) bookkeeping";
+    c.knobs.routing = planner::Routing::kNatural;
+    c.not_modelled = std::string(kSafetyChecks) + ", packed-sequence (THD) bookkeeping";
     v.push_back(c);
   }
   v.push_back(GptOss("gpt-oss-120b-gb300-ep16-26.06", "gb300-nvl72", 16, "26.06", 33166));
