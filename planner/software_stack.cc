@@ -43,6 +43,24 @@ absl::StatusOr<SoftwareStack> ParseSoftwareStack(Framework framework, std::strin
   return s;
 }
 
+std::string_view CudaGraphScopeName(CudaGraphScope scope) {
+  switch (scope) {
+    case CudaGraphScope::kModules:
+      return "modules";
+    case CudaGraphScope::kFullIteration:
+      return "full_iteration";
+  }
+  return "modules";
+}
+
+absl::StatusOr<CudaGraphScope> ParseCudaGraphScope(std::string_view text) {
+  for (CudaGraphScope s : {CudaGraphScope::kModules, CudaGraphScope::kFullIteration}) {
+    if (text == CudaGraphScopeName(s)) return s;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "CUDA graph scope '", std::string(text), "' is not one of: modules, full_iteration"));
+}
+
 std::string ToString(const SoftwareStack& stack) {
   if (stack.framework == Framework::kMaxText) {
     return absl::StrCat("MaxText ", stack.container);
@@ -60,7 +78,9 @@ absl::StatusOr<SearchResult> SearchForStack(const SearchProblem& problem,
 
 StackConstants StackConstantsFor(const SoftwareStack& stack) {
   if (stack.framework == Framework::kMaxText) return MaxTextStackConstants();
-  return StackConstantsFor(stack.generation);
+  StackConstants k = StackConstantsFor(stack.generation);
+  k.features.graph_full_iteration = stack.cuda_graph_scope == CudaGraphScope::kFullIteration;
+  return k;
 }
 
 absl::StatusOr<SearchResult> SearchForStack(const SearchProblem& problem,

@@ -17,10 +17,31 @@
 
 namespace moetune::planner {
 
+// What a run's CUDA graphs capture.
+//  kModules: the modules moetune's Megatron file names (--cuda-graph-impl
+//    transformer_engine --cuda-graph-modules attn moe_router
+//    moe_preprocess for MoE; whole layers for dense models): a dropless
+//    MoE keeps its data-dependent expert shapes eager. The default, and
+//    the only scope `plan` emits.
+//  kFullIteration: the whole step (--cuda-graph-impl full_iteration with a
+//    static MoE token budget), as Megatron-Bridge's 26.06+ MoE performance
+//    recipes run (MegatronFeatures::graph_full_iteration); a budget can
+//    drop tokens, so moetune prices it for runs that use it (predict) but
+//    never emits it.
+enum class CudaGraphScope { kModules, kFullIteration };
+// "modules", "full_iteration".
+std::string_view CudaGraphScopeName(CudaGraphScope scope);
+// Case-sensitive; InvalidArgument naming the text and the choices otherwise.
+absl::StatusOr<CudaGraphScope> ParseCudaGraphScope(std::string_view text);
+
 struct SoftwareStack {
   Framework framework = Framework::kMegatron;
   std::string container = "latest";  // as given, e.g. "26.04.01"
   StackGeneration generation = kLatestStackGeneration;
+  // What the run's CUDA graphs capture (when the plan uses them); see
+  // CudaGraphScope. The validator sets kFullIteration for the published
+  // rows whose recipes ran it.
+  CudaGraphScope cuda_graph_scope = CudaGraphScope::kModules;
 };
 
 // "" or "latest" -> the latest generation; "YY.MM[.NN]" -> its generation
@@ -47,7 +68,9 @@ absl::StatusOr<SearchResult> SearchForStack(const SearchProblem& problem,
 absl::StatusOr<SearchResult> SearchForStack(const SearchProblem& problem,
                                             std::shared_ptr<const CostModel> cost_model,
                                             SearchOptions options, const SoftwareStack& stack);
-// The step-model constants of a stack: its generation's, with its framework.
+// The step-model constants of a stack: its generation's, with its framework
+// and its CUDA-graph scope (MegatronFeatures::graph_full_iteration =
+// cuda_graph_scope == kFullIteration).
 StackConstants StackConstantsFor(const SoftwareStack& stack);
 
 }  // namespace moetune::planner

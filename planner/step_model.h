@@ -101,15 +101,21 @@ struct MegatronFeatures {
   // which hands HybridEP num_permuted_tokens; without it HybridEP sizes its
   // buffers from a GPU tensor, a D2H synchronisation in every dispatch:
   // Megatron-LM token_dispatcher.py _HybridEPManager.setup_metadata,
-  // fused_a2a.py hybrid_ep_dispatch). The latest stack's default; the
+  // fused_a2a.py hybrid_ep_dispatch). The
   // functional recipes and the scoped-graph recipes (cuda_graph_scope
   // moe_router + moe_preprocess, e.g. recipes/qwen/h100/qwen3_moe.py) set
   // false. Read only by the 26.06 MoE host-hiding rule
   // (StackConstants::moe_host_hidden_by_ep_overlap): with scoped graphs each
   // dispatch's synchronisation holds the CPU, so the MoE layer's host work
   // adds to the GPU time as in 26.02-26.04 (MoeHostHidden,
-  // internal/step_model_layers.h).
-  bool graph_full_iteration = true;
+  // internal/step_model_layers.h). Default false: what moetune's own plans
+  // run (the Megatron emitter captures attn + moe_router + moe_preprocess
+  // and keeps dropless experts eager; a static token budget can drop
+  // tokens, which a plan must not do silently). StackConstantsFor(
+  // SoftwareStack) sets it from SoftwareStack::cuda_graph_scope;
+  // the validator and the recipe checks set it for the published recipes
+  // that ran full-iteration graphs.
+  bool graph_full_iteration = false;
   // bindpcie: each rank's process and memory on its GPU's NUMA node (guide
   // 2.4).
   bool cpu_numa_binding = true;

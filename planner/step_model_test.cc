@@ -441,11 +441,20 @@ TEST(StackGenerationTest, ConstantsPerGeneration) {
 // of ../shared/validation/runs.json, with the measured value in the comment,
 // each with its row's software generation. When the model improves these
 // move toward the truth; update them then.
+// The stack of a published Megatron-Bridge row of `generation`: its
+// performance recipes ran full-iteration CUDA graphs from 26.06 on
+// (MegatronFeatures::graph_full_iteration), as the validator prices them.
+StackConstants PublishedRecipeStack(StackGeneration generation) {
+  StackConstants stack = StackConstantsFor(generation);
+  stack.features.graph_full_iteration = generation == StackGeneration::k2606;
+  return stack;
+}
+
 StepModel MakeFor(const ModelSpec& m, const char* cluster, TrainingShape shape,
                   StackGeneration generation) {
   const ClusterSpec c = Cluster(cluster);
   absl::StatusOr<StepModel> sm = StepModel::Create(
-      m, c, shape, std::make_shared<DatasheetCostModel>(c), StackConstantsFor(generation));
+      m, c, shape, std::make_shared<DatasheetCostModel>(c), PublishedRecipeStack(generation));
   EXPECT_TRUE(sm.ok()) << sm.status();
   return *std::move(sm);
 }
@@ -728,7 +737,7 @@ double MoeStepSeconds(const ModelSpec& m, const TrainingShape& shape,
                       const ParallelConfig& p, StackGeneration generation) {
   const ClusterSpec c = Cluster("h100-sxm");
   // The host time per op is a data-set constant; pinned at a round 25 us.
-  StackConstants stack = StackConstantsFor(generation);
+  StackConstants stack = PublishedRecipeStack(generation);
   stack.host_op_s = 25e-6;
   absl::StatusOr<StepModel> sm =
       StepModel::Create(m, c, shape, std::make_shared<UnitCostModel>(c), stack);
@@ -781,17 +790,18 @@ double MoeStepSecondsWith(const ModelSpec& m, const char* cluster, const Paralle
 TEST(StepModelByHandTest, MoeHostHiddenOnlyUnderFullIterationGraphs) {
   // TinyMoe, EP 2, as in MoeHostTimePerGeneration: 9 ms of compute and
   // 1.825 ms of MoE host time per layer and micro-batch, 8 micro-batches,
-  // head 3 ms. 26.06 with full-iteration graphs (the default feature):
-  // hidden, 8 x (2 x 9 + 3) = 168 ms. With graphs scoped to router +
+  // head 3 ms. 26.06 with full-iteration graphs (the published 26.06 MoE
+  // performance recipes'): hidden, 8 x (2 x 9 + 3) = 168 ms. With graphs scoped to router +
   // preprocess (+ attn) the dispatch's token-count sync holds the CPU, and
   // the host time adds as in 26.02, EP overlap on or off:
   // 8 x (2 x (9 + 1.825) + 3) = 197.2 ms.
   const ParallelConfig ep2 = Layout(1, 1, 1, 2, 1, 1);
-  StackConstants full = StackConstantsFor(StackGeneration::k2606);
-  full.host_op_s = 25e-6;
-  ASSERT_TRUE(full.features.graph_full_iteration);
-  StackConstants scoped = full;
-  scoped.features.graph_full_iteration = false;
+  StackConstants scoped = StackConstantsFor(StackGeneration::k2606);
+  scoped.host_op_s = 25e-6;
+  // The default: the scope moetune's own Megatron file captures.
+  ASSERT_FALSE(scoped.features.graph_full_iteration);
+  StackConstants full = scoped;
+  full.features.graph_full_iteration = true;
   Knobs overlap_on;
   overlap_on.overlap.ep_comm = true;
   Knobs overlap_off;
@@ -831,7 +841,7 @@ TEST(StepModelByHandTest, MegatronFeaturesOnTheHost) {
   // under the EP-overlap schedule (168 ms, MoeHostTimePerGeneration) only
   // with CUDA graphs: eager, the one CPU issues both micro-batches' ops and
   // the host time adds as in 26.02: 201.376 ms.
-  StackConstants g2606 = StackConstantsFor(StackGeneration::k2606);
+  StackConstants g2606 = PublishedRecipeStack(StackGeneration::k2606);
   g2606.host_op_s = 25e-6;
   EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, g2606, graphs), 0.168, 1e-12);
   EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, g2606, eager), 0.201376, 1e-12);

@@ -450,6 +450,14 @@ absl::StatusOr<v1::Prediction> PlannerAdapter::Predict(const v1::PredictRequest&
   if (!options.ok()) return options.status();
   absl::StatusOr<p::SoftwareStack> stack = ResolveStack(r.framework(), r.software_stack());
   if (!stack.ok()) return stack.status();
+  if (!r.cuda_graph_scope().empty()) {
+    if (r.cuda_graph_scope().size() > 32) {
+      return absl::InvalidArgumentError("cuda_graph_scope is longer than 32 characters");
+    }
+    absl::StatusOr<p::CudaGraphScope> scope = p::ParseCudaGraphScope(r.cuda_graph_scope());
+    if (!scope.ok()) return InField("cuda_graph_scope", scope.status());
+    stack->cuda_graph_scope = *scope;
+  }
   p::PlanRequest request = ToPlanRequest(*model, *cluster, *shape, *options);
   request.threads = options_.search_threads;
   request.stack = *stack;

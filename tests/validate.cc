@@ -522,6 +522,17 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
   return r;
 }
 
+// The row's recipe captured the whole iteration in CUDA graphs: Megatron-
+// Bridge moved its MoE performance recipes to cuda_graph_impl
+// full_iteration with a static token budget before 26.06
+// (MegatronFeatures::graph_full_iteration has the commits), and every
+// 26.06+ MoE row of runs.json is one of those tables. Earlier rows and the
+// dense ones: the scoped graphs (the flag changes nothing there).
+bool RecipeRanFullIterationGraphs(const RowSpec& r) {
+  return r.stack == "megatron-core-2026" && r.generation == mp::StackGeneration::k2606 &&
+         r.model.IsMoe();
+}
+
 // Builds cost models and step models for rows under given constants.
 class RowModel {
  public:
@@ -567,8 +578,9 @@ class RowModel {
   }
 
   absl::StatusOr<mp::StepModel> Model(const RowSpec& r, const FittedConstants& f) const {
-    return mp::StepModel::Create(r.model, r.cluster, r.shape, Cost(r.cluster, f),
-                                 Stack(r.generation, f));
+    mp::StackConstants s = Stack(r.generation, f);
+    s.features.graph_full_iteration = RecipeRanFullIterationGraphs(r);
+    return mp::StepModel::Create(r.model, r.cluster, r.shape, Cost(r.cluster, f), s);
   }
   // With the software features of a knob-ladder step instead of the
   // generation's.
@@ -709,6 +721,8 @@ mp::PlanRequest RowRequest(const RowSpec& r, const mp::Knobs& k) {
   q.stack.framework = mp::Framework::kMegatron;
   q.stack.container = r.container.empty() ? std::string("(none)") : r.container;
   q.stack.generation = r.generation;
+  q.stack.cuda_graph_scope = RecipeRanFullIterationGraphs(r) ? mp::CudaGraphScope::kFullIteration
+                                                          : mp::CudaGraphScope::kModules;
   return q;
 }
 

@@ -41,6 +41,9 @@ RecipeCheck Qwen3Gb200(const char* id, const char* recipe, double measured) {
   c.parallel.mbs = 4;
   c.generation = planner::StackGeneration::k2606;
   c.knobs = RecipeKnobs(planner::Precision::kMxfp8);
+  // The performance recipe's scope (full-iteration graphs, static token
+  // budget); the functional and H100 recipes below set it off.
+  c.features.graph_full_iteration = true;
   c.measured_tokens_per_sec_per_gpu = measured;
   return c;
 }
@@ -86,6 +89,7 @@ RecipeCheck GptOss(const char* id, const char* cluster, int ep, const char* cont
   c.parallel.mbs = 4;
   c.generation = planner::StackGeneration::k2606;
   c.knobs = RecipeKnobs(planner::Precision::kMxfp8);
+  c.features.graph_full_iteration = true;  // the recipe's full-iteration graphs
   // No recompute: the base recipe gpt_oss_120b_pretrain_config
   // (recipes/gpt_oss/h100/gpt_oss.py, gpt_oss_120b_pretrain_64gpu_h100_bf16_
   // config) sets recompute_granularity None and the GB200/GB300 recipes add

@@ -111,6 +111,7 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"objective", false, "pretrain (default), finetune or lora"},
       {"stack", false, "software stack: container version (Megatron: 26.02, 26.04.01, 26.06, ...; MaxText: maxtext-2026-09-10, ...) or latest (default)"},
       {"framework", false, "megatron (default) or maxtext: whose rules the pins must pass and how the step is priced"},
+      {"cuda-graph-scope", false, "what the run's CUDA graphs capture: modules (default: attn, moe_router, moe_preprocess, as moetune's Megatron file writes) or full_iteration (the whole step with a static MoE token budget, as Megatron-Bridge's 26.06+ MoE performance recipes run)"},
       {"format", false, "json (default), text, or maxtext (with --framework maxtext: the MaxText YAML and XLA_FLAGS)"},
       {"help", true, "show this help"},
   };
@@ -325,6 +326,12 @@ int RunPredict(const std::vector<std::string>& argv) {
   absl::StatusOr<pl::SoftwareStack> stack =
       pl::ParseSoftwareStack(*framework, args.GetOr("stack", ""));
   if (!stack.ok()) return Fail(kExitBadInput, absl::StrCat("--stack: ", stack.status().message()));
+  absl::StatusOr<pl::CudaGraphScope> graph_scope =
+      pl::ParseCudaGraphScope(args.GetOr("cuda-graph-scope", "modules"));
+  if (!graph_scope.ok()) {
+    return Fail(kExitBadInput, absl::StrCat("--cuda-graph-scope: ", graph_scope.status().message()));
+  }
+  stack->cuda_graph_scope = *graph_scope;
 
   pl::ParallelConfig p;
   for (auto [flag, field] : {std::pair<const char*, int*>{"tp", &p.tp},
@@ -462,7 +469,8 @@ int RunPredict(const std::vector<std::string>& argv) {
   if (format == "json") {
     nlohmann::json j = pl::ToJson(*pred);
     j["software_stack"] = {{"container", stack->container},
-                           {"generation", std::string(pl::StackGenerationName(stack->generation))}};
+                           {"generation", std::string(pl::StackGenerationName(stack->generation))},
+                           {"cuda_graph_scope", std::string(pl::CudaGraphScopeName(stack->cuda_graph_scope))}};
     if (stack->framework != pl::Framework::kMegatron) {
       j["software_stack"]["framework"] = std::string(pl::FrameworkName(stack->framework));
     }

@@ -130,8 +130,8 @@ TEST(PredictCommandTest, StackSelectsTheSoftwareGeneration) {
   // Qwen3-30B-A3B on 8 GB300 with the Megatron-Bridge layout (tp1 pp1 ep8
   // mbs8): measured 31,744 tokens/s/GPU in container 26.04.01 and 45,275 in
   // 26.06 (shared/validation/runs.json). --stack 26.04.01 predicts the
-  // 26.02 generation (MoE host time not hidden), slower than 26.06; no
-  // --stack is the latest.
+  // 26.02 generation (MoE host time not hidden), slower than 26.06 with
+  // full-iteration graphs; no --stack is the latest.
   const std::vector<std::string> base = {
       "--model", "qwen3-30b-a3b", "--cluster", "gb300-nvl72", "--gpus", "8", "--seq", "4096",
       "--gbs", "512", "--precision", "mxfp8", "--tp", "1", "--pp", "1", "--vp", "1", "--ep",
@@ -143,9 +143,23 @@ TEST(PredictCommandTest, StackSelectsTheSoftwareGeneration) {
     a.insert(a.end(), extra.begin(), extra.end());
     return RunPredict(a);
   };
-  const Result old = with({"--stack", "26.04.01"});
-  const Result current = with({"--stack", "26.06"});
-  const Result latest = with({});
+  // The 26.06 row ran the performance recipe's full-iteration graphs.
+  const Result old = with({"--stack", "26.04.01", "--cuda-graph-scope", "full_iteration"});
+  const Result current = with({"--stack", "26.06", "--cuda-graph-scope", "full_iteration"});
+  const Result latest = with({"--cuda-graph-scope", "full_iteration"});
+  // With the graphs moetune's Megatron file captures (the default), 26.06
+  // hides no MoE host time either: as 26.04.01.
+  const Result as_emitted = with({"--stack", "26.06"});
+  const Result as_emitted_old = with({"--stack", "26.04.01"});
+  ASSERT_EQ(as_emitted.code, kExitOk) << as_emitted.err;
+  ASSERT_EQ(as_emitted_old.code, kExitOk) << as_emitted_old.err;
+  const nlohmann::json e = nlohmann::json::parse(as_emitted.out);
+  EXPECT_EQ(e["software_stack"]["cuda_graph_scope"], "modules");
+  EXPECT_LT(e["tokens_per_sec_per_gpu"].get<double>(),
+            nlohmann::json::parse(latest.out)["tokens_per_sec_per_gpu"].get<double>());
+  const Result bad_scope = with({"--cuda-graph-scope", "everything"});
+  EXPECT_EQ(bad_scope.code, kExitBadInput);
+  EXPECT_NE(bad_scope.err.find("--cuda-graph-scope"), std::string::npos) << bad_scope.err;
   ASSERT_EQ(old.code, kExitOk) << old.err;
   ASSERT_EQ(current.code, kExitOk) << current.err;
   ASSERT_EQ(latest.code, kExitOk) << latest.err;
