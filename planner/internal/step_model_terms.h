@@ -177,6 +177,7 @@ struct Context {
   double tokens_cp;    // tokens of this GPU's CP shard (GEMM rows under TP)
   double tokens_rank;  // tokens_cp / tp (sequence-parallel share)
   int tp, cp, ep, etp;
+  bool dp_outermost;  // ParallelConfig::dp_outermost (rank order tp-cp-ep-pp-dp)
   int micro_batches;
   LinkSpan tp_span, cp_span, etp_span;
   int ep_gpus_per_domain;

@@ -37,10 +37,11 @@ namespace {
 //   layer each and the 62 others two).
 constexpr char kCommonRecipe[] =
     "NVFP4 GEMMs, BF16 attention, full-iteration CUDA graphs, no TP comm overlap, "
-    "DP overlap (dist. optimizer, BF16 grads), no recompute, asym. PP embed/loss";
+    "DP overlap (dist. optimizer, BF16 grads), DP outermost (TP_PP_DP_MAPPING), no recompute, "
+    "asym. PP embed/loss";
 constexpr char kNotModelled[] =
-    "Megatron rank order tp-cp-pp-dp (TP_PP_DP_MAPPING): DP priced as if inside the "
-    "NVLink domain where tp x cp x dp <= 72";
+    "NVFP4 'vanilla' recipe details, the host's per-step work outside the full-iteration "
+    "graph (optimizer, loss logging, the Lightning loop), stragglers";
 
 ScaleAnchor Anchor(const char* id, const char* system, const char* config,
                    const char* cluster, int gpus, int gbs, int tp,
@@ -63,6 +64,7 @@ ScaleAnchor Anchor(const char* id, const char* system, const char* config,
   a.parallel.mbs = 1;
   a.parallel.first_stage_layers = 1;
   a.parallel.last_stage_layers = 1;
+  a.parallel.dp_outermost = true;  // TP_PP_DP_MAPPING=True
   // NeMo 25.09 (ngc25.09 containers): older than every generation the
   // model describes, so the oldest (26.02).
   a.generation = planner::StackGeneration::k2602;
