@@ -1555,6 +1555,12 @@ int main(int argc, char** argv) {
                   mp::ResolvedDp(a.shape, a.parallel), pt.m, pt.meas_s, pt.pred_s,
                   100 * (pt.pred_tps / pt.meas_tps - 1), pt.meas_tps, pt.pred_tps, bubble,
                   dp_exposed, pp_exposed, optimizer, p->fits ? "" : " [does not fit]");
+      if (absl::GetFlag(FLAGS_verbose)) {
+        for (const mp::Term& t : p->breakdown) {
+          std::printf("      %-32s %-22s %9.3f s\n", t.name.c_str(),
+                      std::string(mp::TermKindName(t.kind)).c_str(), t.seconds);
+        }
+      }
     }
     std::printf("  (err = predicted / measured tokens/s/GPU - 1; meas, pred in tokens/s/GPU; "
                 "model terms in s per step)\n  recipe: %s\n  not modelled: %s\n",

@@ -56,6 +56,10 @@ DpPlacement DpGroupPlacement(const ParallelConfig& p, int domain_gpus);
 //                  + [max(ag/v, ag - (v-1) pp t_f / v) - t_f / v]),
 // t_b = 2/3 t_max, t_f = 1/3 t_max (t_max: the bottleneck rank's pass of
 // one micro-batch). vp = 1: rs + ag - t_max, the non-interleaved rule.
+// Not priced: the schedule's alignment of the launches across pipeline
+// ranks (grad_sync_microbatch_id = microbatch_id - pipeline_parallel_rank,
+// which moves a launch by up to pp - 1 chunk passes) and NCCL kernels
+// slowing the compute they overlap.
 double DistOptDpExposedSeconds(double rs_s, double ag_s, double t_max_s, int pp, int vp);
 
 struct DpAndOptimizer {
