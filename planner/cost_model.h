@@ -168,8 +168,9 @@ struct DataSetPriors {
   // 1.10 once GB200 is priced at the rate it sustains (B200's, gb200-nvl72
   // sustained_tensor_fraction), which also matches B300/B200 = 1.11 on
   // the DeepSeek-V3 rows; 1.14 on the merged model (with the memory
-  // model's no-recompute fits and the EP-overlap windows).
-  double blackwell_ultra_clock_gain = 1.14;
+  // model's no-recompute fits and the EP-overlap windows); 1.24 once each
+  // Megatron step's own host time is priced (StackConstants::step_host_s).
+  double blackwell_ultra_clock_gain = 1.24;
   // Ceiling on the inter-node EP dispatch/combine rate per GPU on Blackwell
   // (bytes/s), whatever the NIC. Range 15-60 GB/s (a 400G port: 50 GB/s).
   double blackwell_dispatch_scaleout_max_bytes_per_sec = 35e9;

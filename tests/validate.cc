@@ -281,6 +281,7 @@ bool SetStackConstant(const std::string& key, double v, mp::StackConstants* k) {
   else if (key == "moe_host_ops_forward") k->moe_host_ops_forward = v;
   else if (key == "grouped_gemm_host_ops_per_expert") k->grouped_gemm_host_ops_per_expert = v;
   else if (key == "host_op_us") k->host_op_s = v * 1e-6;
+  else if (key == "step_host_ms") k->step_host_s = v * 1e-3;
   else if (key == "moe_host_hidden_by_ep_overlap") k->moe_host_hidden_by_ep_overlap = v != 0;
   else if (key == "lora_adapter_hbm_passes") k->lora_adapter_hbm_passes = v;
   else if (key == "grad_buffer_bytes_per_param") k->grad_buffer_bytes_per_param = v;
@@ -299,6 +300,7 @@ struct FittedConstants {
   double host_op_s = 0;
   int unfused_sink_layers = 0;
   double pp_stage_visit_s = 0;
+  double step_host_s = 0;
 };
 
 enum FitIndex : int {
@@ -309,6 +311,7 @@ enum FitIndex : int {
   kFitHostOp,
   kFitUnfusedSinks,
   kFitPpVisit,
+  kFitStepHost,
   kNumFit
 };
 
@@ -341,6 +344,8 @@ std::vector<mt::FitParameter> FitParameters() {
                          {0, 1, 2}};
   // Exposed P2P handshake per virtual-stage visit, us: 0 .. 400.
   p[kFitPpVisit] = {"pp_stage_visit_us", s.pp_stage_visit_s * 1e6, Grid(0, 400, 25)};
+  // Host time per optimizer step the GPU timeline does not hide, ms: 0 .. 400.
+  p[kFitStepHost] = {"step_host_ms", s.step_host_s * 1e3, Grid(0, 400, 25)};
   return p;
 }
 
@@ -353,6 +358,7 @@ FittedConstants FromValues(const std::vector<double>& v) {
   f.host_op_s = v[kFitHostOp] * 1e-6;
   f.unfused_sink_layers = int(v[kFitUnfusedSinks]);
   f.pp_stage_visit_s = v[kFitPpVisit] * 1e-6;
+  f.step_host_s = v[kFitStepHost] * 1e-3;
   return f;
 }
 
@@ -549,6 +555,7 @@ class RowModel {
     s.unfused_sink_layers = static_cast<mp::StackConstants::UnfusedSinkLayers>(
         f.unfused_sink_layers);
     s.pp_stage_visit_s = f.pp_stage_visit_s;
+    s.step_host_s = f.step_host_s;
     for (const auto& [key, v] : o_.stack) SetStackConstant(key, v, &s);
     return s;
   }
@@ -564,7 +571,8 @@ class RowModel {
            f.ep_overlap_fraction == shipped.ep_overlap_fraction &&
            f.host_op_s == shipped.host_op_s &&
            f.unfused_sink_layers == shipped.unfused_sink_layers &&
-           f.pp_stage_visit_s == shipped.pp_stage_visit_s;
+           f.pp_stage_visit_s == shipped.pp_stage_visit_s &&
+           f.step_host_s == shipped.step_host_s;
   }
 
   absl::StatusOr<mp::StepModel> Model(const RowSpec& r, const FittedConstants& f) const {

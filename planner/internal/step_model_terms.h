@@ -89,6 +89,7 @@ enum Slot : int {
   kSDpHidden,
   kSBubble,
   kSOptimizer,
+  kSStepHost,
   kSOffloadExposed,
   kSOffloadHidden,
   kNumSlots
@@ -123,6 +124,7 @@ inline constexpr SlotInfo kSlots[kNumSlots] = {
     {"dp.grads_params.hidden", TermKind::kCommDpHidden},
     {"pipeline.bubble", TermKind::kPipelineBubble},
     {"optimizer", TermKind::kOptimizer},
+    {"host.per_step", TermKind::kComputeOther},  // StackConstants::step_host_s
     {"offload.exposed", TermKind::kOffloadExposed},
     {"offload.hidden", TermKind::kOffloadHidden},
 };
