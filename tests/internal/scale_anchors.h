@@ -24,10 +24,14 @@
 //   per-GPU ratios 2,560/512 0.902, 5,120/512 0.861, GB300/GB200 1.313.
 // - step = m x t + K over the GB200 runs: t 0.1172 s per micro-batch,
 //   K 0.376 s per step (0.351 s from the 5,120 run): what each step pays
-//   once does not grow from 8 to 80 replicas. The model's K is 0.178 s
-//   (bubble 0.106, exposed DP 0.06, optimizer 0.01): the known per-step
-//   terms price half of it, so the ratios come out +5.6% / +7.6%.
-// - GB300 / GB200 predicted 1.648: the GB300 run is +21% (NVFP4 GEMM
+//   once does not grow from 8 to 80 replicas. Before the per-step host
+//   time (StackConstants::step_host_s, set from runs.json by the rule,
+//   never from these runs) the model's K was 0.114 s (bubble and
+//   optimizer), 0.178 s with DP priced across racks per interleaved chunk,
+//   and the ratios came out 0.969 / 0.951 (+7.5% / +10.5%); with it K is
+//   0.350 s, the GB200 runs -0.8% / -0.1% / -0.8% and the ratios 0.909 /
+//   0.861 (+0.8% / +0.0%).
+// - GB300 / GB200 predicted 1.628: the GB300 run is +23% (NVFP4 GEMM
 //   pricing, not a scale term).
 #pragma once
 
