@@ -168,9 +168,10 @@ struct DataSetPriors {
   // 1.10 once GB200 is priced at the rate it sustains (B200's, gb200-nvl72
   // sustained_tensor_fraction), which also matches B300/B200 = 1.11 on
   // the DeepSeek-V3 rows; 1.14 on the merged model (with the memory
-  // model's no-recompute fits and the EP-overlap windows); 1.12 once NVFP4
-  // GEMMs no longer hide their TP collectives (TpCommOverlapSupports).
-  double blackwell_ultra_clock_gain = 1.12;
+  // model's no-recompute fits and the EP-overlap windows); 1.24 once each
+  // Megatron step's own host time is priced (StackConstants::step_host_s);
+  // 1.20 with NVFP4's TP collectives unhidden as well.
+  double blackwell_ultra_clock_gain = 1.20;
   // Ceiling on the inter-node EP dispatch/combine rate per GPU on Blackwell
   // (bytes/s), whatever the NIC. Range 15-60 GB/s (a 400G port: 50 GB/s).
   double blackwell_dispatch_scaleout_max_bytes_per_sec = 35e9;
@@ -178,8 +179,9 @@ struct DataSetPriors {
   // quoted in PriorConstantsFor are about +-10% wide. The rule's choice:
   // 0.96 before GB200's sustained fraction, 1.02 with it, 1.00 on the
   // merged model (memory model's no-recompute fits, EP-overlap windows),
-  // 1.02 once NVFP4 GEMMs no longer hide their TP collectives.
-  double gemm_efficiency_scale = 1.02;
+  // 1.02 once NVFP4 GEMMs no longer hide their TP collectives, 1.04 with
+  // each step's host time priced as well (StackConstants::step_host_s).
+  double gemm_efficiency_scale = 1.04;
 };
 PriorConstants PriorConstantsFor(const GpuSpec& gpu, const DataSetPriors& fitted);
 // One generation's table (planner/data/priors/*.json) with the data-set

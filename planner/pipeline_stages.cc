@@ -117,7 +117,11 @@ void TimeRanks(const ParallelConfig& p, const Recompute& recompute, const KindRe
 }
 
 Cost PpSendRecv(const Context& c, const ModelSpec& m, const TrainingShape& shape, int pp) {
-  const int stride = shape.gpus / pp;
+  // Megatron's default order tp-cp-ep-dp-pp puts PP outermost (stride
+  // gpus / pp); with DP outermost (ParallelConfig::dp_outermost) PP strides
+  // over tp x cp only. Both stride values reach the next stage's GPU
+  // inside the domain when below its size.
+  const int stride = c.dp_outermost ? c.tp * c.cp : shape.gpus / pp;
   const int domain = c.cost->cluster().nvlink_domain_gpus;
   const LinkSpan span = stride < domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
   return c.cost->Collective(CollectiveKind::kSendRecv,

@@ -399,7 +399,10 @@ Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& request
                                     breakdown ? &acc->slots : nullptr);
     }
   }
-  acc->step_time_s = m_micro * t_max + bubble + dp.dp_exposed_s + dp.optimizer_s;
+  // The step's own host time (Megatron stacks; MaxText prices its own).
+  const double step_host = IsMaxText(stack_) ? 0.0 : stack_.step_host_s;
+  if (breakdown && step_host > 0) acc->slots.AddSeconds(kSStepHost, step_host, kPriorBit);
+  acc->step_time_s = m_micro * t_max + bubble + dp.dp_exposed_s + dp.optimizer_s + step_host;
   acc->tokens_per_sec_per_gpu =
       double(shape_.global_batch) * shape_.seq_len / (acc->step_time_s * shape_.gpus);
   acc->dp = p.dp;

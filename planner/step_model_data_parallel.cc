@@ -35,22 +35,72 @@ Cost OptimizerStepCost(const CostModel& cost, const RankParams& params, int dp_d
                           (params.dense + params.expert) * kGradNormBytesPerParam);
 }
 
+DpPlacement DpGroupPlacement(const ParallelConfig& p, int domain_gpus) {
+  const int domain = std::max(1, domain_gpus);
+  const int dp_dense = DenseDpGroup(p);
+  const int dp_expert = ExpertDpGroup(p);
+  DpPlacement w;
+  if (!p.dp_outermost) {
+    // Megatron's default order tp-cp-ep-dp-pp: the dense DP (x CP) group
+    // strides over tp ranks, the expert DP group over ep x etp; the group
+    // stays inside a domain when tp x cp x dp GPUs fit in one.
+    w.span = p.tp * p.cp * p.dp <= domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
+    w.dense_per_domain = std::max(1, std::min(dp_dense, domain / std::max(1, p.tp)));
+    w.expert_per_domain = std::max(1, std::min(dp_expert, domain / std::max(1, p.ep * p.etp)));
+    return w;
+  }
+  // Order tp-cp-ep-pp-dp: a replica of tp x cp x pp consecutive GPUs; the
+  // dense DP x CP group holds the cp ranks of each replica (consecutive
+  // over tp, inside a domain when tp x cp fits) and one member per replica,
+  // replicas packing domain / (tp x cp x pp) to a domain. The expert DP
+  // group (tp x cp x dp / (ep x etp) members) likewise: the tp x cp / (ep x
+  // etp) of each replica, times its replicas per domain.
+  const int replica = p.tp * p.cp * p.pp;
+  const int replicas_per_domain = std::max(1, std::min(p.dp, domain / std::max(1, replica)));
+  w.span = replica * p.dp <= domain ? LinkSpan::kNvlinkDomain : LinkSpan::kScaleOut;
+  const int cp_in_domain = p.tp * p.cp <= domain ? p.cp : 1;
+  w.dense_per_domain = std::max(1, std::min(dp_dense, cp_in_domain * replicas_per_domain));
+  const int expert_in_replica = std::max(1, p.tp * p.cp / std::max(1, p.ep * p.etp));
+  w.expert_per_domain =
+      std::max(1, std::min(dp_expert, expert_in_replica * replicas_per_domain));
+  return w;
+}
+
+double DistOptDpExposedSeconds(double rs_s, double ag_s, double t_max_s, int pp, int vp) {
+  // Backward is ~2/3 of a stage pass, forward ~1/3 (bwd = 2 x fwd GEMMs).
+  const double t_bwd = t_max_s * 2.0 / 3.0;
+  const double t_fwd = t_max_s / 3.0;
+  const int v = std::max(1, vp);
+  if (v == 1) return std::max(0.0, rs_s + ag_s - t_max_s);
+  // The reduce-scatter of chunk j is launched when chunk j's last
+  // backward is done and the chunks finish pp chunk-backwards apart, so
+  // the serialized chain of v pieces of rs_s / v ends max(rs_s / v,
+  // rs_s - (v - 1) x pp x t_bwd / v) after the last chunk's grads are
+  // ready; that chunk's own backward (t_bwd / v) hides its buckets. The
+  // all-gathers, all dispatched at the step's start (align_param_gather),
+  // must each end before their chunk's first forward, pp chunk-forwards
+  // apart: the same with ag_s and t_fwd. v = 1 is the plain 1F1B rule:
+  // rs_s + ag_s - t_max.
+  const double spacing_bwd = double(std::max(1, pp)) * t_bwd / v;
+  const double spacing_fwd = double(std::max(1, pp)) * t_fwd / v;
+  const double rs_tail = std::max(rs_s / v, rs_s - (v - 1) * spacing_bwd) - t_bwd / v;
+  const double ag_head = std::max(ag_s / v, ag_s - (v - 1) * spacing_fwd) - t_fwd / v;
+  return std::max(0.0, rs_tail + ag_head);
+}
+
 DpAndOptimizer DataParallelAndOptimizer(const CostModel& cost, const ParallelConfig& p,
                                         const Knobs& knobs, int m_micro, double t_max,
                                         const RankParams& params, Slots* step) {
   const int domain = cost.cluster().nvlink_domain_gpus;
   const int dp_dense = DenseDpGroup(p);
   const int dp_expert = ExpertDpGroup(p);
-  const LinkSpan dp_span = p.tp * p.cp * p.dp <= domain ? LinkSpan::kNvlinkDomain
-                                                        : LinkSpan::kScaleOut;
+  const DpPlacement where = DpGroupPlacement(p, domain);
   DpAndOptimizer out;
-  double dp_total = 0;
+  double dp_total = 0, rs_total = 0, ag_total = 0;
   uint8_t src = 0;
-  // Group members per NVLink domain: the dense DP (x CP) group strides
-  // over tp ranks, the expert DP group over ep x etp.
-  const int dense_per_domain = std::max(1, std::min(dp_dense, domain / std::max(1, p.tp)));
-  const int expert_per_domain =
-      std::max(1, std::min(dp_expert, domain / std::max(1, p.ep * p.etp)));
+  const int dense_per_domain = where.dense_per_domain;
+  const int expert_per_domain = where.expert_per_domain;
+  const LinkSpan dp_span = where.span;
   for (auto [n_params, group, per_domain] :
        {std::tuple<double, int, int>{params.dense, dp_dense, dense_per_domain},
         std::tuple<double, int, int>{params.expert, dp_expert, expert_per_domain}}) {
@@ -65,6 +115,8 @@ DpAndOptimizer DataParallelAndOptimizer(const CostModel& cost, const ParallelCon
     // reduce-scatter after backward.
     dp_total += p.shard_params ? m_micro * (2 * ag.seconds + rs.seconds)
                                : rs.seconds + ag.seconds;
+    rs_total += rs.seconds;
+    ag_total += ag.seconds;
     src |= SourceBit(rs.source) | SourceBit(ag.source);
   }
   if (dp_total > 0) {
@@ -72,10 +124,13 @@ DpAndOptimizer DataParallelAndOptimizer(const CostModel& cost, const ParallelCon
     // (~2/3 of a stage time) for the reduce-scatter, forward of the first
     // (~1/3) for the gather, together one stage time. FSDP prefetches
     // layer by layer through the whole step.
-    const double window = !knobs.overlap.dp_comm ? 0.0
-                          : p.shard_params   ? m_micro * t_max
-                                             : t_max;
-    out.dp_exposed_s = std::max(0.0, dp_total - window);
+    if (!knobs.overlap.dp_comm) {
+      out.dp_exposed_s = dp_total;
+    } else if (p.shard_params) {
+      out.dp_exposed_s = std::max(0.0, dp_total - m_micro * t_max);
+    } else {
+      out.dp_exposed_s = DistOptDpExposedSeconds(rs_total, ag_total, t_max, p.pp, p.vp);
+    }
     if (step != nullptr) {
       step->AddSeconds(kSDpExposed, out.dp_exposed_s, src);
       step->AddSeconds(kSDpHidden, dp_total - out.dp_exposed_s, src);

@@ -127,6 +127,7 @@ Context LayoutContext(const CostModel* cost, const ModelSpec* model,
   c.cp = p.cp;
   c.ep = p.ep;
   c.etp = p.etp;
+  c.dp_outermost = p.dp_outermost;
   c.micro_batches = m_micro;
   // Megatron rank order tp-cp-ep-dp-pp: a group of stride s and size g
   // spans s x g consecutive GPUs.

@@ -367,6 +367,7 @@ std::string ToString(const ParallelConfig& p) {
   if (p.last_stage_layers) {
     absl::StrAppend(&s, " last_stage_layers=", *p.last_stage_layers);
   }
+  if (p.dp_outermost) absl::StrAppend(&s, " rank_order=tp-cp-ep-pp-dp");
   return s;
 }
 

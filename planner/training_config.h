@@ -48,6 +48,15 @@ struct ParallelConfig {
   // balance the embedding, output layer, loss and MTP layers.
   std::optional<int> first_stage_layers;
   std::optional<int> last_stage_layers;
+  // Megatron rank order with data parallelism outermost, tp-cp-ep-pp-dp
+  // (megatron/core/parallel_state.py initialize_model_parallel: order
+  // "tp-cp-ep-pp-dp" when use_tp_pp_dp_mapping, else "tp-cp-ep-dp-pp";
+  // NeMo's MegatronStrategy(use_tp_pp_dp_mapping), set by the MLPerf
+  // Training v5.1 Llama 3.1 405B configs, TP_PP_DP_MAPPING=True). A model
+  // replica (tp x cp x pp GPUs) is then consecutive -- within one NVLink
+  // domain when it fits -- and each DP group strides over replicas, across
+  // domains. Not chosen by the search (false: Megatron's default order).
+  bool dp_outermost = false;
 };
 
 enum class RecomputeMode { kNone, kSelective, kFull };

@@ -79,6 +79,7 @@
 #include "tests/internal/generation_pairs.h"
 #include "tests/internal/layout_ranking.h"
 #include "tests/internal/recipe_checks.h"
+#include "tests/internal/scale_anchors.h"
 
 ABSL_FLAG(std::string, runs, "", "path to runs.json");
 ABSL_FLAG(std::string, stack, "megatron-core-2026",
@@ -280,6 +281,7 @@ bool SetStackConstant(const std::string& key, double v, mp::StackConstants* k) {
   else if (key == "moe_host_ops_forward") k->moe_host_ops_forward = v;
   else if (key == "grouped_gemm_host_ops_per_expert") k->grouped_gemm_host_ops_per_expert = v;
   else if (key == "host_op_us") k->host_op_s = v * 1e-6;
+  else if (key == "step_host_ms") k->step_host_s = v * 1e-3;
   else if (key == "moe_host_hidden_by_ep_overlap") k->moe_host_hidden_by_ep_overlap = v != 0;
   else if (key == "lora_adapter_hbm_passes") k->lora_adapter_hbm_passes = v;
   else if (key == "grad_buffer_bytes_per_param") k->grad_buffer_bytes_per_param = v;
@@ -298,6 +300,7 @@ struct FittedConstants {
   double host_op_s = 0;
   int unfused_sink_layers = 0;
   double pp_stage_visit_s = 0;
+  double step_host_s = 0;
 };
 
 enum FitIndex : int {
@@ -308,6 +311,7 @@ enum FitIndex : int {
   kFitHostOp,
   kFitUnfusedSinks,
   kFitPpVisit,
+  kFitStepHost,
   kNumFit
 };
 
@@ -340,6 +344,8 @@ std::vector<mt::FitParameter> FitParameters() {
                          {0, 1, 2}};
   // Exposed P2P handshake per virtual-stage visit, us: 0 .. 400.
   p[kFitPpVisit] = {"pp_stage_visit_us", s.pp_stage_visit_s * 1e6, Grid(0, 400, 25)};
+  // Host time per optimizer step the GPU timeline does not hide, ms: 0 .. 400.
+  p[kFitStepHost] = {"step_host_ms", s.step_host_s * 1e3, Grid(0, 400, 25)};
   return p;
 }
 
@@ -352,6 +358,7 @@ FittedConstants FromValues(const std::vector<double>& v) {
   f.host_op_s = v[kFitHostOp] * 1e-6;
   f.unfused_sink_layers = int(v[kFitUnfusedSinks]);
   f.pp_stage_visit_s = v[kFitPpVisit] * 1e-6;
+  f.step_host_s = v[kFitStepHost] * 1e-3;
   return f;
 }
 
@@ -559,6 +566,7 @@ class RowModel {
     s.unfused_sink_layers = static_cast<mp::StackConstants::UnfusedSinkLayers>(
         f.unfused_sink_layers);
     s.pp_stage_visit_s = f.pp_stage_visit_s;
+    s.step_host_s = f.step_host_s;
     for (const auto& [key, v] : o_.stack) SetStackConstant(key, v, &s);
     return s;
   }
@@ -574,7 +582,8 @@ class RowModel {
            f.ep_overlap_fraction == shipped.ep_overlap_fraction &&
            f.host_op_s == shipped.host_op_s &&
            f.unfused_sink_layers == shipped.unfused_sink_layers &&
-           f.pp_stage_visit_s == shipped.pp_stage_visit_s;
+           f.pp_stage_visit_s == shipped.pp_stage_visit_s &&
+           f.step_host_s == shipped.step_host_s;
   }
 
   absl::StatusOr<mp::StepModel> Model(const RowSpec& r, const FittedConstants& f) const {
@@ -1406,7 +1415,7 @@ int main(int argc, char** argv) {
       const std::string meas =
           lc.measured_step_s
               ? absl::StrFormat("meas %6.2f s (%5.0f tok/s/GPU) err %+6.1f%%", *lc.measured_step_s,
-                                mt::TokensPerSecPerGpu(g.shape, *lc.measured_step_s),
+                                mt::StepTokensPerSecPerGpu(g.shape, *lc.measured_step_s),
                                 100 * (*lc.measured_step_s / p->step_time_s - 1))
               : std::string("meas   (none)");
       std::printf("  %-30s pred %6.2f s (%5.0f tok/s/GPU) %s | pp exposed %5.2f s, ep exposed "
@@ -1532,6 +1541,104 @@ int main(int argc, char** argv) {
                       attention_s(*q), q->fits ? "" : " [does not fit]");
         }
       }
+    }
+  }
+  // --- Scale: MLPerf Training v5.1 Llama 3.1 405B at 512 - 5,120 GPUs
+  // (tests/internal/scale_anchors.h): measured step times from the
+  // published logs, predicted with the shipped constants; checks, never
+  // fitted.
+  {
+    std::printf("\n== Scale anchors: MLPerf Training v5.1 Llama 3.1 405B, NVIDIA (mlcommons/"
+                "training_results_v5.1; step = median over result_{0,1,2} of the median "
+                "train_step_time, steps >= 5), shipped constants ==\n");
+    std::printf("  %-14s %-11s %5s %4s %4s %3s | %8s %8s %7s | %7s %7s | %6s %6s %6s %6s\n",
+                "run", "cluster", "gpus", "gbs", "dp", "m", "meas s", "pred s", "err",
+                "meas", "pred", "bubble", "dp exp", "pp exp", "optim");
+    struct Point {
+      double meas_tps = 0, pred_tps = 0, meas_s = 0, pred_s = 0;
+      int m = 0;
+      bool ok = false;
+    };
+    std::vector<Point> points;
+    const std::vector<mt::ScaleAnchor> anchors = mt::MlperfLlama405bAnchors();
+    for (const mt::ScaleAnchor& a : anchors) {
+      Point pt;
+      pt.meas_s = mt::MedianStepSeconds(a.file_median_step_s);
+      pt.meas_tps = mt::StepTokensPerSecPerGpu(a.shape, pt.meas_s);
+      pt.m = mt::MicroBatchesPerReplica(a.shape, a.parallel);
+      absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(a.model_preset);
+      absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(a.cluster_preset);
+      const std::string name = a.system.substr(0, a.system.find("_ngc"));
+      if (!model.ok() || !cluster.ok()) {
+        std::printf("  %-14s preset missing\n", name.c_str());
+        points.push_back(pt);
+        continue;
+      }
+      absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
+          *model, *cluster, a.shape, row_model.Cost(*cluster, default_constants),
+          row_model.Stack(a.generation, default_constants));
+      absl::StatusOr<mp::Prediction> p = absl::UnknownError("not predicted");
+      if (sm.ok()) {
+        const mp::NormalizedKnobs n = mp::NormalizeForMegatron(*model, a.parallel, {}, a.knobs);
+        p = sm->Predict(a.parallel, n.knobs);
+      } else {
+        p = sm.status();
+      }
+      if (!p.ok()) {
+        std::printf("  %-14s %s\n", name.c_str(), std::string(p.status().message()).c_str());
+        points.push_back(pt);
+        continue;
+      }
+      double bubble = 0, dp_exposed = 0, pp_exposed = 0, optimizer = 0;
+      for (const mp::Term& t : p->breakdown) {
+        if (t.kind == mp::TermKind::kPipelineBubble) bubble += t.seconds;
+        if (t.kind == mp::TermKind::kCommDpExposed) dp_exposed += t.seconds;
+        if (t.kind == mp::TermKind::kCommPpExposed) pp_exposed += t.seconds;
+        if (t.kind == mp::TermKind::kOptimizer) optimizer += t.seconds;
+      }
+      pt.pred_s = p->step_time_s;
+      pt.pred_tps = p->tokens_per_sec_per_gpu;
+      pt.ok = true;
+      points.push_back(pt);
+      std::printf("  %-14s %-11s %5d %4d %4d %3d | %8.3f %8.3f %+6.1f%% | %7.1f %7.1f | %6.3f "
+                  "%6.3f %6.3f %6.3f%s\n",
+                  name.c_str(), a.cluster_preset.c_str(), a.shape.gpus, a.shape.global_batch,
+                  mp::ResolvedDp(a.shape, a.parallel), pt.m, pt.meas_s, pt.pred_s,
+                  100 * (pt.pred_tps / pt.meas_tps - 1), pt.meas_tps, pt.pred_tps, bubble,
+                  dp_exposed, pp_exposed, optimizer, p->fits ? "" : " [does not fit]");
+      if (absl::GetFlag(FLAGS_verbose)) {
+        for (const mp::Term& t : p->breakdown) {
+          std::printf("      %-32s %-22s %9.3f s\n", t.name.c_str(),
+                      std::string(mp::TermKindName(t.kind)).c_str(), t.seconds);
+        }
+      }
+    }
+    std::printf("  (err = predicted / measured tokens/s/GPU - 1; meas, pred in tokens/s/GPU; "
+                "model terms in s per step)\n  recipe: %s\n  not modelled: %s\n",
+                anchors.front().recipe.c_str(), anchors.front().not_modelled.c_str());
+    // Per-GPU throughput ratios: GB200 2,560 / 512 and 5,120 / 512 (the
+    // same TP4 PP8 VP8 CP2 layout), GB300 / GB200 at 512 (each its own TP).
+    auto ratio = [&](size_t num, size_t den, const char* what) {
+      if (num >= points.size() || den >= points.size() || !points[num].ok || !points[den].ok) return;
+      const double meas = points[num].meas_tps / points[den].meas_tps;
+      const double pred = points[num].pred_tps / points[den].pred_tps;
+      std::printf("  ratio %-34s meas %.3f pred %.3f err %+6.1f%%\n", what, meas, pred,
+                  100 * (pred / meas - 1));
+    };
+    ratio(1, 0, "GB200 2,560 / 512 tokens/s/GPU");
+    ratio(2, 0, "GB200 5,120 / 512 tokens/s/GPU");
+    ratio(3, 0, "GB300 / GB200 at 512 tokens/s/GPU");
+    // step = m x t + K from the 512 and 2,560 runs (same layout), measured
+    // and predicted, and what that split says of the 5,120 run.
+    if (points.size() >= 3 && points[0].ok && points[1].ok && points[2].ok) {
+      const mt::StepSplit ms =
+          mt::SplitStep(points[0].m, points[0].meas_s, points[1].m, points[1].meas_s);
+      const mt::StepSplit ps =
+          mt::SplitStep(points[0].m, points[0].pred_s, points[1].m, points[1].pred_s);
+      std::printf("  step = m x t + K (GB200 512 and 2,560): meas t %.4f s K %.3f s, pred t "
+                  "%.4f s K %.3f s; at 5,120 (m %d) meas K = %.3f s\n",
+                  ms.per_micro_batch_s, ms.per_step_s, ps.per_micro_batch_s, ps.per_step_s,
+                  points[2].m, points[2].meas_s - points[2].m * ms.per_micro_batch_s);
     }
   }
   return 0;

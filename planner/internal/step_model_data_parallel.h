@@ -32,6 +32,36 @@ RankParams ParamsOnRank(const PlanTables& plan, const ParallelConfig& p,
 // (the gradient-norm pass reads every local gradient). Both frameworks.
 Cost OptimizerStepCost(const CostModel& cost, const RankParams& params, int dp_dense, int dp_expert);
 
+// Where the data-parallel groups lie (ParallelConfig::dp_outermost picks
+// the rank order): inside one NVLink domain or across domains, and how many
+// members of a dense (DP x CP) and of an expert DP group share a domain
+// (their NICs share the inter-domain traffic, HierarchicalCollective).
+struct DpPlacement {
+  LinkSpan span = LinkSpan::kNvlinkDomain;
+  int dense_per_domain = 1;
+  int expert_per_domain = 1;
+};
+DpPlacement DpGroupPlacement(const ParallelConfig& p, int domain_gpus);
+
+// Distributed optimizer with overlap_grad_reduce / overlap_param_gather:
+// the part of one reduce-scatter (rs_s) and one all-gather (ag_s) per step
+// left outside compute. Megatron's interleaved schedule launches each model
+// chunk's grad sync as soon as that chunk's last backward is done
+// (megatron/core/pipeline_parallel/schedules.py,
+// forward_backward_pipelining_with_interleaving: "launch grad
+// synchronization" per grad_sync_chunk_id), and waits on each chunk's
+// parameter all-gather at its first forward (the DDP forward pre-hook), so
+// the traffic splits into vp pieces with pp chunk passes between them:
+//   exposed = max(0, [max(rs/v, rs - (v-1) pp t_b / v) - t_b / v]
+//                  + [max(ag/v, ag - (v-1) pp t_f / v) - t_f / v]),
+// t_b = 2/3 t_max, t_f = 1/3 t_max (t_max: the bottleneck rank's pass of
+// one micro-batch). vp = 1: rs + ag - t_max, the non-interleaved rule.
+// Not priced: the schedule's alignment of the launches across pipeline
+// ranks (grad_sync_microbatch_id = microbatch_id - pipeline_parallel_rank,
+// which moves a launch by up to pp - 1 chunk passes) and NCCL kernels
+// slowing the compute they overlap.
+double DistOptDpExposedSeconds(double rs_s, double ag_s, double t_max_s, int pp, int vp);
+
 struct DpAndOptimizer {
   double dp_exposed_s = 0;  // DP traffic outside its overlap window
   double optimizer_s = 0;

@@ -89,6 +89,7 @@ enum Slot : int {
   kSDpHidden,
   kSBubble,
   kSOptimizer,
+  kSStepHost,
   kSOffloadExposed,
   kSOffloadHidden,
   kNumSlots
@@ -123,6 +124,7 @@ inline constexpr SlotInfo kSlots[kNumSlots] = {
     {"dp.grads_params.hidden", TermKind::kCommDpHidden},
     {"pipeline.bubble", TermKind::kPipelineBubble},
     {"optimizer", TermKind::kOptimizer},
+    {"host.per_step", TermKind::kComputeOther},  // StackConstants::step_host_s
     {"offload.exposed", TermKind::kOffloadExposed},
     {"offload.hidden", TermKind::kOffloadHidden},
 };
@@ -177,6 +179,7 @@ struct Context {
   double tokens_cp;    // tokens of this GPU's CP shard (GEMM rows under TP)
   double tokens_rank;  // tokens_cp / tp (sequence-parallel share)
   int tp, cp, ep, etp;
+  bool dp_outermost;  // ParallelConfig::dp_outermost (rank order tp-cp-ep-pp-dp)
   int micro_batches;
   LinkSpan tp_span, cp_span, etp_span;
   int ep_gpus_per_domain;

@@ -40,7 +40,7 @@ Result RunPredict(const std::vector<std::string>& args) {
 TEST(PredictCommandTest, PrintsOneJsonObject) {
   const Result r = RunPredict({"--model", "deepseek-v3", "--cluster", "gb200-nvl72", "--gpus", "1024",
                         "--seq", "4096", "--gbs", "8192", "--precision", "mxfp8", "--tp", "1", "--pp", "8",
-                        "--vp", "4", "--ep", "64"});
+                        "--vp", "4", "--ep", "64", "--cp", "1"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out;
@@ -48,6 +48,7 @@ TEST(PredictCommandTest, PrintsOneJsonObject) {
                           "peak_memory_gib", "fits", "breakdown", "config"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
+  // dp derived: 1024 / (tp 1 x pp 8 x cp 1).
   EXPECT_EQ(j["config"]["parallel"]["dp"], 128);
   EXPECT_GT(j["tokens_per_sec_per_gpu"].get<double>(), 0);
 }
