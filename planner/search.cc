@@ -170,10 +170,17 @@ struct Outcome {
 };
 
 // Layouts tracked while searching, for a requested top K: the derive step
-// makes each plan's pipeline split explicit, which can reorder plans, so it
-// derives a wider pool and keeps the K best of that.
+// makes each plan's pipeline split explicit, which can reorder plans (an
+// explicit split is usually a little slower than the step model's own), so
+// it derives a wider pool and keeps the K best of that. The pool is the
+// same for every K up to the CLI's default of 5, so `--top 1` (and the
+// report's what-ifs, which replan with top 1) find the plan `plan` finds:
+// with a pool of 11, DeepSeek-V3 on 1,024 GB200 missed the best plan (pp 4
+// x vp 6, no explicit split needed) behind eleven pp 2 x vp 8 layouts whose
+// explicit splits fell below it (search_test).
 constexpr int kDerivePoolExtra = 10;
-int TrackedLayouts(int top_k) { return top_k + kDerivePoolExtra; }
+constexpr int kDerivePoolMinTopK = 5;
+int TrackedLayouts(int top_k) { return std::max(top_k, kDerivePoolMinTopK) + kDerivePoolExtra; }
 
 // Dominance audit: layouts sampled and the tolerance for "faster".
 constexpr int kAuditLayouts = 16;

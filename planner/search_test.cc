@@ -11,6 +11,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planner/cost_model.h"
+#include "planner/hardware.h"
+#include "planner/model_spec.h"
 #include "planner/units.h"
 #include "testing/status_matchers.h"
 
@@ -381,6 +384,30 @@ TEST(SearchTest, ResultDoesNotDependOnThreads) {
   for (size_t i = 0; i < one->top.size(); ++i) {
     EXPECT_EQ(ToString(one->top[i].plan), ToString(two->top[i].plan));
   }
+}
+
+TEST(SearchTest, TopOneFindsTheDefaultTopFivesBest) {
+  // The derive step makes pipeline splits explicit and re-ranks a pool of
+  // tracked layouts (search.cc TrackedLayouts). DeepSeek-V3 on 1,024 GB200:
+  // the best plan (pp 4 x vp 6) needs no explicit split, while pp 2 x vp 8
+  // layouts rank above it and fall below it once split; a pool of 11 (top 1
+  // + 10) lost it, so --top 1 and the report's what-ifs disagreed with plan.
+  SearchProblem problem;
+  problem.model = *LoadModelPreset("deepseek-v3");
+  problem.cluster = *LoadClusterPreset("gb200-nvl72");
+  problem.shape = {1024, 4096, 8192};
+  SearchOptions options;
+  options.constraints.routing = Routing::kNatural;
+  auto cost = std::make_shared<DatasheetCostModel>(problem.cluster);
+  options.top_k = 5;
+  absl::StatusOr<SearchResult> five = Search(problem, cost, options);
+  options.top_k = 1;
+  absl::StatusOr<SearchResult> one = Search(problem, cost, options);
+  ASSERT_THAT(five, IsOk());
+  ASSERT_THAT(one, IsOk());
+  EXPECT_EQ(ToString(one->best.plan), ToString(five->best.plan));
+  EXPECT_DOUBLE_EQ(one->best.prediction.tokens_per_sec_per_gpu,
+                   five->best.prediction.tokens_per_sec_per_gpu);
 }
 
 TEST(SearchTest, ProgressReportsTheWholeSpace) {
