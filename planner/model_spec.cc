@@ -567,7 +567,7 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
       // Mixtral configs carry "sliding_window": null (no window) or a
       // window applied to every layer.
       m.sliding_window = r.Optional<int>("sliding_window", 0);
-      if (m.sliding_window > 0) {
+      if (m.sliding_window > 0 && m.num_layers > 0) {  // else CheckSpec names it
         m.sliding_window_layers.assign(m.num_layers, true);
       }
     }
@@ -654,7 +654,7 @@ absl::StatusOr<ModelSpec> ParseNativeModelJson(std::string_view text) {
       }
       m.sliding_window_layers.push_back(v.get<bool>());
     }
-  } else if (m.sliding_window > 0) {
+  } else if (m.sliding_window > 0 && m.num_layers > 0) {  // else CheckSpec names it
     m.sliding_window_layers.assign(m.num_layers, true);
   }
   m.mtp_layers = r.Optional<int>("mtp_layers", 0);

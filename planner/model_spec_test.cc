@@ -150,6 +150,15 @@ TEST(ModelSpecTest, NativeFormErrors) {
           "num_kv_heads": 3, "head_dim": 16, "ffn_hidden_size": 128})"),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("num_kv_heads=3 does not divide")));
+  // A negative layer count with a sliding window (found by the model_spec
+  // fuzzer: the per-layer window list was sized from it before the checks
+  // ran) is an error naming the field, not a crash.
+  EXPECT_THAT(
+      ParseNativeModelJson(R"({"format": "moetune.model.v1", "num_layers": -2,
+          "hidden_size": 64, "vocab_size": 100, "num_attention_heads": 4,
+          "num_kv_heads": 4, "head_dim": 16, "ffn_hidden_size": 128,
+          "sliding_window": 4096})"),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("num_layers")));
 }
 
 TEST(ModelSpecTest, UnknownPresetListsKnownOnes) {
