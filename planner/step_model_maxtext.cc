@@ -239,7 +239,6 @@ void MaxTextComputeSlots(const StepModel::LayerKindTables& k, const Context& c, 
   Slots& l = *out;
   MaxTextLayerParts& pt = *parts;
   const ModelSpec& m = *c.model;
-  const Knobs& knobs = *c.knobs;
   const CostModel& cm = *c.cost;
   const double fwd_bwd = 1.0 + c.bwd_gemm_factor;
   pt.fwd_bwd = fwd_bwd;
