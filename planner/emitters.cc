@@ -391,13 +391,12 @@ void OverlapFlags(const Prediction& p, ArgWriter& a) {
     a.Flag("--overlap-param-gather");
   }
   // Not for NVFP4: TE's userbuffers would refuse the NVFP4 quantizer at the
-  // first all-gather (TpCommOverlapSupports, precision.h).
-  if (k.overlap.tp_comm && par.tp > 1) {
-    if (TpCommOverlapSupports(k.precision)) {
-      a.Flag("--tp-comm-overlap");
-    } else {
-      a.Comment("no --tp-comm-overlap: Transformer Engine userbuffers has no NVFP4 path");
-    }
+  // first all-gather (TpCommOverlapSupports, precision.h; the search turns
+  // the knob off, FrameworkRule::kTpCommOverlapWithNvfp4).
+  if (par.tp > 1 && !TpCommOverlapSupports(k.precision)) {
+    a.Comment("no --tp-comm-overlap: Transformer Engine userbuffers has no NVFP4 path");
+  } else if (k.overlap.tp_comm && par.tp > 1) {
+    a.Flag("--tp-comm-overlap");
   }
   if (EpOverlapActive(m, par, k)) {
     a.Flag("--overlap-moe-expert-parallel-comm");

@@ -131,6 +131,9 @@ std::vector<GoldenCase> Cases() {
     p.knobs.grouped_gemm = false;
     p.knobs.overlap.num_comm_streams = 2;
     p.knobs.precision = Precision::kNvfp4;
+    // As the search plans it: NVFP4 has no TP comm overlap
+    // (FrameworkRule::kTpCommOverlapWithNvfp4).
+    p.knobs.overlap.tp_comm = false;
     cases.push_back({"mixtral_8x7b_b200_64", p, c});
   }
   return cases;
@@ -332,10 +335,14 @@ TEST(EmittersTest, MegatronFlagsFollowThePlan) {
   EXPECT_THAT(mixtral, HasSubstr("  --moe-token-dispatcher-type alltoall\n"));
   EXPECT_THAT(mixtral, Not(HasSubstr("--moe-grouped-gemm")));
   EXPECT_THAT(mixtral, HasSubstr("  --fp4-format e2m1\n  --fp4-recipe nvfp4\n"));
-  // TP 2 with the TP overlap knob on, but NVFP4: TE's userbuffers has no
-  // NVFP4 path, so the flag would fail at the first all-gather.
-  EXPECT_TRUE(cases[2].prediction.knobs.overlap.tp_comm);
+  // TP 2 with NVFP4: TE's userbuffers has no NVFP4 path (the flag would
+  // fail at the first all-gather), so the plan has the TP overlap off and
+  // the file says why -- and says so even for a plan built with the knob on.
+  EXPECT_FALSE(cases[2].prediction.knobs.overlap.tp_comm);
   EXPECT_THAT(mixtral, Not(HasSubstr("  --tp-comm-overlap\n")));
+  Prediction knob_on = cases[2].prediction;
+  knob_on.knobs.overlap.tp_comm = true;
+  EXPECT_THAT(EmitMegatronArgs(knob_on, {}), Not(HasSubstr("  --tp-comm-overlap\n")));
   EXPECT_THAT(mixtral, HasSubstr("  # no --tp-comm-overlap: Transformer Engine userbuffers has no "
                                  "NVFP4 path\n"));
   EXPECT_THAT(mixtral, HasSubstr("  --use-megatron-fsdp\n"));

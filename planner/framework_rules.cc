@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "planner/internal/strings.h"
+#include "planner/precision.h"
 
 namespace moetune::planner {
 namespace {
@@ -75,6 +76,14 @@ const std::array<FrameworkRuleInfo, kNumFrameworkRules>& Table() {
        "TransformerConfig.__post_init__: with num_moe_experts and add_bias_linear, "
        "expert_tensor_parallel_size must be 1 ('Bias in Moe is only supported when "
        "ETP==1')"},
+      {"tp_comm_overlap_with_nvfp4",
+       "--tp-comm-overlap (userbuffers) has no NVFP4 path: NVFP4 plans with tp > 1 run "
+       "their TP collectives unoverlapped",
+       "fill_userbuffers_buffer_for_all_gather builds buffers for FP8 and MXFP8 "
+       "quantizers only and raises 'Unsupported quantizer for Userbuffers' "
+       "otherwise (TE d0067d0da); every Megatron-Bridge NVFP4 recipe sets "
+       "tp_comm_overlap=False (planner/precision.h TpCommOverlapSupports)",
+       "transformer_engine/pytorch/module/base.py"},
       // MaxText rows: file under src/maxtext/ at commit e591f30.
       {"maxtext_etp_is_tp",
        "expert weights are sharded over the tensor axis like the dense MLP, so "
@@ -200,6 +209,9 @@ std::optional<FrameworkRule> MegatronViolation(const ModelSpec& model,
   if (model.IsMoe() && model.attention_bias && p.etp > 1) {
     return FrameworkRule::kMoeBiasNeedsEtp1;
   }
+  if (p.tp > 1 && k.overlap.tp_comm && !TpCommOverlapSupports(k.precision)) {
+    return FrameworkRule::kTpCommOverlapWithNvfp4;
+  }
   return std::nullopt;
 }
 
@@ -234,6 +246,10 @@ NormalizedKnobs NormalizeForMegatron(const ModelSpec& model,
   if (p.pp > 1 && p.vp == 1) k.overlap.pp_comm = false;
   if (p.pp == 2 && p.vp > 1 && !k.overlap.pp_comm && !fixed.overlap) {
     k.overlap.pp_comm = true;
+  }
+  // TP comm overlap: no userbuffers path for NVFP4 (TpCommOverlapSupports).
+  if (p.tp > 1 && k.overlap.tp_comm && !TpCommOverlapSupports(k.precision) && !fixed.overlap) {
+    k.overlap.tp_comm = false;
   }
   NormalizedKnobs out;
   out.violation = MegatronViolation(model, p, k);
@@ -410,6 +426,7 @@ RuleLayoutClass ClassOf(const ParallelConfig& p) {
   c.non_interleaved_pp = p.pp > 1 && p.vp == 1;
   c.interleaved_pp2 = p.pp == 2 && p.vp > 1;
   c.expert_tensor_parallel = p.etp > 1;
+  c.tensor_parallel = p.tp > 1;
   return c;
 }
 
@@ -424,6 +441,7 @@ ParallelConfig RepresentativeLayout(const RuleLayoutClass& c) {
     p.vp = 2;
   }
   if (c.expert_tensor_parallel) p.etp = 2;
+  if (c.tensor_parallel) p.tp = 2;
   return p;
 }
 

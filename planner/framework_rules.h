@@ -48,6 +48,7 @@ enum class FrameworkRule {
   kOffloadInsideRecomputedMoe,   // expert_fc1/moe_act offload + 'moe' recompute
   kInterleavedPp2NeedsP2pOverlap,
   kMoeBiasNeedsEtp1,             // MoE with linear biases (GPT-OSS), etp > 1
+  kTpCommOverlapWithNvfp4,       // --tp-comm-overlap + NVFP4 (no userbuffers path)
   // MaxText (MaxTextViolation / MaxTextLayoutViolation below).
   kMaxTextEtpIsTp,               // expert FFN dim is sharded over 'tensor'
   kMaxTextExpertAxisInData,      // the expert axis shards the batch: dp % ep
@@ -175,12 +176,14 @@ struct RuleLayoutClass {
   bool non_interleaved_pp = false;  // pp > 1 and vp == 1
   bool interleaved_pp2 = false;     // pp == 2 and vp > 1
   bool expert_tensor_parallel = false;  // etp > 1
+  bool tensor_parallel = false;  // tp > 1 (kTpCommOverlapWithNvfp4)
   int Index() const {
     return (expert_parallel ? 1 : 0) | (non_interleaved_pp ? 2 : 0) |
-           (interleaved_pp2 ? 4 : 0) | (expert_tensor_parallel ? 8 : 0);
+           (interleaved_pp2 ? 4 : 0) | (expert_tensor_parallel ? 8 : 0) |
+           (tensor_parallel ? 16 : 0);
   }
 };
-inline constexpr int kNumRuleLayoutClasses = 16;
+inline constexpr int kNumRuleLayoutClasses = 32;
 RuleLayoutClass ClassOf(const ParallelConfig& parallel);
 // A representative layout of the class (for normalizing a knob set).
 ParallelConfig RepresentativeLayout(const RuleLayoutClass& c);

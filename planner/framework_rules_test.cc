@@ -107,6 +107,28 @@ TEST(MegatronViolationTest, InterleavedPp2NeedsP2pOverlap) {
   EXPECT_EQ(MegatronViolation(Moe(), Layout(4, 2, 1), k), std::nullopt);
 }
 
+TEST(MegatronViolationTest, TpCommOverlapHasNoNvfp4Path) {
+  // NVFP4 at tp 2 with the TP overlap on: refused when pinned, turned off when
+  // searched; FP8 keeps it; tp 1 has nothing to overlap.
+  ParallelConfig p = Layout(1, 1, 8);
+  p.tp = 2;
+  Knobs k;
+  k.precision = Precision::kNvfp4;
+  EXPECT_THAT(MegatronViolation(Moe(), p, k), Optional(FrameworkRule::kTpCommOverlapWithNvfp4));
+  const NormalizedKnobs searched = NormalizeForMegatron(Moe(), p, FixedKnobs{}, k);
+  EXPECT_EQ(searched.violation, std::nullopt);
+  EXPECT_FALSE(searched.knobs.overlap.tp_comm);
+  FixedKnobs pinned;
+  pinned.overlap = true;
+  EXPECT_THAT(NormalizeForMegatron(Moe(), p, pinned, k).violation,
+              Optional(FrameworkRule::kTpCommOverlapWithNvfp4));
+  k.precision = Precision::kFp8;
+  EXPECT_EQ(MegatronViolation(Moe(), p, k), std::nullopt);
+  k.precision = Precision::kNvfp4;
+  p.tp = 1;
+  EXPECT_EQ(MegatronViolation(Moe(), p, k), std::nullopt);
+}
+
 TEST(MegatronViolationTest, MoeBiasNeedsEtp1) {
   const ModelSpec oss = *LoadModelPreset("gpt-oss-120b");
   ParallelConfig p = Layout(1, 1, 8);
@@ -187,6 +209,10 @@ TEST(RuleLayoutClassTest, RepresentativeHasTheSameClass) {
   }
   for (ParallelConfig p : {Layout(1, 1, 8), Layout(8, 1, 8)}) {
     p.etp = 4;
+    EXPECT_EQ(ClassOf(RepresentativeLayout(ClassOf(p))).Index(), ClassOf(p).Index());
+  }
+  for (ParallelConfig p : {Layout(1, 1, 8), Layout(2, 4, 1)}) {
+    p.tp = 4;
     EXPECT_EQ(ClassOf(RepresentativeLayout(ClassOf(p))).Index(), ClassOf(p).Index());
   }
 }

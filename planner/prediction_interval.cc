@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "planner/precision.h"
 
 namespace moetune::planner {
 
@@ -39,7 +40,10 @@ std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const Cluste
   if (moe && k.moe_load_imbalance == 1.0 && k.routing == Routing::kNatural) {
     u.push_back("natural routing");
   }
-  if (!k.overlap.tp_comm || !k.overlap.ep_comm || !k.overlap.dp_comm || !k.overlap.pp_comm) {
+  // TP overlap off is how every published NVFP4 row ran (no userbuffers
+  // path, TpCommOverlapSupports): measured, not outside the envelope.
+  const bool tp_overlap_off = !k.overlap.tp_comm && TpCommOverlapSupports(k.precision);
+  if (tp_overlap_off || !k.overlap.ep_comm || !k.overlap.dp_comm || !k.overlap.pp_comm) {
     u.push_back("an overlap off");
   }
   if (p.tp > 8) u.push_back("tp > 8");

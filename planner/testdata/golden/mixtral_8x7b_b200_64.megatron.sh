@@ -4,7 +4,7 @@
 # predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 167.6 GiB
 # cost source: datasheet prior
 # layout: tp=2 pp=2 vp=2 ep=8 etp=2 cp=1 dp=16 mbs=2 shard_params=true (dp=16)
-# knobs: precision=nvfp4 recompute=none offload=none dispatcher=alltoall grouped_gemm=false overlap(tp,ep,dp,pp)=1111 streams=2 cuda_graphs=true
+# knobs: precision=nvfp4 recompute=none offload=none dispatcher=alltoall grouped_gemm=false overlap(tp,ep,dp,pp)=0111 streams=2 cuda_graphs=true
 # You add: data (--data-path), tokenizer (--tokenizer-type, --tokenizer-model), training length and learning rate (--train-iters, --lr, ...), checkpoint paths (--save, --load).
 # Then: torchrun ... pretrain_gpt.py "${MEGATRON_ARGS[@]}" <your flags>
 MEGATRON_ARGS=(
