@@ -98,18 +98,15 @@ DpAndOptimizer DataParallelAndOptimizer(const CostModel& cost, const ParallelCon
   DpAndOptimizer out;
   double dp_total = 0, rs_total = 0, ag_total = 0;
   uint8_t src = 0;
-  const int dense_per_domain = where.dense_per_domain;
-  const int expert_per_domain = where.expert_per_domain;
-  const LinkSpan dp_span = where.span;
   for (auto [n_params, group, per_domain] :
-       {std::tuple<double, int, int>{params.dense, dp_dense, dense_per_domain},
-        std::tuple<double, int, int>{params.expert, dp_expert, expert_per_domain}}) {
+       {std::tuple<double, int, int>{params.dense, dp_dense, where.dense_per_domain},
+        std::tuple<double, int, int>{params.expert, dp_expert, where.expert_per_domain}}) {
     if (group <= 1 || n_params <= 0) continue;
     const double bytes = n_params * kDpCommBytesPerParam;
     const Cost rs = HierarchicalCollective(cost, CollectiveKind::kReduceScatter, bytes, group,
-                                           dp_span, per_domain);
+                                           where.span, per_domain);
     const Cost ag = HierarchicalCollective(cost, CollectiveKind::kAllGather, bytes, group,
-                                           dp_span, per_domain);
+                                           where.span, per_domain);
     // Distributed optimizer: one reduce-scatter and one all-gather per
     // step. FSDP: per micro-batch, gather for forward and for backward,
     // reduce-scatter after backward.

@@ -53,35 +53,39 @@ double ExpertRowsFactor(const Context& c) {
   return imbalance;
 }
 
-// XLA's expansion of the routed experts' weight gradients (see
-// MaxTextConstants::ragged_dot_wgrad_expanded): for each of the g local
-// experts a dense [k x M] x [M x n] product over all M rows of the buffer
-// (the rows of the other experts masked to zero), fc1 (k = h, n = gate x
-// fe) and fc2 (k = fe, n = h): g x (DenseGemm(h, gate fe, M) +
-// DenseGemm(fe, h, M)). M = tr x top_k x etp x the buffer's rows factor.
-Cost RaggedDotWgradExpanded(const Context& c) {
+// The shapes of XLA's expansion of the routed experts' weight gradients
+// (see MaxTextConstants::ragged_dot_wgrad_expanded): g local experts, each a
+// dense product over all M rows of the buffer, the rows of the other
+// experts masked to zero. M = tr x top_k x etp x the buffer's rows factor;
+// fe = the expert FFN width per ETP rank; gate = 2 for a gated MLP.
+struct WgradExpansion {
+  double h, gate, fe, rows, g;
+};
+WgradExpansion WgradExpansionOf(const Context& c) {
   const ModelSpec& m = *c.model;
-  const double h = double(m.hidden_size);
-  const double gate = m.gated_mlp ? 2.0 : 1.0;
-  const double fe = double(m.moe_ffn_hidden_size) / c.etp;
-  const double rows = c.tokens_rank * m.moe_top_k * c.etp * ExpertRowsFactor(c);
-  const double g = double(m.num_routed_experts / c.ep);
-  const Cost fc1 = c.cost->DenseGemm(h, gate * fe, rows, c.precision);
-  const Cost fc2 = c.cost->DenseGemm(fe, h, rows, c.precision);
-  return {g * (fc1.seconds + fc2.seconds), CostSource::kDatasheetPrior};
+  return {double(m.hidden_size), m.gated_mlp ? 2.0 : 1.0,
+          double(m.moe_ffn_hidden_size) / c.etp,
+          c.tokens_rank * m.moe_top_k * c.etp * ExpertRowsFactor(c),
+          double(m.num_routed_experts / c.ep)};
 }
 
-// The expansion's materialised masked operands for the largest expert
-// weight gradient, fc1: [g, M, h] and [g, M, gate x fe] BF16, g x M x (h +
-// gate x fe) x 2 B (fc2's [g, M, fe] and [g, M, h] are smaller). A
-// transient of the layer being differentiated, like its working set.
+// Its time: for each expert a [k x M] x [M x n] product, fc1 (k = h, n =
+// gate x fe) and fc2 (k = fe, n = h): g x (DenseGemm(h, gate fe, M) +
+// DenseGemm(fe, h, M)).
+Cost RaggedDotWgradExpanded(const Context& c) {
+  const WgradExpansion x = WgradExpansionOf(c);
+  const Cost fc1 = c.cost->DenseGemm(x.h, x.gate * x.fe, x.rows, c.precision);
+  const Cost fc2 = c.cost->DenseGemm(x.fe, x.h, x.rows, c.precision);
+  return {x.g * (fc1.seconds + fc2.seconds), CostSource::kDatasheetPrior};
+}
+
+// Its materialised masked operands for the largest expert weight gradient,
+// fc1: [g, M, h] and [g, M, gate x fe] BF16, g x M x (h + gate x fe) x 2 B
+// (fc2's [g, M, fe] and [g, M, h] are smaller). A transient of the layer
+// being differentiated, like its working set.
 double RaggedDotWgradExpansionBytes(const Context& c) {
-  const ModelSpec& m = *c.model;
-  const double gate = m.gated_mlp ? 2.0 : 1.0;
-  const double fe = double(m.moe_ffn_hidden_size) / c.etp;
-  const double rows = c.tokens_rank * m.moe_top_k * c.etp * ExpertRowsFactor(c);
-  const double g = double(m.num_routed_experts / c.ep);
-  return g * rows * (double(m.hidden_size) + gate * fe) * kActivationBytes;
+  const WgradExpansion x = WgradExpansionOf(c);
+  return x.g * x.rows * (x.h + x.gate * x.fe) * kActivationBytes;
 }
 
 // XLA's expansion applies: ragged dots (no TE grouped GEMM) under a stack
