@@ -279,9 +279,15 @@ extern "C" const char* __tsan_default_options() {
 }
 
 // The intercepted calls of the uninstrumented gRPC libraries that
-// ignore_noninstrumented_modules does not cover (its allocator hooks).
+// ignore_noninstrumented_modules does not cover (its allocator hooks); and
+// leak reports for threads gRPC itself starts (grpc_core::Thread: its
+// executor, timer and shutdown threads, which grpc_shutdown joins
+// asynchronously, so a short-lived client can exit with one finished but
+// not yet joined -- seen once in CI in server_commands_test's unreachable-
+// server case). Threads moetune starts are still checked for leaks.
 extern "C" const char* __tsan_default_suppressions() {
   return "called_from_lib:libgrpc.so\n"
          "called_from_lib:libgrpc++.so\n"
-         "called_from_lib:libgpr.so\n";
+         "called_from_lib:libgpr.so\n"
+         "thread:grpc_core::Thread::Thread\n";
 }
