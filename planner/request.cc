@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "planner/framework_rules.h"
 #include "planner/internal/strings.h"
+#include "planner/run_defaults.h"
 #include "planner/step_model.h"
 
 namespace moetune::planner {
@@ -77,8 +78,14 @@ std::optional<std::pair<ParallelConfig, Knobs>> SingleCandidate(const PlanReques
 
 }  // namespace
 
-absl::StatusOr<Prediction> PredictPinned(const PlanRequest& r,
+absl::StatusOr<Prediction> PredictPinned(const PlanRequest& request,
                                          std::shared_ptr<const CostModel> cost_model) {
+  PlanRequest r = request;
+  if (request.unpinned_knobs == UnpinnedKnobs::kRunDefaults) {
+    absl::StatusOr<PlanRequest> pinned = WithRunDefaults(request, cost_model);
+    if (!pinned.ok()) return pinned.status();
+    r = *std::move(pinned);
+  }
   PlanRequest one = r;
   one.top_k = 1;
   absl::StatusOr<SearchResult> result = PlanSearch(one, cost_model);

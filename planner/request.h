@@ -3,7 +3,9 @@
 // validator -- and its one translation to the search.
 //
 // Predict is the search with the given knobs pinned: whatever the request
-// does not pin, the autotuner chooses, through every door alike; what it pins
+// does not pin, the autotuner chooses -- or, when the request asks for run
+// defaults and pins the layout, what a run does with those flags unset
+// (run_defaults.h) -- through every door alike; what it pins
 // goes through the framework's rules (framework_rules.h), so a combination
 // the framework refuses is InvalidArgument naming the rule.
 #pragma once
@@ -24,6 +26,14 @@
 
 namespace moetune::planner {
 
+// How PredictPinned fills the knobs a request does not pin.
+enum class UnpinnedKnobs {
+  kSearch,       // the autotuner's choice: the fastest plan that fits
+  kRunDefaults,  // what a run does with those flags unset (run_defaults.h),
+                 // when the request pins the run layout (PinsRunLayout);
+                 // else as kSearch
+};
+
 struct PlanRequest {
   ModelSpec model;
   ClusterSpec cluster;
@@ -37,6 +47,12 @@ struct PlanRequest {
   SoftwareStack stack;  // what the user runs (default: Megatron, the latest
                         // generation); stack.framework selects the rules,
                         // the search space and the step model's pricing
+  // Read by PredictPinned only (the CLI's `predict` and the Predict RPC set
+  // kRunDefaults unless asked to search).
+  UnpinnedKnobs unpinned_knobs = UnpinnedKnobs::kSearch;
+  // With kRunDefaults: whether stack.cuda_graph_scope is the caller's; false
+  // lets RunDefaultCudaGraphScope decide.
+  bool cuda_graph_scope_given = true;
 };
 
 // The search the request asks for.
@@ -48,7 +64,9 @@ SearchOptions OptionsOf(const PlanRequest& request);
 absl::StatusOr<SearchResult> PlanSearch(const PlanRequest& request,
                                         std::shared_ptr<const CostModel> cost_model);
 
-// The prediction of the best plan with the request's pins (top 1). Errors as
+// The prediction of the best plan with the request's pins (top 1) -- or,
+// with unpinned_knobs == kRunDefaults and the run layout pinned, of the plan
+// WithRunDefaults pins (run_defaults.h). Errors as
 // Search(): InvalidArgument for bad or framework-refused pins (the message
 // names the rule), FailedPrecondition when nothing fits -- except when the
 // request pins every knob: that one plan is predicted with fits = false.

@@ -461,6 +461,9 @@ absl::StatusOr<v1::Prediction> PlannerAdapter::Predict(const v1::PredictRequest&
   p::PlanRequest request = ToPlanRequest(*model, *cluster, *shape, *options);
   request.threads = options_.search_threads;
   request.stack = *stack;
+  request.unpinned_knobs = r.search_unpinned_knobs() ? p::UnpinnedKnobs::kSearch
+                                                     : p::UnpinnedKnobs::kRunDefaults;
+  request.cuda_graph_scope_given = !r.cuda_graph_scope().empty();
   std::string note;
   auto cost = CostModelFor(*cluster, r.cluster().calibration_cluster(), &note);
   if (!cost.ok()) return cost.status();

@@ -348,7 +348,9 @@ TEST_F(ServiceIntegrationTest, CalibrateSurviveServerKillPlanAndFetch) {
 }  // namespace
 // One front door (planner/request.h): the same question through the CLI and
 // through the server's Predict RPC gets the same answer -- the search with
-// the given knobs pinned, the rest chosen by the autotuner.
+// the given knobs pinned, the rest chosen by the autotuner; and, with the run
+// layout pinned, what a run does with the other flags unset
+// (planner/run_defaults.h).
 TEST_F(ServiceIntegrationTest, PredictIsTheSameThroughCliAndRpc) {
   ASSERT_NO_FATAL_FAILURE(StartServer(0));
   v1::PredictRequest req;
@@ -380,6 +382,30 @@ TEST_F(ServiceIntegrationTest, PredictIsTheSameThroughCliAndRpc) {
   EXPECT_EQ(rpc["config"]["knobs"]["moe_load_imbalance"], 1.2);
   EXPECT_EQ(rpc["config"]["objective"], "finetune");
   EXPECT_EQ(rpc["config"]["parallel"]["pp"], 2);
+
+  // The run layout pinned (tp, pp, ep, mbs), no knob: the run defaults,
+  // through both doors.
+  v1::PredictRequest run = req;
+  run.mutable_constraints()->set_fix("");
+  run.mutable_parallel()->set_tensor_parallel(1);
+  run.mutable_parallel()->set_pipeline_parallel(2);
+  run.mutable_parallel()->set_micro_batch_size(1);
+  run.set_software_stack("26.06");
+  st = stub_->Predict(Ctx().get(), run, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  const nlohmann::json rpc_run = nlohmann::json::parse(resp.prediction().planner_json());
+  const CliResult cli_run = Cli({"predict", "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm",
+                                 "--gpus", "16", "--seq", "4096", "--gbs", "256", "--objective",
+                                 "finetune", "--tp", "1", "--ep", "8", "--pp", "2", "--mbs", "1",
+                                 "--moe-imbalance", "1.2", "--stack", "26.06", "--format",
+                                 "json"});
+  ASSERT_EQ(cli_run.exit_code, 0) << cli_run.err;
+  const nlohmann::json local_run = nlohmann::json::parse(cli_run.out);
+  EXPECT_EQ(rpc_run["config"]["knobs"], local_run["config"]["knobs"]);
+  EXPECT_EQ(rpc_run["tokens_per_sec_per_gpu"], local_run["tokens_per_sec_per_gpu"]);
+  EXPECT_EQ(local_run["software_stack"]["cuda_graph_scope"], "full_iteration");
+  EXPECT_EQ(rpc_run["config"]["knobs"]["overlap_ep_comm"], false);  // the recipes' default
+  EXPECT_EQ(rpc_run["config"]["knobs"]["offload_modules"], "");
 
   // A pin the framework refuses: InvalidArgument naming the rule, and the
   // CLI's exit 2 with the same words.

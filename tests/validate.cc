@@ -67,6 +67,7 @@
 #include "planner/model_spec.h"
 #include "planner/prediction_interval.h"
 #include "planner/request.h"
+#include "planner/run_defaults.h"
 #include "planner/search_space.h"
 #include "planner/software_stack.h"
 #include "planner/step_model.h"
@@ -119,18 +120,11 @@ std::optional<double> NumberOrNone(const json& row, const char* key) {
   return row.at(key).get<double>();
 }
 
-// The stack's defaults for the knobs a row does not publish: Megatron-Core
-// 2026 containers use grouped GEMM, DeepEP/HybridEP dispatch, TP/EP/DP/PP
-// overlap and CUDA graphs (the EP A2A overlap as the row's recipe says:
-// RecipeKnobs below).
-mp::Knobs StackKnobs(mp::Precision precision) {
-  mp::Knobs k;
-  k.precision = precision;
-  k.grouped_gemm = true;
-  k.dispatcher = mp::Dispatcher::kFusedDedup;
-  k.cuda_graphs = true;
-  return k;
-}
+// The stack's defaults for the knobs a row does not publish: what a run does
+// with those flags unset (planner/run_defaults.h RunDefaultKnobs: grouped
+// GEMM, DeepEP/HybridEP dispatch, TP/DP/PP overlap, CUDA graphs; the EP A2A
+// overlap as the row's recipe says: RecipeKnobs below).
+mp::Knobs StackKnobs(mp::Precision precision) { return mp::RunDefaultKnobs(precision); }
 
 // The Megatron-Bridge performance recipes' A2A overlap and the knobs a
 // recipe sets away from the stack's defaults (StackKnobs), for the rows of
@@ -171,32 +165,7 @@ const RecipeKnobs* A2aOverlapRecipeFor(const std::string& model_preset,
   return nullptr;
 }
 
-mp::Recompute Selective(uint32_t modules) {
-  mp::Recompute r;
-  r.mode = mp::RecomputeMode::kSelective;
-  r.modules = modules;
-  return r;
-}
-
-// Recompute settings tried in order when a row does not publish one.
-std::vector<mp::Recompute> RecomputeLadder() {
-  std::vector<mp::Recompute> ladder;
-  ladder.push_back({});
-  ladder.push_back(Selective(mp::kRecomputeMoeAct | mp::kRecomputeLayerNorm));
-  ladder.push_back(Selective(mp::kRecomputeMoeAct | mp::kRecomputeLayerNorm |
-                             mp::kRecomputeMlaUpProj | mp::kRecomputeCoreAttn));
-  ladder.push_back(Selective(mp::kRecomputeMoeAct | mp::kRecomputeLayerNorm |
-                             mp::kRecomputeMlaUpProj | mp::kRecomputeCoreAttn |
-                             mp::kRecomputeMlp | mp::kRecomputeSharedExperts));
-  ladder.push_back(Selective(mp::kRecomputeMoeAct | mp::kRecomputeLayerNorm |
-                             mp::kRecomputeMlaUpProj | mp::kRecomputeCoreAttn |
-                             mp::kRecomputeMlp | mp::kRecomputeSharedExperts |
-                             mp::kRecomputeMoe));
-  mp::Recompute full;
-  full.mode = mp::RecomputeMode::kFull;
-  ladder.push_back(full);
-  return ladder;
-}
+using mp::RecomputeLadder;
 
 absl::StatusOr<mp::Recompute> PublishedRecompute(const json& row) {
   if (!row.contains("recompute") || row.at("recompute").is_null()) {
@@ -257,8 +226,9 @@ std::optional<uint32_t> PublishedOffload(const json& row) {
 
 // Published recipes are tuned to leave room for allocator spikes and
 // fragmentation the memory model does not see: a layout counts as fitting
-// when the predicted peak is within 90% of HBM.
-constexpr double kRecipeMemoryHeadroom = 0.9;
+// when the predicted peak is within 90% of HBM (what `moetune predict`
+// assumes of a run too).
+constexpr double kRecipeMemoryHeadroom = mp::kRunDefaultMemoryHeadroom;
 
 // --set overrides for sensitivity studies (not used for the reported
 // figures). Prior constants are scaled for every GPU generation alike; stack
@@ -613,20 +583,10 @@ struct RowSetup {
   bool recompute_inferred = false;
 };
 
-// The selective-recompute modules `modules` keeps for a model: MLA up
-// projections only with multi-latent attention, MoE modules only with
-// routed experts, the dense MLP only with dense layers.
+// The selective-recompute modules `modules` keeps for a model
+// (planner/run_defaults.h).
 uint32_t ModulesOfModel(const mp::ModelSpec& m, const mp::ParallelConfig&, uint32_t modules) {
-  if (m.attention != mp::AttentionType::kMla) modules &= ~uint32_t(mp::kRecomputeMlaUpProj);
-  if (!m.IsMoe()) {
-    modules &= ~uint32_t(mp::kRecomputeMoeAct | mp::kRecomputeMoe | mp::kRecomputeSharedExperts);
-  } else {
-    bool dense_layers = false;
-    for (int l = 0; l < m.num_layers; ++l) dense_layers = dense_layers || !m.IsMoeLayer(l);
-    if (!dense_layers) modules &= ~uint32_t(mp::kRecomputeMlp);
-    if (m.num_shared_experts == 0) modules &= ~uint32_t(mp::kRecomputeSharedExperts);
-  }
-  return modules;
+  return mp::RecomputeModulesOfModel(m, modules);
 }
 
 absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, bool print) {
@@ -911,6 +871,66 @@ std::string ContainerKey(const RowSpec& r) {
 
 }  // namespace
 
+// The question out-of-sample checks ask of a published run: `moetune
+// predict` given only what the row publishes -- its layout (unpublished
+// vp / etp / cp as 1), container, objective, FSDP and, where published, its
+// recompute and offload -- with every other knob left to the tool: the run
+// defaults (planner/run_defaults.h, predict's default) or the autotuner's
+// choice (--search-knobs), under forced-balanced routing (what the rows ran)
+// and natural routing (predict's default).
+void PrintPublishedLayoutOnly(const std::vector<RowSpec>& specs) {
+  std::printf("\n== Through `moetune predict` with only the published layout, container, objective "
+              "(and recompute / offload where published) ==\n");
+  for (const mp::UnpinnedKnobs mode : {mp::UnpinnedKnobs::kRunDefaults, mp::UnpinnedKnobs::kSearch}) {
+    for (const mp::Routing routing : {mp::Routing::kBalanced, mp::Routing::kNatural}) {
+      std::vector<double> errors;
+      int failed = 0;
+      std::string worst;
+      double worst_err = 0;
+      for (const RowSpec& r : specs) {
+        mp::PlanRequest q;
+        q.model = r.model;
+        q.cluster = r.cluster;
+        q.shape = r.shape;
+        mp::FixedKnobs& f = q.constraints.fixed;
+        const mp::ParallelConfig& p = r.parallel;
+        f.tp = p.tp, f.pp = p.pp, f.vp = p.vp, f.ep = p.ep, f.etp = p.etp, f.cp = p.cp;
+        f.mbs = p.mbs;
+        if (p.shard_params) f.shard_params = true;
+        if (r.published_recompute) f.recompute = *r.published_recompute;
+        if (r.published_offload) f.offload_modules = *r.published_offload;
+        f.precision = r.precision;
+        q.constraints.precisions = {r.precision};
+        q.constraints.routing = routing;
+        q.top_k = 1;
+        q.threads = 1;
+        q.stack.framework = mp::Framework::kMegatron;
+        q.stack.container = r.container.empty() ? std::string("latest") : r.container;
+        q.stack.generation = r.generation;
+        q.unpinned_knobs = mode;
+        q.cuda_graph_scope_given = false;
+        absl::StatusOr<mp::Prediction> pred =
+            mp::PredictPinned(q, std::make_shared<mp::DatasheetCostModel>(r.cluster));
+        if (!pred.ok()) {
+          ++failed;
+          continue;
+        }
+        const double err = pred->tokens_per_sec_per_gpu / *r.measured_tokens - 1;
+        errors.push_back(err);
+        if (std::abs(err) > std::abs(worst_err)) worst_err = err, worst = r.id;
+      }
+      const mt::ErrorSummary e = mt::Summarize(errors);
+      std::printf("  %-22s %-9s rows %2zu  MAPE %5.1f%%  mean signed %+6.1f%%  > 25%%: %2d  "
+                  "no answer %d  worst %+.1f%% %s\n",
+                  mode == mp::UnpinnedKnobs::kRunDefaults ? "run defaults (default)"
+                                                          : "--search-knobs",
+                  routing == mp::Routing::kBalanced ? "balanced" : "natural", errors.size(),
+                  100 * e.mape, 100 * e.mean_signed, e.over_25, failed, 100 * worst_err,
+                  worst.c_str());
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const std::string path = absl::GetFlag(FLAGS_runs);
@@ -1012,6 +1032,7 @@ int main(int argc, char** argv) {
     if (std::abs(errors[i]) > std::abs(errors[worst])) worst = i;
   }
   PrintMemoryFits(all);
+  PrintPublishedLayoutOnly(specs);
   std::printf("\nstack %s: %zu rows predicted, %d skipped\n", stack.c_str(), specs.size(),
               skipped);
   std::printf("MAPE %.1f%%; rows > 10%%: %d; rows > 25%%: %d\n", 100 * in_sample.mape,

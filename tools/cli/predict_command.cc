@@ -11,7 +11,7 @@
 //       [--shard-params] [--first-stage-layers L] [--last-stage-layers L]
 //       [--objective pretrain|finetune|lora] [--stack CONTAINER|latest]
 //       [--framework megatron|maxtext] [--format json|text|maxtext]
-//       [--routing natural|balanced]
+//       [--routing natural|balanced] [--search-knobs]
 //
 // --routing: how the MoE router spreads tokens (planner/routing.h).
 // natural (the default: real training, data and the model's own router)
@@ -25,10 +25,14 @@
 // model's software generation (planner/software_stack.h) and is echoed as
 // "software_stack" in the JSON.
 //
-// Predict is the search with the given knobs pinned (planner/request.h, the
-// same translation the server's Predict RPC uses): knobs not given take the
-// values the autotuner chooses with the given ones fixed, and the best plan
-// is predicted; with every knob given there is one candidate. Precision is
+// Predict answers "what will this run do" (planner/request.h, the same
+// translation the server's Predict RPC uses): with the run layout given (tp,
+// pp, mbs, and ep for a MoE model) the knobs not given are what a run does
+// with those flags unset (planner/run_defaults.h: the stack's recipe
+// defaults, the lightest recompute that fits); otherwise, or with
+// --search-knobs, they take the values the autotuner chooses with the given
+// ones fixed, and the best plan is predicted. With every knob given there is
+// one candidate. Precision is
 // bf16 unless --precision is given; --overlap pins exactly the listed
 // overlaps; --moe-imbalance prices every candidate. What Megatron-Core
 // refuses (planner/framework_rules.h) is bad input naming the rule.
@@ -61,6 +65,7 @@
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
 #include "planner/prediction.h"
+#include "planner/run_defaults.h"
 #include "planner/search.h"
 #include "planner/search_space.h"
 #include "planner/software_stack.h"
@@ -90,19 +95,19 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"etp", false, "expert tensor parallel (default: the search's choice)"},
       {"cp", false, "context parallel (default: the search's choice)"},
       {"mbs", false, "micro-batch size (default: the search's choice)"},
-      {"recompute", false, "none, selective or full (default: the search's choice)"},
+      {"recompute", false, "none, selective or full (default: the run default; see --search-knobs)"},
       {"recompute-modules", false,
        "selective modules: core_attn,mla_up_proj,layernorm,moe_act,mlp,moe,shared_experts"},
       {"recompute-layers", false, "full recompute: layers per stage (default all)"},
       {"offload", false,
        "none or modules: attn_norm,core_attn,attn_proj,mlp_norm,expert_fc1,moe_act "
        "(default: the search's choice)"},
-      {"dispatcher", false, "alltoall or fused_dedup (default: the search's choice)"},
-      {"grouped-gemm", false, "true or false (a loop of GEMMs) (default: the search's choice)"},
-      {"cuda-graphs", false, "true or false (default: the search's choice)"},
+      {"dispatcher", false, "alltoall or fused_dedup (default: the run default; see --search-knobs)"},
+      {"grouped-gemm", false, "true or false (a loop of GEMMs) (default: the run default; see --search-knobs)"},
+      {"cuda-graphs", false, "true or false (default: the run default; see --search-knobs)"},
       {"overlap", false,
        "communications overlapped with compute: tp,ep,dp,pp or none (default: the search's choice)"},
-      {"comm-streams", false, "communication streams (default: the search's choice)"},
+      {"comm-streams", false, "communication streams (default: the run default; see --search-knobs)"},
       {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean, >= 1 (default: what --routing implies)"},
       {"routing", false, "MoE routing: natural (default: real training, priced at the busiest expert-parallel rank) or balanced (forced, as the published benchmarks run)"},
       {"shard-params", true, "shard parameters and gradients over DP (FSDP)"},
@@ -111,8 +116,9 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"objective", false, "pretrain (default), finetune or lora"},
       {"stack", false, "software stack: container version (Megatron: 26.02, 26.04.01, 26.06, ...; MaxText: maxtext-2026-09-10, ...) or latest (default)"},
       {"framework", false, "megatron (default) or maxtext: whose rules the pins must pass and how the step is priced"},
-      {"cuda-graph-scope", false, "what the run's CUDA graphs capture: modules (default: attn, moe_router, moe_preprocess, as moetune's Megatron file writes) or full_iteration (the whole step with a static MoE token budget, as Megatron-Bridge's 26.06+ MoE performance recipes run)"},
+      {"cuda-graph-scope", false, "what the run's CUDA graphs capture: modules (attn, moe_router, moe_preprocess, as moetune's Megatron file writes) or full_iteration (the whole step with a static MoE token budget, as Megatron-Bridge's 26.06+ MoE performance recipes run); default: full_iteration for a MoE model on a 26.06+ stack with the run layout given, else modules"},
       {"format", false, "json (default), text, or maxtext (with --framework maxtext: the MaxText YAML and XLA_FLAGS)"},
+      {"search-knobs", true, "knobs not given (recompute, offload, dispatcher, overlap, streams, CUDA graphs) are the autotuner's choice (the fastest that fits) instead of what a run does with those flags unset (the default once tp, pp, mbs and, for MoE, ep are given: planner/run_defaults.h)"},
       {"help", true, "show this help"},
   };
   return specs;
@@ -286,9 +292,12 @@ int RunPredict(const std::vector<std::string>& argv) {
   if (args.Has("help")) {
     std::cout << "usage: moetune predict --model M --cluster C --gpus N --seq S --gbs G "
                  "[--precision P] [layout and knob flags]\n\n"
-                 "Layout and knob flags not given are chosen by the search (the fastest plan "
-                 "that fits in HBM,\nwith the given ones pinned); with all of them given, the "
-                 "step is predicted as given.\n\n"
+                 "With tp, pp, mbs (and ep for a MoE model) given, the knobs not given are what a "
+                 "run does\nwith those flags unset: the stack's recipe defaults, the lightest "
+                 "recompute that fits\nwithin 90% of HBM, vp/cp 1, etp = tp "
+                 "(--search-knobs: the autotuner's choice instead).\nOtherwise the layout and knob "
+                 "flags not given are chosen by the search (the fastest plan\nthat fits in HBM, with "
+                 "the given ones pinned). With all of them given, the step is\npredicted as given.\n\n"
               << Args::Usage(PredictFlags());
     return kExitOk;
   }
@@ -458,6 +467,10 @@ int RunPredict(const std::vector<std::string>& argv) {
   request.constraints.moe_load_imbalance = knobs.moe_load_imbalance;
   request.constraints.routing = knobs.routing;
   request.stack = *stack;
+  request.unpinned_knobs =
+      args.Has("search-knobs") ? pl::UnpinnedKnobs::kSearch : pl::UnpinnedKnobs::kRunDefaults;
+  request.cuda_graph_scope_given = args.Has("cuda-graph-scope");
+  *stack = pl::PredictedStack(request);  // the scope a run of it captures, as priced
   absl::StatusOr<pl::Prediction> pred =
       pl::PredictPinned(request, std::make_shared<pl::DatasheetCostModel>(*cluster));
   if (!pred.ok()) {

@@ -148,9 +148,9 @@ TEST(PredictCommandTest, StackSelectsTheSoftwareGeneration) {
   const Result old = with({"--stack", "26.04.01", "--cuda-graph-scope", "full_iteration"});
   const Result current = with({"--stack", "26.06", "--cuda-graph-scope", "full_iteration"});
   const Result latest = with({"--cuda-graph-scope", "full_iteration"});
-  // With the graphs moetune's Megatron file captures (the default), 26.06
-  // hides no MoE host time either: as 26.04.01.
-  const Result as_emitted = with({"--stack", "26.06"});
+  // With the graphs moetune's Megatron file captures, 26.06 hides no MoE
+  // host time either: as 26.04.01.
+  const Result as_emitted = with({"--stack", "26.06", "--cuda-graph-scope", "modules"});
   const Result as_emitted_old = with({"--stack", "26.04.01"});
   ASSERT_EQ(as_emitted.code, kExitOk) << as_emitted.err;
   ASSERT_EQ(as_emitted_old.code, kExitOk) << as_emitted_old.err;
@@ -158,6 +158,16 @@ TEST(PredictCommandTest, StackSelectsTheSoftwareGeneration) {
   EXPECT_EQ(e["software_stack"]["cuda_graph_scope"], "modules");
   EXPECT_LT(e["tokens_per_sec_per_gpu"].get<double>(),
             nlohmann::json::parse(latest.out)["tokens_per_sec_per_gpu"].get<double>());
+  // Not given, the scope is what a run of the stack captures: the whole
+  // iteration for a MoE model from 26.06 on, the scoped graphs before.
+  EXPECT_EQ(nlohmann::json::parse(as_emitted_old.out)["software_stack"]["cuda_graph_scope"],
+            "modules");
+  const Result run_default = with({"--stack", "26.06"});
+  ASSERT_EQ(run_default.code, kExitOk) << run_default.err;
+  EXPECT_EQ(nlohmann::json::parse(run_default.out)["software_stack"]["cuda_graph_scope"],
+            "full_iteration");
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(run_default.out)["tokens_per_sec_per_gpu"].get<double>(),
+                   nlohmann::json::parse(current.out)["tokens_per_sec_per_gpu"].get<double>());
   const Result bad_scope = with({"--cuda-graph-scope", "everything"});
   EXPECT_EQ(bad_scope.code, kExitBadInput);
   EXPECT_NE(bad_scope.err.find("--cuda-graph-scope"), std::string::npos) << bad_scope.err;
@@ -198,17 +208,69 @@ TEST(PredictCommandTest, TextSaysWhereTheTermsCameFrom) {
   EXPECT_EQ(text.out.find("unless marked calibrated"), std::string::npos) << text.out;
 }
 
-TEST(PredictCommandTest, HelpSaysTheSearchChoosesWhatIsNotGiven) {
+TEST(PredictCommandTest, HelpSaysWhatFillsWhatIsNotGiven) {
   const Result r = RunPredict({"--help"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_NE(r.out.find("--recompute VALUE\n      none, selective or full (default: the search's "
-                       "choice)"),
+  EXPECT_NE(r.out.find("--recompute VALUE\n      none, selective or full (default: the run "
+                       "default; see --search-knobs)"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("--tp VALUE\n      tensor parallel (default: the search's choice)"),
             std::string::npos)
       << r.out;
-  EXPECT_EQ(r.out.find("lightest that fits"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the lightest recompute that fits"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--search-knobs"), std::string::npos) << r.out;
+}
+
+// The run layout given (tp, pp, ep, mbs) and no knob: what a run does with
+// the knob flags unset -- the same prediction as every knob given at its run
+// default by hand. Llama 3.1 405B on 256 GB200, FP8, Megatron-Bridge's 26.02
+// layout TP4 PP16 VP4 (runs.json: 793 tokens/s/GPU measured; the validator,
+// which prices its rows this way, 795): no recompute needs more than 90% of
+// the 173 GiB, so the recompute is the lightest rung of the ladder that fits
+// (core_attn + layernorm + mlp; the prediction's own is pinned by hand
+// below). --search-knobs gives the autotuner's best instead, at least as
+// fast (it offloads activations: 1,001).
+TEST(PredictCommandTest, KnobsNotGivenWithTheRunLayoutAreTheRunDefaults) {
+  const std::vector<std::string> layout = {
+      "--model", "llama3.1-405b", "--cluster", "gb200-nvl72", "--gpus", "256", "--seq", "8192",
+      "--gbs", "1536", "--precision", "fp8", "--stack", "26.02", "--routing", "balanced",
+      "--tp", "4", "--pp", "16", "--vp", "4", "--ep", "1", "--mbs", "1"};
+  const Result defaults = RunPredict(layout);
+  ASSERT_EQ(defaults.code, kExitOk) << defaults.err;
+  const nlohmann::json d = nlohmann::json::parse(defaults.out);
+  const nlohmann::json& knobs = d["config"]["knobs"];
+  // No offload, the flex dispatcher, grouped GEMM, CUDA graphs, TP/DP/PP
+  // overlap with two streams, no EP A2A overlap.
+  std::vector<std::string> by_hand = layout;
+  by_hand.insert(by_hand.end(),
+                 {"--etp", "1", "--cp", "1", "--offload", "none", "--dispatcher", "fused_dedup",
+                  "--grouped-gemm", "true", "--cuda-graphs", "true", "--overlap", "tp,dp,pp",
+                  "--comm-streams", "2", "--recompute", knobs["recompute"].get<std::string>()});
+  if (knobs["recompute"] == "selective") {
+    by_hand.insert(by_hand.end(),
+                   {"--recompute-modules", knobs["recompute_modules"].get<std::string>()});
+  }
+  const Result pinned = RunPredict(by_hand);
+  ASSERT_EQ(pinned.code, kExitOk) << pinned.err;
+  EXPECT_DOUBLE_EQ(d["tokens_per_sec_per_gpu"].get<double>(),
+                   nlohmann::json::parse(pinned.out)["tokens_per_sec_per_gpu"].get<double>());
+  EXPECT_EQ(knobs["offload_modules"], "");
+  // Within the recipes' 90% headroom, and the lightest rung that is: no
+  // recompute does not fit there (it needs more than 90% of HBM).
+  EXPECT_LE(d["peak_memory_gib"].get<double>(), 0.9 * d["hbm_gib"].get<double>());
+  std::vector<std::string> none = layout;
+  none.insert(none.end(), {"--recompute", "none"});
+  const Result no_recompute = RunPredict(none);
+  ASSERT_EQ(no_recompute.code, kExitOk) << no_recompute.err;
+  const nlohmann::json n = nlohmann::json::parse(no_recompute.out);
+  EXPECT_GT(n["peak_memory_gib"].get<double>(), 0.9 * n["hbm_gib"].get<double>());
+  std::vector<std::string> search = layout;
+  search.push_back("--search-knobs");
+  const Result searched = RunPredict(search);
+  ASSERT_EQ(searched.code, kExitOk) << searched.err;
+  EXPECT_GE(nlohmann::json::parse(searched.out)["tokens_per_sec_per_gpu"].get<double>(),
+            d["tokens_per_sec_per_gpu"].get<double>());
 }
 
 TEST(PredictCommandTest, InvalidCombinationsExitTwoWithOneLine) {

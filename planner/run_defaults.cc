@@ -1,0 +1,163 @@
+#include "planner/run_defaults.h"
+
+#include <utility>
+
+#include "planner/framework_rules.h"
+#include "planner/request.h"
+#include "planner/step_model.h"
+
+namespace moetune::planner {
+
+Knobs RunDefaultKnobs(Precision precision) {
+  Knobs k;  // no recompute, no offload, TP/EP/DP/PP overlap on, 2 streams
+  k.precision = precision;
+  k.grouped_gemm = true;
+  k.dispatcher = Dispatcher::kFusedDedup;
+  k.cuda_graphs = true;
+  k.overlap.ep_comm = false;
+  return k;
+}
+
+CudaGraphScope RunDefaultCudaGraphScope(const SoftwareStack& stack, const ModelSpec& model) {
+  const bool full = stack.framework == Framework::kMegatron &&
+                    stack.generation == StackGeneration::k2606 && model.IsMoe();
+  return full ? CudaGraphScope::kFullIteration : CudaGraphScope::kModules;
+}
+
+uint32_t RecomputeModulesOfModel(const ModelSpec& m, uint32_t modules) {
+  if (m.attention != AttentionType::kMla) modules &= ~uint32_t(kRecomputeMlaUpProj);
+  if (!m.IsMoe()) {
+    return modules & ~uint32_t(kRecomputeMoeAct | kRecomputeMoe | kRecomputeSharedExperts);
+  }
+  bool dense_layers = false;
+  for (int l = 0; l < m.num_layers; ++l) dense_layers = dense_layers || !m.IsMoeLayer(l);
+  if (!dense_layers) modules &= ~uint32_t(kRecomputeMlp);
+  if (m.num_shared_experts == 0) modules &= ~uint32_t(kRecomputeSharedExperts);
+  return modules;
+}
+
+std::vector<Recompute> RecomputeLadder() {
+  const uint32_t rungs[] = {
+      0,
+      kRecomputeMoeAct | kRecomputeLayerNorm,
+      kRecomputeMoeAct | kRecomputeLayerNorm | kRecomputeMlaUpProj | kRecomputeCoreAttn,
+      kRecomputeMoeAct | kRecomputeLayerNorm | kRecomputeMlaUpProj | kRecomputeCoreAttn |
+          kRecomputeMlp | kRecomputeSharedExperts,
+      kRecomputeMoeAct | kRecomputeLayerNorm | kRecomputeMlaUpProj | kRecomputeCoreAttn |
+          kRecomputeMlp | kRecomputeSharedExperts | kRecomputeMoe,
+  };
+  std::vector<Recompute> ladder;
+  for (const uint32_t modules : rungs) {
+    Recompute r;
+    r.mode = modules == 0 ? RecomputeMode::kNone : RecomputeMode::kSelective;
+    r.modules = modules;
+    ladder.push_back(r);
+  }
+  Recompute full;
+  full.mode = RecomputeMode::kFull;
+  ladder.push_back(full);
+  return ladder;
+}
+
+bool PinsRunLayout(const PlanRequest& r) {
+  const FixedKnobs& f = r.constraints.fixed;
+  return f.tp && f.pp && f.mbs && (f.ep || !r.model.IsMoe());
+}
+
+SoftwareStack PredictedStack(const PlanRequest& r) {
+  SoftwareStack stack = r.stack;
+  if (r.unpinned_knobs == UnpinnedKnobs::kRunDefaults && !r.cuda_graph_scope_given &&
+      r.stack.framework == Framework::kMegatron && PinsRunLayout(r)) {
+    stack.cuda_graph_scope = RunDefaultCudaGraphScope(r.stack, r.model);
+  }
+  return stack;
+}
+
+absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& r,
+                                            std::shared_ptr<const CostModel> cost_model) {
+  if (r.stack.framework != Framework::kMegatron || !PinsRunLayout(r)) return r;
+  const FixedKnobs& given = r.constraints.fixed;
+  // The layout, with Megatron's defaults for the flags not given.
+  ParallelConfig p;
+  p.tp = *given.tp, p.pp = *given.pp, p.mbs = *given.mbs;
+  p.ep = given.ep.value_or(1);
+  p.vp = given.vp.value_or(1);
+  p.etp = given.etp.value_or(r.model.IsMoe() ? p.tp : 1);  // Megatron: expert TP = TP
+  p.cp = given.cp.value_or(1);
+  p.dp = given.dp.value_or(0);
+  p.shard_params = given.shard_params.value_or(false);
+  p.first_stage_layers = given.first_stage_layers;
+  p.last_stage_layers = given.last_stage_layers;
+  // The knobs: the run defaults under what the request pins.
+  const Precision precision = given.precision.value_or(
+      r.constraints.precisions.empty() ? Precision::kBf16 : r.constraints.precisions.front());
+  Knobs k = RunDefaultKnobs(precision);
+  if (given.offload_modules) {
+    k.offload_modules = *given.offload_modules;
+    k.offload_activations = k.offload_modules != 0;
+  }
+  if (given.dispatcher) {
+    k.dispatcher = *given.dispatcher;
+  } else if (r.constraints.dispatchers.size() == 1) {
+    k.dispatcher = r.constraints.dispatchers.front();
+  }
+  if (given.grouped_gemm) k.grouped_gemm = *given.grouped_gemm;
+  if (given.overlap_exact) {
+    k.overlap = *given.overlap_exact;
+  } else if (given.overlap) {
+    k.overlap.tp_comm = k.overlap.ep_comm = k.overlap.dp_comm = k.overlap.pp_comm = *given.overlap;
+  }
+  if (given.comm_streams) k.overlap.num_comm_streams = *given.comm_streams;
+  if (given.cuda_graphs) k.cuda_graphs = *given.cuda_graphs;
+  k.moe_load_imbalance = r.constraints.moe_load_imbalance;
+  k.routing = r.constraints.routing;
+
+  // What the framework runs for these knobs (framework_rules.h: a default it
+  // would not run is turned off as the search does; a pinned one it refuses
+  // is left to Predict to report), with the given recompute or else the
+  // lightest rung that fits under the request's own step model (the memory
+  // model depends on no fitted constant).
+  std::vector<Recompute> rungs;
+  if (given.recompute) {
+    rungs.push_back(*given.recompute);
+  } else {
+    for (Recompute rc : RecomputeLadder()) {
+      rc.modules = RecomputeModulesOfModel(r.model, rc.modules);
+      if (rc.mode == RecomputeMode::kSelective && rc.modules == 0) continue;  // as none
+      rungs.push_back(rc);
+    }
+  }
+  SoftwareStack stack = r.stack;
+  if (!r.cuda_graph_scope_given) stack.cuda_graph_scope = RunDefaultCudaGraphScope(r.stack, r.model);
+  absl::StatusOr<StepModel> sm = StepModel::Create(r.model, r.cluster, r.shape,
+                                                   std::move(cost_model), StackConstantsFor(stack));
+  if (!sm.ok()) return sm.status();
+  NormalizedKnobs chosen;
+  for (const Recompute& rc : rungs) {
+    k.recompute = rc;
+    chosen = NormalizeFor(r.stack.framework, r.model, p, given, k);
+    if (chosen.violation || given.recompute) break;
+    absl::StatusOr<Prediction> pred = sm->Predict(p, chosen.knobs);
+    if (!pred.ok()) return pred.status();
+    if (pred->peak_memory_bytes <= kRunDefaultMemoryHeadroom * pred->hbm_bytes) break;
+  }
+  if (chosen.violation) return r;  // Predict names the rule the pins break
+
+  PlanRequest out = r;
+  out.stack = stack;
+  FixedKnobs& f = out.constraints.fixed;
+  const Knobs& n = chosen.knobs;
+  f.ep = p.ep, f.vp = p.vp, f.etp = p.etp, f.cp = p.cp;
+  f.precision = n.precision;
+  f.recompute = n.recompute;
+  f.offload_modules = n.offload_activations ? n.offload_modules : 0u;
+  f.dispatcher = n.dispatcher;
+  f.grouped_gemm = n.grouped_gemm;
+  f.overlap_exact = n.overlap;
+  f.overlap = n.overlap.tp_comm || n.overlap.ep_comm || n.overlap.dp_comm || n.overlap.pp_comm;
+  f.comm_streams = n.overlap.num_comm_streams;
+  f.cuda_graphs = n.cuda_graphs;
+  return out;
+}
+
+}  // namespace moetune::planner

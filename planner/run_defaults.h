@@ -1,0 +1,82 @@
+// What a run does with the flags it leaves unset -- how Predict answers
+// "what will this run do" when the request pins the layout but not every
+// knob (PlanRequest::unpinned_knobs == kRunDefaults, the default of
+// `moetune predict` and the Predict RPC). The search (kSearch) answers a
+// different question, "what is the best this layout can do", and is
+// optimistic for a run that keeps its recipe's settings: the 2026 rows of
+// runs.json come out +13.6% through the search (MAPE 16.4%) and within the
+// validator's 5% through these defaults (the validator prices every row
+// with them: tests/validate.cc ChooseKnobs).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/cost_model.h"
+#include "planner/model_spec.h"
+#include "planner/software_stack.h"
+#include "planner/training_config.h"
+
+namespace moetune::planner {
+
+struct PlanRequest;
+
+// The predicted peak must stay within this share of HBM for a recompute
+// choice to count as fitting: the Megatron-Bridge recipes keep room for the
+// allocator's fragmentation and the NCCL / CUDA-graph pools the memory model
+// does not see (runs.json: every published recipe with a recompute fits
+// within it under the memory model; a tighter one would pick more recompute
+// than the recipes ran).
+inline constexpr double kRunDefaultMemoryHeadroom = 0.9;
+
+// The knobs of a Megatron-Core 2026 performance recipe for the flags a run
+// does not set (Megatron-Bridge scripts/performance conventions): grouped
+// GEMM, the flex dispatcher (DeepEP / HybridEP), CUDA graphs, TP / DP / PP
+// communication overlap on with two communication streams, the EP A2A
+// overlap off (WorkloadBaseConfig moe_a2a_overlap = False; only a few
+// recipes turn it on), no recompute, no activation offload.
+Knobs RunDefaultKnobs(Precision precision);
+
+// What the run's CUDA graphs capture when the request does not say: the
+// whole iteration for a MoE model on a 26.06+ Megatron stack (Megatron-
+// Bridge moved its MoE performance recipes to cuda_graph_impl full_iteration
+// before 26.06: MegatronFeatures::graph_full_iteration has the commits),
+// else the scoped graphs (attn, moe_router, moe_preprocess) moetune's
+// Megatron files write.
+CudaGraphScope RunDefaultCudaGraphScope(const SoftwareStack& stack, const ModelSpec& model);
+
+// The selective-recompute modules of `modules` the model has: the MLA up
+// projections only with multi-latent attention, the MoE modules only with
+// routed experts (shared experts only with shared experts), the dense MLP
+// only with dense layers. Megatron-Core refuses the others.
+uint32_t RecomputeModulesOfModel(const ModelSpec& model, uint32_t modules);
+
+// Recompute settings from lightest to heaviest, the order a run's recipe
+// reaches for when a layout does not fit: none; moe_act + layernorm; + MLA
+// up projections + core attention; + dense MLP + shared experts; + the
+// whole MoE layer; full.
+std::vector<Recompute> RecomputeLadder();
+
+// Whether the request pins the layout run defaults need: tp, pp and mbs,
+// and ep for a MoE model (vp, etp, cp left unset take Megatron's defaults:
+// no interleaving, expert TP = TP, no context parallelism).
+bool PinsRunLayout(const PlanRequest& request);
+
+// The software stack PredictPinned prices `request` with: its own, with the
+// CUDA-graph scope of RunDefaultCudaGraphScope when the request asks for run
+// defaults, pins the run layout and does not give the scope.
+SoftwareStack PredictedStack(const PlanRequest& request);
+
+// `request` with every knob it leaves unset pinned to the run defaults
+// (RunDefaultKnobs; vp 1, etp = tp (MoE; 1 dense), cp 1 where unset) and, when the recompute
+// is unset, the lightest rung of RecomputeLadder() whose predicted peak fits
+// within kRunDefaultMemoryHeadroom of HBM (the heaviest when none does: the
+// prediction then says it does not fit). MaxText requests and requests that
+// do not pin the run layout come back unchanged. Errors: those of the step
+// model for the pinned layout (InvalidArgument naming what is wrong).
+absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& request,
+                                            std::shared_ptr<const CostModel> cost_model);
+
+}  // namespace moetune::planner

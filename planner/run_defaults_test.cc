@@ -1,0 +1,122 @@
+#include "planner/run_defaults.h"
+
+#include <memory>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/request.h"
+#include "testing/status_matchers.h"
+
+namespace moetune::planner {
+namespace {
+
+std::shared_ptr<const CostModel> Prior(const PlanRequest& r) {
+  return std::make_shared<DatasheetCostModel>(r.cluster);
+}
+
+PlanRequest Request(const char* model, const char* cluster, TrainingShape shape,
+                    const char* fix) {
+  PlanRequest r;
+  r.model = *LoadModelPreset(model);
+  r.cluster = *LoadClusterPreset(cluster);
+  r.shape = shape;
+  r.threads = 1;
+  r.constraints.fixed = *ParseFixSpec(fix);
+  r.unpinned_knobs = UnpinnedKnobs::kRunDefaults;
+  r.cuda_graph_scope_given = false;
+  return r;
+}
+
+TEST(RunDefaultsTest, RecomputeModulesAreTheModelsOwn) {
+  const uint32_t all = kRecomputeCoreAttn | kRecomputeMlaUpProj | kRecomputeLayerNorm |
+                       kRecomputeMoeAct | kRecomputeMlp | kRecomputeMoe | kRecomputeSharedExperts;
+  // Llama 3 (dense, GQA): no MLA, no MoE modules.
+  EXPECT_EQ(RecomputeModulesOfModel(*LoadModelPreset("llama3-8b"), all),
+            kRecomputeCoreAttn | kRecomputeLayerNorm | kRecomputeMlp);
+  // Qwen3-30B-A3B: every layer MoE, no shared experts, GQA.
+  EXPECT_EQ(RecomputeModulesOfModel(*LoadModelPreset("qwen3-30b-a3b"), all),
+            kRecomputeCoreAttn | kRecomputeLayerNorm | kRecomputeMoeAct | kRecomputeMoe);
+  // DeepSeek-V3: MLA, three dense layers, one shared expert: all of them.
+  EXPECT_EQ(RecomputeModulesOfModel(*LoadModelPreset("deepseek-v3"), all), all);
+}
+
+TEST(RunDefaultsTest, GraphScopeIsTheStacksRecipes) {
+  const ModelSpec moe = *LoadModelPreset("qwen3-30b-a3b");
+  const ModelSpec dense = *LoadModelPreset("llama3-8b");
+  SoftwareStack s2606 = *ParseSoftwareStack("26.06");
+  SoftwareStack s2604 = *ParseSoftwareStack("26.04.01");
+  EXPECT_EQ(RunDefaultCudaGraphScope(s2606, moe), CudaGraphScope::kFullIteration);
+  EXPECT_EQ(RunDefaultCudaGraphScope(s2606, dense), CudaGraphScope::kModules);
+  EXPECT_EQ(RunDefaultCudaGraphScope(s2604, moe), CudaGraphScope::kModules);
+}
+
+TEST(RunDefaultsTest, ALayoutNotPinnedIsLeftToTheSearch) {
+  // No mbs: the request comes back as it was.
+  PlanRequest r = Request("qwen3-30b-a3b", "h100-sxm", {16, 4096, 256}, "tp=1,pp=2,ep=8");
+  EXPECT_FALSE(PinsRunLayout(r));
+  absl::StatusOr<PlanRequest> out = WithRunDefaults(r, Prior(r));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE(out->constraints.fixed.recompute.has_value());
+  EXPECT_FALSE(out->constraints.fixed.cuda_graphs.has_value());
+}
+
+// The recompute is the first rung of the ladder whose predicted peak is
+// within 90% of HBM: each rung predicted on its own, fully pinned, says so
+// (Llama 3.1 405B on 256 GB200, FP8, TP4 PP16 VP4: 793 tokens/s/GPU
+// measured in Megatron-Bridge 26.02).
+TEST(RunDefaultsTest, RecomputeIsTheLightestRungThatFits) {
+  PlanRequest r = Request("llama3.1-405b", "gb200-nvl72", {256, 8192, 1536},
+                          "tp=4,pp=16,vp=4,ep=1,mbs=1,precision=fp8");
+  r.stack = *ParseSoftwareStack("26.02");
+  ASSERT_TRUE(PinsRunLayout(r));
+  absl::StatusOr<PlanRequest> out = WithRunDefaults(r, Prior(r));
+  ASSERT_TRUE(out.ok()) << out.status();
+  const FixedKnobs& f = out->constraints.fixed;
+  ASSERT_TRUE(f.recompute.has_value());
+  EXPECT_EQ(*f.offload_modules, 0u);
+  EXPECT_EQ(*f.dispatcher, Dispatcher::kFusedDedup);
+  EXPECT_TRUE(*f.cuda_graphs);
+  EXPECT_FALSE(f.overlap_exact->ep_comm);
+  EXPECT_TRUE(f.overlap_exact->tp_comm && f.overlap_exact->dp_comm && f.overlap_exact->pp_comm);
+  EXPECT_EQ(*f.comm_streams, 2);
+  EXPECT_EQ(*f.etp, 1);  // dense: no expert TP
+  bool reached = false;
+  for (Recompute rc : RecomputeLadder()) {
+    rc.modules = RecomputeModulesOfModel(r.model, rc.modules);
+    if (rc.mode == RecomputeMode::kSelective && rc.modules == 0) continue;
+    PlanRequest one = *out;
+    one.unpinned_knobs = UnpinnedKnobs::kSearch;
+    one.constraints.fixed.recompute = rc;
+    absl::StatusOr<Prediction> p = PredictPinned(one, Prior(one));
+    ASSERT_TRUE(p.ok()) << p.status();
+    const bool fits = p->peak_memory_bytes <= kRunDefaultMemoryHeadroom * p->hbm_bytes;
+    if (rc.mode == f.recompute->mode && rc.modules == f.recompute->modules) {
+      EXPECT_TRUE(fits);
+      reached = true;
+      break;
+    }
+    EXPECT_FALSE(fits) << RecomputeModulesName(rc.modules) << " fits but a heavier rung was chosen";
+  }
+  EXPECT_TRUE(reached);
+  // PredictPinned with run defaults is that plan.
+  absl::StatusOr<Prediction> defaults = PredictPinned(r, Prior(r));
+  absl::StatusOr<Prediction> pinned = PredictPinned(*out, Prior(r));
+  ASSERT_TRUE(defaults.ok() && pinned.ok());
+  EXPECT_EQ(defaults->tokens_per_sec_per_gpu, pinned->tokens_per_sec_per_gpu);
+  EXPECT_EQ(defaults->knobs.recompute.modules, f.recompute->modules);
+}
+
+TEST(RunDefaultsTest, DefaultsTheFrameworkWouldNotRunAreTurnedOffNotRefused) {
+  // NVFP4 with TP 4: Transformer Engine has no userbuffers TP overlap for
+  // NVFP4 (framework_rules.h kTpCommOverlapWithNvfp4): the default overlap
+  // is normalised off, not refused as a pin would be.
+  PlanRequest r = Request("llama3.1-405b", "gb300-nvl72", {256, 8192, 1536},
+                          "tp=4,pp=8,vp=4,ep=1,mbs=1,precision=nvfp4");
+  absl::StatusOr<PlanRequest> out = WithRunDefaults(r, Prior(r));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE(out->constraints.fixed.overlap_exact->tp_comm);
+  EXPECT_TRUE(PredictPinned(r, Prior(r)).ok());
+}
+
+}  // namespace
+}  // namespace moetune::planner
