@@ -146,17 +146,9 @@ absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& r,
   PlanRequest out = r;
   out.stack = stack;
   FixedKnobs& f = out.constraints.fixed;
-  const Knobs& n = chosen.knobs;
+  const Knobs& n = chosen.knobs;  // every knob pinned as normalised
   f.ep = p.ep, f.vp = p.vp, f.etp = p.etp, f.cp = p.cp;
-  f.precision = n.precision;
-  f.recompute = n.recompute;
-  f.offload_modules = n.offload_activations ? n.offload_modules : 0u;
-  f.dispatcher = n.dispatcher;
-  f.grouped_gemm = n.grouped_gemm;
-  f.overlap_exact = n.overlap;
-  f.overlap = n.overlap.tp_comm || n.overlap.ep_comm || n.overlap.dp_comm || n.overlap.pp_comm;
-  f.comm_streams = n.overlap.num_comm_streams;
-  f.cuda_graphs = n.cuda_graphs;
+  PinKnobs(n, &f);
   return out;
 }
 

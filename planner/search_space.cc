@@ -228,6 +228,18 @@ absl::StatusOr<FixedKnobs> ParseFixSpec(std::string_view spec) {
   return f;
 }
 
+void PinKnobs(const Knobs& k, FixedKnobs* f) {
+  f->recompute = k.recompute;
+  f->offload_modules = k.offload_activations ? k.offload_modules : 0u;
+  f->dispatcher = k.dispatcher;
+  f->grouped_gemm = k.grouped_gemm;
+  f->overlap_exact = k.overlap;
+  f->overlap = k.overlap.tp_comm || k.overlap.ep_comm || k.overlap.dp_comm || k.overlap.pp_comm;
+  f->comm_streams = k.overlap.num_comm_streams;
+  f->cuda_graphs = k.cuda_graphs;
+  f->precision = k.precision;
+}
+
 std::string ToString(const FixedKnobs& f) {
   std::vector<std::string> parts;
   FixedKnobs copy = f;

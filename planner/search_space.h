@@ -85,6 +85,10 @@ struct FixedKnobs {
 absl::StatusOr<FixedKnobs> ParseFixSpec(std::string_view spec);
 // The inverse: "tp=1,ep=64" (keys in the order above; "" when none).
 std::string ToString(const FixedKnobs& fixed);
+// Pins every knob of `knobs` in `fixed` (recompute, offload, dispatcher,
+// grouped GEMM, exact overlaps, streams, CUDA graphs, precision); the layout
+// fields are left as they are.
+void PinKnobs(const Knobs& knobs, FixedKnobs* fixed);
 
 // What the user allows beyond --fix. Empty precisions: bf16 only.
 // Empty dispatchers: both.

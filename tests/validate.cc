@@ -669,15 +669,7 @@ mp::PlanRequest RowRequest(const RowSpec& r, const mp::Knobs& k) {
   f.shard_params = p.shard_params;
   f.first_stage_layers = p.first_stage_layers;
   f.last_stage_layers = p.last_stage_layers;
-  f.recompute = k.recompute;
-  f.offload_modules = k.offload_activations ? k.offload_modules : 0u;
-  f.dispatcher = k.dispatcher;
-  f.grouped_gemm = k.grouped_gemm;
-  f.overlap_exact = k.overlap;
-  f.overlap = k.overlap.tp_comm || k.overlap.ep_comm || k.overlap.dp_comm || k.overlap.pp_comm;
-  f.comm_streams = k.overlap.num_comm_streams;
-  f.cuda_graphs = k.cuda_graphs;
-  f.precision = k.precision;
+  mp::PinKnobs(k, &f);
   q.constraints.precisions = {k.precision};
   q.constraints.dispatchers = {k.dispatcher};
   q.constraints.moe_load_imbalance = k.moe_load_imbalance;
