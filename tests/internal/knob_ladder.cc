@@ -251,10 +251,10 @@ std::vector<StandaloneLadder> Qwen3H100LongContextBalanceLadders() {
   // The table's four rows (TFLOPS/GPU, dropless / forced balance).
   const Point points[] = {
       {16384, 1, 237, 295}, {32768, 2, 277, 335}, {65536, 4, 320, 368}, {131072, 8, 357, 389}};
-  // The dropless runs' load imbalance is not published; the model is told
-  // the midpoint of the 1.1-1.3 that planner/training_config.h states as
-  // typical of real training (not a value fitted to these rows).
-  constexpr double kDroplessImbalance = 1.2;
+  // The dropless runs' load imbalance is not published: they are priced
+  // with the model's own natural routing (Routing::kNatural, the layout's
+  // NaturalRoutingImbalance, what a plan gets by default), not a value
+  // pinned per ladder.
   std::vector<StandaloneLadder> out;
   for (const Point& pt : points) {
     StandaloneLadder l;
@@ -271,7 +271,8 @@ std::vector<StandaloneLadder> Qwen3H100LongContextBalanceLadders() {
     l.shape.global_batch = 256;
     planner::ParallelConfig& p = l.parallel;
     p.tp = 4, p.cp = pt.cp, p.ep = 8, p.pp = 8, p.vp = 4, p.etp = 1, p.mbs = 1;
-    l.assumed = "MBS 1, no CUDA graphs (neither in the command); dropless imbalance 1.2";
+    l.assumed =
+        "MBS 1, no CUDA graphs (neither in the command); dropless priced as natural routing";
     planner::Knobs k;
     k.precision = planner::Precision::kBf16;
     k.dispatcher = planner::Dispatcher::kFusedDedup;
@@ -280,15 +281,16 @@ std::vector<StandaloneLadder> Qwen3H100LongContextBalanceLadders() {
     k.overlap.ep_comm = false;  // A2A_OVERLAP=0
     k.recompute.mode = planner::RecomputeMode::kSelective;
     k.recompute.modules = planner::kRecomputeLayerNorm | planner::kRecomputeMoe;
-    k.moe_load_imbalance = kDroplessImbalance;
+    k.routing = planner::Routing::kNatural;
+    k.moe_load_imbalance = 1.0;  // left to the routing
     planner::MegatronFeatures f;
     f.flex_backend = planner::MegatronFeatures::FlexBackend::kDeepEp;
     const std::string tag = "modelzoo-qwen3-235b-h100-" + std::to_string(pt.seq_len / 1024) + "k";
     l.steps.push_back({tag + "-dropless", "dropless", k, f,
-                       "moe_load_imbalance 1.2 (unpublished; training_config.h typical)", true});
-    k.moe_load_imbalance = 1.0;
+                       "routing natural (NaturalRoutingImbalance of the layout)", true});
+    k.routing = planner::Routing::kBalanced;
     l.steps.push_back({tag + "-forced", "forced balance", k, f,
-                       "moe_load_imbalance 1.2 -> 1.0", true});
+                       "routing natural -> balanced (imbalance 1)", true});
     l.measured_tflops = {pt.dropless_tflops, pt.forced_tflops};
     out.push_back(l);
   }
