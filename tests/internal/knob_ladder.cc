@@ -52,6 +52,25 @@ std::vector<LadderStep> DeepSeekV3Gb200Ladder() {
   k.dispatcher = planner::Dispatcher::kFusedDedup;
   add("03", "Enable DeepEP",
       "dispatcher alltoall -> fused_dedup, backend deepep (--moe-flex-dispatcher-backend)", true);
+  // Guide 2.2.2: the FP8 output-discarding recompute lets linear_proj save
+  // its BF16 input (re-quantized in backward), which frees the memory to
+  // stop recomputing the MLA up projections ("although the MLA up
+  // projection has a low computational density ... it also has serious CPU
+  // overhead"), +44.7 TFLOPS. Priced: the up-projection re-run removed
+  // (RecomputeSeconds: its GEMM share, RoPE / q-k-v assembly and the
+  // checkpoint's restore copy; StaticHostSeconds: CheckpointWithoutOutput's
+  // host calls, the re-run's ops and TE modules, its quantizations) and the
+  // moe_act recompute added (its re-run and restore copy, fc2's
+  // re-quantization, its checkpoint calls). linear_proj's own
+  // re-quantization is not priced (no knob). The measured 1.079x needs
+  // ~1.1 s less per step, ~2.1 ms per layer and micro-batch (64 x 8); the
+  // model finds 0.21 s (0.14 s GPU, 0.07 s host: the up-projection's
+  // 0.22 s less the moe_act recompute's 0.14 s added): its host price per
+  // PyTorch op (kTorchCallHostS
+  // 3 us, a light op 10.5 us unbound) is below what a Grace CPU shows (TE
+  // issue 2053: 37 us for one torch Linear forward on GB200; the guide's
+  // Figure 1 shows the CheckpointWithoutOutput range ~2 ms long on the
+  // forward's CPU thread).
   k.recompute.modules = planner::kRecomputeMlp | planner::kRecomputeMoeAct;
   add("04", "Remove up_proj recompute", "recompute mlp+mla_up_proj -> mlp+moe_act", true);
   k.cuda_graphs = true;
@@ -253,8 +272,17 @@ std::vector<StandaloneLadder> Qwen3H100LongContextBalanceLadders() {
       {16384, 1, 237, 295}, {32768, 2, 277, 335}, {65536, 4, 320, 368}, {131072, 8, 357, 389}};
   // The dropless runs' load imbalance is not published: they are priced
   // with the model's own natural routing (Routing::kNatural, the layout's
-  // NaturalRoutingImbalance, what a plan gets by default), not a value
-  // pinned per ladder.
+  // NaturalRoutingImbalance, what a plan gets by default: 1.155-1.159 here),
+  // not a value pinned per ladder. Known gap: through the same mechanism
+  // (the busiest rank's routed GEMMs and dispatch bytes) the measured gains
+  // need ~1.75 at 16k, 32k and 128k (~1.35 at 64k). The runs load the
+  // trained Qwen3-235B (run_235b.sh PRETRAIN=0, "finetune from
+  // checkpoint"), whose router was balanced over the global batch
+  // (Qiu et al., ACL 2025, "Demons in the Detail"; used in Qwen3), which
+  // lets one domain's sequence load its experts unevenly; at MBS 1 a
+  // micro-batch here is one 16k-128k sequence. The model's Gini (0.24, on
+  // real text across many sequences) does not see that; no public figure
+  // gives the per-micro-batch spread of such a router.
   std::vector<StandaloneLadder> out;
   for (const Point& pt : points) {
     StandaloneLadder l;
