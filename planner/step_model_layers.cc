@@ -298,6 +298,47 @@ double QuantizeHostSeconds(const MegatronFeatures& f, double launch_s, bool afte
   return seconds + launches * launch_s;
 }
 
+double CheckpointWithoutOutputHostSeconds(double inputs, double outputs, double launch_s,
+                                          double host_factor) {
+  const double calls = kCheckpointFixedTorchCalls + kCheckpointTorchCallsPerInput * inputs +
+                       kCheckpointTorchCallsPerOutput * outputs;
+  const double restore_copies = outputs;  // untyped_storage().copy_, one kernel each
+  return (calls * kTorchCallHostS + restore_copies * (kTorchCallHostS + launch_s)) * host_factor;
+}
+
+double UpProjRecomputeHostSeconds(double launch_s, double host_factor) {
+  const double light_ops = kUpProjRecomputeLightOps + kUpProjRecomputeTeModules * kTeModuleLightOps;
+  return CheckpointWithoutOutputHostSeconds(kUpProjRecomputeInputs, kUpProjRecomputeOutputs,
+                                            launch_s, host_factor) +
+         (light_ops * (kTorchCallHostS + launch_s) + kUpProjRecomputeTorchCalls * kTorchCallHostS) *
+             host_factor;
+}
+
+double MoeActRecomputeHostSeconds(double launch_s, double host_factor) {
+  return CheckpointWithoutOutputHostSeconds(kMoeActRecomputeInputs, kMoeActRecomputeOutputs,
+                                            launch_s, host_factor) +
+         kMoeActRecomputeLightOps * (kTorchCallHostS + launch_s) * host_factor;
+}
+
+double MlaUpProjRecomputeMacsPerToken(const ModelSpec& m) {
+  if (m.attention != AttentionType::kMla) return 0;
+  const double n = m.num_attention_heads;
+  const double q_in = m.q_lora_rank > 0 ? double(m.q_lora_rank) : double(m.hidden_size);
+  return q_in * n * m.QkHeadDim() +
+         double(m.kv_lora_rank) * n * (m.qk_nope_head_dim + m.v_head_dim);
+}
+
+double MlaUpProjRecomputeMemoryElemsPerToken(const ModelSpec& m) {
+  if (m.attention != AttentionType::kMla) return 0;
+  const double n = m.num_attention_heads;
+  const double norms = 2.0 * (m.q_lora_rank + m.kv_lora_rank);
+  const double up_out = n * m.QkHeadDim() + n * (m.qk_nope_head_dim + m.v_head_dim);
+  const double qkv = 2.0 * n * m.QkHeadDim() + n * m.v_head_dim;  // query, key, value
+  const double rope_and_assembly = up_out + m.qk_rope_head_dim + qkv;
+  const double restore_copy = 2.0 * qkv;
+  return norms + rope_and_assembly + restore_copy;
+}
+
 double RouterPreprocessHostOps(const MegatronFeatures& f, bool dedup) {
   const double router_fusion_saving = kRouterKernelsUnfused - kRouterKernelsFused;
   if (dedup) {
@@ -490,10 +531,13 @@ double StaticHostSeconds(const LayerKindTables& k, const Context& c) {
                                      mla ? kMlaQuantizedAfterNorm : kGqaQuantizedAfterNorm);
   }
   // Selective recompute of the MLA up projections re-runs them in backward
-  // (once per micro-batch) outside any graph unless attention is captured.
+  // (once per micro-batch) outside any graph unless attention is captured:
+  // the checkpoint's calls, the re-run (UpProjRecomputeHostSeconds) and its
+  // two quantizations, both after a norm (one pass: no gradient).
   if (mla && c.knobs->recompute.mode == RecomputeMode::kSelective &&
       (c.knobs->recompute.modules & kRecomputeMlaUpProj) && !attn_captured) {
-    host += kUpProjRecomputeOps * op_s + QuantizationsHostSeconds(c, f, 2, 2) / passes;
+    host += UpProjRecomputeHostSeconds(c.cost->KernelLaunchSeconds(false), HostFactor(*c.stack)) +
+            QuantizationsHostSeconds(c, f, 2, 2) / passes;
   }
   if (!k.moe) {
     // Dense MLP: captured with the layer under CUDA graphs (dense models
@@ -649,6 +693,20 @@ double SlotSum(const Slots& l, int first, int last) {
 // schedule of 26.06 on only what exceeds the layer's compute), kernel
 // launches (kernels_fwd x (1 + bwd factor) x launch_s), and without CUDA
 // graphs the host issue time beyond the GPU time.
+// The moe_act recompute's host work in a MoE layer, part of the routed
+// experts' (never graph-captured): the checkpoint and the re-run
+// (MoeActRecomputeHostSeconds), and at low precision linear_fc2's saved
+// BF16 input quantized again per local expert (one pass). 0 without it.
+double MoeActRecomputeHostSecondsOf(const Context& c, int local_experts) {
+  if (c.knobs->recompute.mode != RecomputeMode::kSelective ||
+      !(c.knobs->recompute.modules & kRecomputeMoeAct)) {
+    return 0;
+  }
+  return MoeActRecomputeHostSeconds(c.cost->KernelLaunchSeconds(false), HostFactor(*c.stack)) +
+         QuantizationsHostSeconds(c, c.stack->features, local_experts, 0) /
+             (1.0 + kBackwardKernelFactor);
+}
+
 void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_schedule,
                   Slots* l) {
   // Ops outside CUDA graphs (StaticHostSeconds).
@@ -663,7 +721,8 @@ void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_sc
     // their host time adds to the GPU's like the experts' (MoeHostSeconds).
     const double host = MoeHostSeconds(*c.stack, local) +
                         ExtraQuantizationsHostSeconds(c, 2.0 * local, 0.0) +
-                        (PermuteHostSeconds(c) - LatestPermuteHostSeconds(c));
+                        (PermuteHostSeconds(c) - LatestPermuteHostSeconds(c)) +
+                        MoeActRecomputeHostSecondsOf(c, local);
     if (MoeHostHidden(*c.stack, ep_overlap_schedule, c.ep, c.knobs->cuda_graphs)) {
       // The other micro-batch's layer keeps the GPU busy while this one's
       // host work runs: only host time beyond that compute shows. That
@@ -826,12 +885,32 @@ std::optional<double> RecomputeSeconds(const LayerKindTables& k, const Context& 
       mb_f.seconds / std::max(1.0, k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
   if (rc.modules & kRecomputeCoreAttn) t += g.attn_f.seconds;
   if ((rc.modules & kRecomputeMlaUpProj) && m.attention == AttentionType::kMla) {
-    t += 0.5 * g.qkv.seconds;  // the up projections: about half the QKV MACs
+    // The up projections' share of the QKV GEMM time (their MACs over the
+    // projections' h x qkv_out_dim), and the re-run's memory-bound traffic
+    // with the restore copy (MlaUpProjRecomputeMemoryElemsPerToken), plus
+    // at low precision the two GEMM inputs quantized again (read BF16,
+    // write the operand).
+    const double qkv_macs = h * k.qkv_out_dim;
+    if (qkv_macs > 0) t += MlaUpProjRecomputeMacsPerToken(m) / qkv_macs * g.qkv.seconds;
+    double bytes = MlaUpProjRecomputeMemoryElemsPerToken(m) * kActivationBytes;
+    if (c.low_precision) {
+      bytes += double(m.q_lora_rank + m.kv_lora_rank) * (kActivationBytes + c.operand_bytes);
+    }
+    t += c.cost->MemoryBound(c.tokens_rank * bytes).seconds;
   }
   if (rc.modules & kRecomputeLayerNorm) t += mb_per_elem * 4.0 * h;  // 2 norms
   if ((rc.modules & kRecomputeMoeAct) && k.moe) {
-    // Per rank: etp x the rows (ETP gather) at ffn / etp columns each.
-    t += mb_per_elem * 3.0 * m.moe_top_k * double(m.moe_ffn_hidden_size);
+    // Per rank: etp x the rows (ETP gather) at ffn / etp columns each: the
+    // activation re-run (read gate x ffn, write ffn) and the restore copy
+    // into the discarded output (read + write ffn), plus at low precision
+    // linear_fc2's saved BF16 input quantized again (read BF16, write the
+    // operand: MoeActRecomputeHostSecondsOf has its host side).
+    const double rows = m.moe_top_k * double(m.moe_ffn_hidden_size);
+    t += mb_per_elem * (3.0 + 2.0) * rows;
+    if (c.low_precision) {
+      t += c.cost->MemoryBound(c.tokens_rank * rows * (kActivationBytes + c.operand_bytes))
+               .seconds;
+    }
   }
   if ((rc.modules & kRecomputeMlp) && !k.moe) t += g.mlp_f.seconds;
   if ((rc.modules & kRecomputeMoe) && k.moe) {

@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planner/internal/step_model_layers.h"
 #include "planner/prediction_interval.h"
 #include "planner/units.h"
 #include "testing/status_matchers.h"
@@ -1167,6 +1168,54 @@ TEST(StepModelTest, MoreImbalanceIsNeverFaster) {
             << "imbalance " << imbalance << " offload " << offload << " graphs " << graphs;
         previous = e.tokens_per_sec_per_gpu;
       }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace moetune::planner
+
+namespace moetune::planner {
+namespace {
+
+double TermSeconds(const Prediction& p, const std::string& name) {
+  double s = 0;
+  for (const Term& t : p.breakdown) {
+    if (t.name == name) s += t.seconds;
+  }
+  return s;
+}
+
+// The mla_up_proj recompute (planner/internal/step_model_layers.h): on the
+// GPU its re-run and restore copy add to the recompute term with or
+// without CUDA graphs; its host work adds to the kernel-launch term only
+// when attention is not captured (a graph replays the recompute with the
+// attention backward). DeepSeek-V3 on 256 GB200, TP1 PP8 VP4 EP32 MBS1,
+// MXFP8: 61 layers over 8 pipeline ranks (7-8 each), 2,048 / dp 32 = 64
+// micro-batches, so the critical rank's at least 7 x 64 layer passes pay
+// UpProjRecomputeHostSeconds (259.6 us at 4 us launches, bound) each
+// without graphs: > 0.116 s.
+TEST(StepModelTest, UpProjRecomputeAddsGpuAndUngraphedHostWork) {
+  const StepModel sm = Make(Preset("deepseek-v3"), "gb200-nvl72", {256, 4096, 2048});
+  const ParallelConfig p = Layout(1, 8, 4, 32, 1, 1);
+  for (bool graphs : {false, true}) {
+    Knobs k;
+    k.precision = Precision::kMxfp8;
+    k.cuda_graphs = graphs;
+    k.recompute.mode = RecomputeMode::kSelective;
+    k.recompute.modules = kRecomputeMlp;
+    absl::StatusOr<Prediction> without = sm.Predict(p, k);
+    k.recompute.modules = kRecomputeMlp | kRecomputeMlaUpProj;
+    absl::StatusOr<Prediction> with = sm.Predict(p, k);
+    ASSERT_TRUE(without.ok() && with.ok());
+    EXPECT_GT(TermSeconds(*with, "recompute"), TermSeconds(*without, "recompute")) << graphs;
+    EXPECT_GT(with->step_time_s, without->step_time_s) << graphs;
+    const double host = TermSeconds(*with, "kernel_launches") -
+                        TermSeconds(*without, "kernel_launches");
+    if (graphs) {
+      EXPECT_NEAR(host, 0.0, 1e-9);
+    } else {
+      EXPECT_GT(host, 7 * 64 * step_model_internal::UpProjRecomputeHostSeconds(4e-6, 1.0));
     }
   }
 }

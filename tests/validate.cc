@@ -1331,7 +1331,7 @@ int main(int argc, char** argv) {
       continue;
     }
     if (!l.assumed.empty()) std::printf("  not stated by the source, assumed: %s\n", l.assumed.c_str());
-    std::vector<double> pred, pred_step_s;
+    std::vector<double> pred, pred_step_s, priced_imbalance;
     for (const mt::LadderStep& step : l.steps) {
       mp::StackConstants s = row_model.Stack(l.generation, default_constants);
       s.features = step.features;
@@ -1348,6 +1348,7 @@ int main(int argc, char** argv) {
       }
       pred.push_back(p->model_tflops_per_gpu);
       pred_step_s.push_back(p->step_time_s);
+      priced_imbalance.push_back(p->moe_load_imbalance_priced);
       if (absl::GetFlag(FLAGS_verbose)) {
         std::printf("  ladder %s: step %.3f s\n", step.id.c_str(), p->step_time_s);
         for (const mp::Term& t : p->breakdown) {
@@ -1370,8 +1371,12 @@ int main(int argc, char** argv) {
                  : absl::StrFormat("meas %6.2f s   pred %6.2f s  (%+5.1f%%)", l.measured_step_s[i],
                                    pred_step_s[i],
                                    100 * (l.measured_step_s[i] / pred_step_s[i] - 1));
-      std::printf("  %-32s %s  meas x %.3f  pred x %.3f  %s\n", l.steps[i].name.substr(0, 32).c_str(),
-                  meas_text.c_str(), gm[i], gp[i], l.steps[i].mapping.c_str());
+      const std::string imbalance_text =
+          priced_imbalance[i] != 1.0 ? absl::StrFormat(" [imbalance priced %.3f]", priced_imbalance[i])
+                                     : std::string();
+      std::printf("  %-32s %s  meas x %.3f  pred x %.3f  %s%s\n",
+                  l.steps[i].name.substr(0, 32).c_str(), meas_text.c_str(), gm[i], gp[i],
+                  l.steps[i].mapping.c_str(), imbalance_text.c_str());
     }
   }
   {

@@ -52,12 +52,56 @@ inline constexpr double kMlaQuantizedInputs = 5;
 inline constexpr double kMlaQuantizedAfterNorm = 4;
 inline constexpr double kGqaQuantizedInputs = 2;
 inline constexpr double kGqaQuantizedAfterNorm = 1;
-// Selective recompute of the MLA up projections (--recompute-modules
-// up_proj): in backward, the checkpoint wrapper (RNG state save/restore,
-// output discard) and q_up / kv_up with their split, concat and RoPE: ~12
-// Python/PyTorch ops (Megatron-Core multi_latent_attention.py); guide 2.2.2:
-// "it also has serious CPU overhead".
-inline constexpr double kUpProjRecomputeOps = 12;
+// Selective recompute through Megatron-Core's CheckpointWithoutOutput
+// (megatron/core/tensor_parallel/random.py at the GB200 guide's commit;
+// used by --recompute-modules mla_up_proj and moe_act): its own host calls,
+// counted in the code, none of which launches a kernel except the restore
+// copies (CheckpointWithoutOutputHostSeconds):
+//   fixed: forward -- torch.get_rng_state + the CUDA RNG state
+//     (_get_all_rng_states; the tracker's states are a dict copy), the
+//     autograd Function's apply, TE's activation_recompute_forward and FP8
+//     state queries (2), save_for_backward, the grad hook on the discarding
+//     tensor; backward -- _is_checkpoint_valid, _fork_rng's get (2) and
+//     restore (2), _set_all_rng_states (2), the TE recompute and fp8_autocast
+//     contexts (2), enable_grad, saved_tensors, the nested
+//     torch.autograd.backward: 7 + 12 = 19;
+//   per input: detach_variable and the .grad read: 2;
+//   per output: untyped_storage + resize_(0) when discarded, and
+//     untyped_storage x 2 + size + resize_ before the restore: 6, plus the
+//     restore's copy_ (one copy kernel, a light op).
+inline constexpr double kCheckpointFixedTorchCalls = 19;
+inline constexpr double kCheckpointTorchCallsPerInput = 2;
+inline constexpr double kCheckpointTorchCallsPerOutput = 6;
+// The mla_up_proj recompute (multi_latent_attention.py,
+// qkv_up_proj_and_rope_apply under CheckpointWithoutOutput): inputs
+// q_compressed, kv_compressed, k_pos_emb, rotary_pos_emb; outputs query,
+// key, value. Re-run in backward: linear_q_up_proj and linear_kv_up_proj
+// (TE LayerNormColumnParallelLinear: norm + GEMM, quantizations priced by
+// QuantizationsHostSeconds) and the two fused MLA RoPE kernels -- 6 light
+// ops; the views, unsqueeze, identity q/kv layernorm calls and 3
+// contiguous() -- 8 non-launching calls; and the two TE modules' own Python
+// above a plain PyTorch op.
+inline constexpr double kUpProjRecomputeInputs = 4;
+inline constexpr double kUpProjRecomputeOutputs = 3;
+inline constexpr double kUpProjRecomputeLightOps = 6;
+inline constexpr double kUpProjRecomputeTorchCalls = 8;
+inline constexpr double kUpProjRecomputeTeModules = 2;
+// A TE module's forward host time over a plain PyTorch op doing the same
+// GEMM: TE issue 2053 ("High CPU overhead on Grace systems", BF16 Linear,
+// hidden 2048, 8192 tokens): GB200 TE 99.66 us vs torch 37.08 us CPU per
+// forward (GH200: 90.53 vs 33.17): ratio 2.69 (GH200 2.73). A module is
+// priced as this many light ops (LightOpSeconds).
+inline constexpr double kTeModuleLightOps = 99.66 / 37.08;
+// The moe_act recompute (experts.py TEGroupedMLP: activation_func_with_probs
+// under CheckpointWithoutOutput): inputs fc1_output and the routing
+// probabilities, output the activation; re-run: the fused activation, one
+// light op. Under FP8 / MXFP8 / NVFP4, linear_fc2 saves its original BF16
+// input (set_save_original_input) and quantizes it again in backward, one
+// quantization per local expert (guide 2.2.2: "The cost is that we need to
+// re-quantize during the backward pass").
+inline constexpr double kMoeActRecomputeInputs = 2;
+inline constexpr double kMoeActRecomputeOutputs = 1;
+inline constexpr double kMoeActRecomputeLightOps = 1;
 // Host time per op of a process that bindpcie has not pinned to its GPU's
 // NUMA node, over a pinned one. An assumption, not a measured GB200 figure:
 // the usual remote/local memory latency ratio of two-socket servers
@@ -139,6 +183,33 @@ DispatcherNvlinkCaps NvlinkDispatchCaps(const StackConstants& stack, bool dedup,
 // C++-side kernel launches at launch_s; after_norm: it directly follows a
 // norm.
 double QuantizeHostSeconds(const MegatronFeatures& f, double launch_s, bool after_norm);
+// Host seconds of CheckpointWithoutOutput's own calls for one use with
+// `inputs` inputs and `outputs` outputs (kCheckpoint* counts): the
+// non-launching calls at kTorchCallHostS, one restore copy per output as
+// a light op (kTorchCallHostS + launch_s), all x host_factor (HostFactor).
+double CheckpointWithoutOutputHostSeconds(double inputs, double outputs, double launch_s,
+                                          double host_factor);
+// Host seconds of one mla_up_proj recompute (one layer, one micro-batch),
+// its quantizations excluded: the checkpoint's calls (4 inputs, 3 outputs)
+// + (6 light ops + 2 TE modules of kTeModuleLightOps each) + 8 calls.
+double UpProjRecomputeHostSeconds(double launch_s, double host_factor);
+// Host seconds of one moe_act recompute, its re-quantizations excluded:
+// the checkpoint's calls (2 inputs, 1 output) + 1 light op.
+double MoeActRecomputeHostSeconds(double launch_s, double host_factor);
+// MACs per token that the mla_up_proj recompute re-runs: the query up
+// projection [q_lora_rank x n (qk_nope + qk_rope)] (without q LoRA the
+// query projection from hidden, which the same function holds) and the
+// key/value up projection [kv_lora_rank x n (qk_nope + v_head_dim)]. 0 for
+// other attention.
+double MlaUpProjRecomputeMacsPerToken(const ModelSpec& m);
+// Elements per token (BF16) the mla_up_proj recompute moves through
+// memory-bound kernels: the two latent norms (read + write q_lora_rank +
+// kv_lora_rank), RoPE and the q/k/v assembly (read the up projections'
+// outputs n (qk_nope + qk_rope) + n (qk_nope + v) and the rope key, write
+// query n (qk_nope + qk_rope), key n (qk_nope + qk_rope), value n v), and
+// the restore copy into the discarded storages (read + write query, key,
+// value). 0 for other attention.
+double MlaUpProjRecomputeMemoryElemsPerToken(const ModelSpec& m);
 // Router + EP-preprocess host ops per forward (dedup: flex dispatcher).
 double RouterPreprocessHostOps(const MegatronFeatures& f, bool dedup);
 // 1, or kUnboundHostOpFactor without NUMA binding.

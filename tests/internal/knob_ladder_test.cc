@@ -179,10 +179,14 @@ TEST(KnobLadderTest, Qwen3LongContextBalancePairs) {
     // 256 GPUs = tp 4 x cp x pp 8 x dp: dp = 8 / cp.
     EXPECT_EQ(l.parallel.tp * l.parallel.cp * l.parallel.pp * (8 >> i), 256);
     EXPECT_THAT(l.measured_tflops, ElementsAre(dropless[i], forced[i]));
-    EXPECT_GT(l.steps[0].knobs.moe_load_imbalance, 1.0);
+    // Dropless: the model's natural routing (no pinned imbalance); forced:
+    // balanced; nothing else differs.
+    EXPECT_EQ(l.steps[0].knobs.routing, planner::Routing::kNatural);
+    EXPECT_EQ(l.steps[0].knobs.moe_load_imbalance, 1.0);
+    EXPECT_EQ(l.steps[1].knobs.routing, planner::Routing::kBalanced);
     EXPECT_EQ(l.steps[1].knobs.moe_load_imbalance, 1.0);
     planner::Knobs a = l.steps[0].knobs;
-    a.moe_load_imbalance = 1.0;
+    a.routing = planner::Routing::kBalanced;
     EXPECT_EQ(planner::ToString(a), planner::ToString(l.steps[1].knobs));
   }
   // 295 / 237 = 1.2447 at 16k, 389 / 357 = 1.0896 at 128k.

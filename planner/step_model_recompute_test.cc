@@ -1,0 +1,97 @@
+// The selective-recompute terms of Megatron-Core's CheckpointWithoutOutput
+// (planner/internal/step_model_layers.h): the checkpoint's host calls, the
+// mla_up_proj and moe_act re-runs' host time, and what the mla_up_proj
+// recompute re-runs on the GPU. Expected values are worked by hand from
+// the counts in the header (3 us per PyTorch call, kTorchCallHostS).
+#include "gtest/gtest.h"
+#include "planner/internal/step_model_layers.h"
+#include "planner/model_spec.h"
+
+namespace moetune::planner {
+namespace {
+
+using step_model_internal::CheckpointWithoutOutputHostSeconds;
+using step_model_internal::MlaUpProjRecomputeMacsPerToken;
+using step_model_internal::MlaUpProjRecomputeMemoryElemsPerToken;
+using step_model_internal::MoeActRecomputeHostSeconds;
+using step_model_internal::UpProjRecomputeHostSeconds;
+
+// DeepSeek-V3's attention (config.json): hidden 7168, 128 heads, q LoRA
+// 1536, kv LoRA 512, qk_nope 128, qk_rope 64, v 128.
+ModelSpec DeepSeekV3Attention() {
+  ModelSpec m;
+  m.attention = AttentionType::kMla;
+  m.hidden_size = 7168;
+  m.num_attention_heads = 128;
+  m.q_lora_rank = 1536;
+  m.kv_lora_rank = 512;
+  m.qk_nope_head_dim = 128;
+  m.qk_rope_head_dim = 64;
+  m.v_head_dim = 128;
+  return m;
+}
+
+// 4 inputs, 3 outputs (mla_up_proj): 19 + 2 x 4 + 6 x 3 = 45 calls x 3 us
+// = 135 us, plus 3 restore copies x (3 + 4) us = 21 us: 156 us; x 1.5
+// without NUMA binding: 234 us.
+TEST(CheckpointWithoutOutputHostSecondsTest, CountsCallsAndRestoreCopies) {
+  EXPECT_NEAR(CheckpointWithoutOutputHostSeconds(4, 3, 4e-6, 1.0), 156e-6, 1e-12);
+  EXPECT_NEAR(CheckpointWithoutOutputHostSeconds(4, 3, 4e-6, 1.5), 234e-6, 1e-12);
+  // No inputs, no outputs: the 19 fixed calls, 57 us.
+  EXPECT_NEAR(CheckpointWithoutOutputHostSeconds(0, 0, 4e-6, 1.0), 57e-6, 1e-12);
+}
+
+// The checkpoint (156 us) + (6 light ops + 2 TE modules x 99.66 / 37.08
+// light ops) x 7 us + 8 calls x 3 us: 156 + 11.3754 x 7 + 24 = 259.628 us.
+TEST(UpProjRecomputeHostSecondsTest, CheckpointPlusReRun) {
+  const double te = 99.66 / 37.08;
+  EXPECT_NEAR(UpProjRecomputeHostSeconds(4e-6, 1.0), 156e-6 + (6 + 2 * te) * 7e-6 + 24e-6,
+              1e-12);
+  EXPECT_NEAR(UpProjRecomputeHostSeconds(4e-6, 1.0), 259.628e-6, 1e-9);
+  // Every part scales with the NUMA factor.
+  EXPECT_NEAR(UpProjRecomputeHostSeconds(4e-6, 1.5), 1.5 * UpProjRecomputeHostSeconds(4e-6, 1.0),
+              1e-12);
+}
+
+// 2 inputs, 1 output: 19 + 4 + 6 = 29 calls x 3 us = 87 us, 1 restore copy
+// 7 us, the activation re-run 7 us: 101 us.
+TEST(MoeActRecomputeHostSecondsTest, CheckpointPlusActivation) {
+  EXPECT_NEAR(MoeActRecomputeHostSeconds(4e-6, 1.0), 101e-6, 1e-12);
+}
+
+// q up 1536 x 128 x (128 + 64) = 37,748,736 plus kv up 512 x 128 x
+// (128 + 128) = 16,777,216: 54,525,952 MACs per token -- 0.783 of the QKV
+// projections' 7168 x (1536 + 576) + 54,525,952 = 69,664,768.
+TEST(MlaUpProjRecomputeMacsPerTokenTest, DeepSeekV3) {
+  const ModelSpec m = DeepSeekV3Attention();
+  EXPECT_DOUBLE_EQ(MlaUpProjRecomputeMacsPerToken(m), 54525952.0);
+  EXPECT_NEAR(MlaUpProjRecomputeMacsPerToken(m) / (7168.0 * (1536 + 576) + 54525952.0), 0.7827,
+              1e-4);
+}
+
+// Without q LoRA the query projection from hidden is inside the
+// recomputed function: 7168 x 128 x 192 + 16,777,216 = 192,937,984.
+TEST(MlaUpProjRecomputeMacsPerTokenTest, NoQueryLora) {
+  ModelSpec m = DeepSeekV3Attention();
+  m.q_lora_rank = 0;
+  EXPECT_DOUBLE_EQ(MlaUpProjRecomputeMacsPerToken(m), 192937984.0);
+}
+
+// Norms 2 x (1536 + 512) = 4,096; RoPE and assembly: read 24,576 (q up) +
+// 32,768 (kv up) + 64 (rope key), write query 24,576 + key 24,576 +
+// value 16,384 = 65,536; restore copy 2 x 65,536 = 131,072. Sum 258,112.
+TEST(MlaUpProjRecomputeMemoryElemsPerTokenTest, DeepSeekV3) {
+  EXPECT_DOUBLE_EQ(MlaUpProjRecomputeMemoryElemsPerToken(DeepSeekV3Attention()), 258112.0);
+}
+
+TEST(MlaUpProjRecomputeTest, NoneForGqa) {
+  ModelSpec m;
+  m.attention = AttentionType::kGqa;
+  m.hidden_size = 4096;
+  m.num_attention_heads = 32;
+  EXPECT_EQ(MlaUpProjRecomputeMacsPerToken(m), 0.0);
+  EXPECT_EQ(MlaUpProjRecomputeMemoryElemsPerToken(m), 0.0);
+}
+
+}  // namespace
+}  // namespace moetune::planner
