@@ -166,6 +166,38 @@ struct StackConstants {
   // slowdown of what does overlap, than SM partitioning explains. ~0.4
   // would fit those two pairs; the rule keeps 1.
   double ep_overlap_fraction = 1.0;
+  // The same share for the part of an exchange that moves over NVLink by
+  // SM-issued copies (CostModel::DispatchNvlinkShare: all of it inside one
+  // NVLink domain, e.g. EP 8-32 on GB200/GB300 NVL72 or EP 8 on one HGX
+  // node), ep_overlap_fraction then applying to the NIC-driven rest
+  // (EpOverlapAchievedFraction in internal/step_model_layers.h). Mechanism:
+  // the two parts of an exchange use different engines. RDMA is moved by
+  // the NIC's DMA engine (DeepEP README: its RDMA path overlaps "without
+  // occupying any SM"; HybridEP puts 8 blocks per API on multi-node groups,
+  // DeepEP hybrid-ep csrc/hybrid_ep/config.cuh), so while a NIC-bound
+  // exchange runs, the compute of the other micro-batch keeps the GPU
+  // and the windows hide as scheduled. An NVLink exchange is copied by the
+  // GPU itself (HybridEP: TMA from 24-32 blocks, DeepEP: ld/st warps, NCCL:
+  // its channels' CTAs) at rates that grow with the SMs given (DeepEP on
+  // GB200 at 24 ranks: 16 -> 32 SMs 258 -> 405 GB/s FP8, the
+  // Hybrid-EP_Implementation.md tables), reading the sender's HBM and
+  // writing the receiver's; beside compute it competes for the SMs, HBM and
+  // L2 that the compute of the window is using, so what it "hides" is paid
+  // back in the compute's stretch beyond the SM share OverlapWindow prices.
+  // Evidence: on NVL72 the EP overlap gains nothing measurable -- the
+  // Megatron-Bridge Qwen3-30B-A3B verification card (full-iteration graphs,
+  // EP overlap on, HybridEP, 8 GB200 / 8 GB300 in one domain) measures
+  // 40,323 / 44,773 tokens/s/GPU where the schedule as written predicts
+  // +23 / +32% and the overlap off +0.2 / +5.5% (tests/internal/
+  // recipe_checks.h) -- while the NIC-bound H100 pairs gain as scheduled
+  // (Bridge skill card Qwen3-30B-A3B 16 H100 EP16: HybridEP 1.177x measured,
+  // NCCL all-to-all 1.317x; tests/validate knob ladders). Set by the rule of
+  // tests/internal/cross_validation.h (grid 0-1) on the runs.json rows, whose
+  // 26.06+ Qwen3 MXFP8 NVL72 rows ran the overlap (Megatron-Bridge 55443cbfb,
+  // tests/validate.cc kA2aOverlapRecipes). Not explained by it: the
+  // ModelZoo Qwen3-235B-A22B 256 H100 DeepEP pair (1.127x measured), whose
+  // exchange is NIC-bound (NVLink share ~0.06).
+  double ep_overlap_nvlink_fraction = 0.0;
   // Megatron-Core's combined-1F1B EP overlap runs without pipelining or
   // with the interleaved schedule only.
   bool ep_overlap_needs_interleaving = true;
