@@ -181,6 +181,11 @@ constexpr RecipeKnobs kA2aOverlapRecipes[] = {
      mp::StackGeneration::k2606, true, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
     {"qwen3-30b-a3b", "b300", mp::Dispatcher::kFusedDedup, true, mp::StackGeneration::k2606,
      true, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    // Megatron-Bridge 8af195c0a (2026-06-06, "DSV3 GB300 MXFP8 full-iter CG
+    // recipe"), deepseek_workload_base_configs.py:
+    // DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V{1,2} get moe_a2a_overlap=True.
+    {"deepseek-v3", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, mp::StackGeneration::k2606,
+     true, "Megatron-Bridge 8af195c0a deepseek_workload_base_configs.py"},
 };
 
 // The listed recipe of a 2026-stack row, nullptr when its recipe keeps the
