@@ -759,9 +759,12 @@ void AddCpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g, Slots
 // (OverlapWindow), the compute slowed by the SMs the communication kernels
 // hold (overlap_slowdown); only the share c.ep_paired_fraction of the layer
 // passes has a partner (warmup / cooldown / first and last micro-batch run
-// alone, CombinedOneFOneBPairedFraction); ep_overlap_fraction scales what the
-// windows hide (1: the windows as scheduled). Without the schedule nothing
-// is hidden.
+// alone, CombinedOneFOneBPairedFraction); each window hides the share
+// EpOverlapAchievedFraction of what it schedules: ep_overlap_fraction for the
+// NIC-bound part of its exchange, ep_overlap_nvlink_fraction for the part
+// bound by SM-issued NVLink copies (kc.*_nvlink_share,
+// CostModel::DispatchNvlinkShare; StackConstants has the mechanism and the
+// evidence). Without the schedule nothing is hidden.
 void AddEpTerms(const LayerKindTables& k, const Context& c, const KindCosts& kc,
                 const GemmTerms& g, bool ep_overlap_schedule, Slots* l) {
   if (g.ep_total_s <= 0) return;
