@@ -330,8 +330,16 @@ Cost DatasheetCostModel::Collective(CollectiveKind kind, double bytes,
           CostSource::kDatasheetPrior};
 }
 
-Cost DatasheetCostModel::Dispatch(const DispatchShape& s) const {
-  if (s.ep <= 1 || s.tokens <= 0) return {0.0, CostSource::kDatasheetPrior};
+namespace {
+// The two link times of one EP exchange (DatasheetCostModel::Dispatch).
+struct DispatchLinkTimes {
+  double nvlink_s = 0;
+  double nic_s = 0;
+  double latency_s = 0;
+};
+DispatchLinkTimes DispatchLinks(const ClusterSpec& cluster, const PriorConstants& k,
+                                const DispatchShape& s) {
+  DispatchLinkTimes t;
   const double g = std::max(1, std::min(s.ep_gpus_per_domain, s.ep));
   const double domains = double(s.ep) / g;
   double nvlink_copies = 0;  // per token, to other GPUs of this domain
@@ -346,21 +354,36 @@ Cost DatasheetCostModel::Dispatch(const DispatchShape& s) const {
     nvlink_copies = s.top_k * (g - 1) / s.ep;
     remote_copies = s.top_k * (s.ep - g) / s.ep;
   }
-  double nv_rate = cluster_.nvlink_bytes_per_sec * k_.dispatch_nvlink_efficiency;
+  double nv_rate = cluster.nvlink_bytes_per_sec * k.dispatch_nvlink_efficiency;
   if (s.nvlink_rate_cap_bytes_per_sec > 0) {
     nv_rate = std::min(nv_rate, s.nvlink_rate_cap_bytes_per_sec);
   }
-  const double nv = s.tokens * nvlink_copies * s.bytes_per_token / nv_rate;
-  double ib_rate = cluster_.scaleout_bytes_per_sec * k_.dispatch_scaleout_efficiency;
-  if (k_.dispatch_scaleout_max_bytes_per_sec > 0) {
-    ib_rate = std::min(ib_rate, k_.dispatch_scaleout_max_bytes_per_sec);
+  t.nvlink_s = s.tokens * nvlink_copies * s.bytes_per_token / nv_rate;
+  double ib_rate = cluster.scaleout_bytes_per_sec * k.dispatch_scaleout_efficiency;
+  if (k.dispatch_scaleout_max_bytes_per_sec > 0) {
+    ib_rate = std::min(ib_rate, k.dispatch_scaleout_max_bytes_per_sec);
   }
-  const double ib = s.tokens * remote_copies * s.bytes_per_token / ib_rate;
+  t.nic_s = s.tokens * remote_copies * s.bytes_per_token / ib_rate;
+  t.latency_s = remote_copies > 0 ? 2 * cluster.scaleout_latency_s
+                                  : 2 * cluster.nvlink_latency_s;
+  return t;
+}
+}  // namespace
+
+Cost DatasheetCostModel::Dispatch(const DispatchShape& s) const {
+  if (s.ep <= 1 || s.tokens <= 0) return {0.0, CostSource::kDatasheetPrior};
+  const DispatchLinkTimes t = DispatchLinks(cluster_, k_, s);
   // NVLink and NIC transfers proceed concurrently; the slower one bounds.
-  const double latency = remote_copies > 0
-                             ? 2 * cluster_.scaleout_latency_s
-                             : 2 * cluster_.nvlink_latency_s;
-  return {latency + std::max(nv, ib), CostSource::kDatasheetPrior};
+  return {t.latency_s + std::max(t.nvlink_s, t.nic_s), CostSource::kDatasheetPrior};
+}
+
+double DatasheetCostModel::DispatchNvlinkShare(const DispatchShape& s) const {
+  if (s.ep <= 1 || s.tokens <= 0) return 0.0;
+  const DispatchLinkTimes t = DispatchLinks(cluster_, k_, s);
+  // The time the SM-issued NVLink copying outlasts the NIC transfer, as a
+  // share of the exchange: 1 without a NIC part, 0 when the NIC bounds.
+  const double bound = std::max(t.nvlink_s, t.nic_s);
+  return bound > 0 ? (bound - t.nic_s) / bound : 0.0;
 }
 
 Cost DatasheetCostModel::HostOffload(double bytes) const {
@@ -726,6 +749,10 @@ Cost CalibratedCostModel::Dispatch(const DispatchShape& s) const {
     }
   }
   return prior_->Dispatch(s);
+}
+
+double CalibratedCostModel::DispatchNvlinkShare(const DispatchShape& s) const {
+  return prior_->DispatchNvlinkShare(s);
 }
 
 Cost CalibratedCostModel::HostOffload(double bytes) const {

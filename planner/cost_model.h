@@ -115,6 +115,20 @@ class CostModel {
   virtual Cost Collective(CollectiveKind kind, double bytes, int group_size,
                           LinkSpan span) const = 0;
   virtual Cost Dispatch(const DispatchShape& shape) const = 0;
+  // Share (0..1) of an EP exchange's time that is bound by its SM-issued
+  // NVLink copying: (max(nvlink_s, nic_s) - nic_s) / max(nvlink_s, nic_s),
+  // with the two link times of Dispatch()'s pricing (the NVLink and NIC
+  // transfers run concurrently, the slower bounds). 1 for an exchange inside
+  // one NVLink domain (no NIC part), 0 for a NIC-bound one (its NVLink
+  // forwarding is paced by the NIC's arrivals), 1 - nic/nvlink between. What
+  // the combined-1F1B EP overlap can hide depends on it
+  // (StackConstants::ep_overlap_nvlink_fraction). A property of the links
+  // and the routing, not of measured times: a calibrated model answers its
+  // prior's. Default 0 (every exchange NIC-bound: the overlap as scheduled).
+  // Example: EP 8 of one GB200 NVL72 domain: 1; EP 16 over two H100 nodes
+  // (HybridEP: 0.5 NIC copies per token at ~35-40 GB/s vs ~2.3 NVLink copies
+  // at ~360 GB/s): 0.
+  virtual double DispatchNvlinkShare(const DispatchShape&) const { return 0.0; }
   // Moving `bytes` between GPU and pinned host memory (one direction).
   virtual Cost HostOffload(double bytes) const = 0;
   // Factor (>= 1) by which compute slows while communication kernels run
@@ -206,6 +220,7 @@ class DatasheetCostModel : public CostModel {
   Cost Collective(CollectiveKind kind, double bytes, int group_size,
                   LinkSpan span) const override;
   Cost Dispatch(const DispatchShape& shape) const override;
+  double DispatchNvlinkShare(const DispatchShape& shape) const override;
   Cost HostOffload(double bytes) const override;
   double OverlapSlowdown(int num_comm_streams) const override;
   double KernelLaunchSeconds(bool cuda_graphs) const override;
@@ -346,6 +361,7 @@ class CalibratedCostModel : public CostModel {
   Cost Collective(CollectiveKind kind, double bytes, int group_size,
                   LinkSpan span) const override;
   Cost Dispatch(const DispatchShape& shape) const override;
+  double DispatchNvlinkShare(const DispatchShape& shape) const override;
   Cost HostOffload(double bytes) const override;
   double OverlapSlowdown(int num_comm_streams) const override;
   double KernelLaunchSeconds(bool cuda_graphs) const override;

@@ -214,6 +214,26 @@ TEST(DatasheetCostModelTest, DispatchScaleoutCeilingByHand) {
               724.29, 0.01);
 }
 
+// The share of an exchange bound by its NVLink copying,
+// (max(nv, nic) - nic) / max(nv, nic), on the shapes of the tests above.
+TEST(DatasheetCostModelTest, DispatchNvlinkShareByHand) {
+  // Inside one domain (DispatchByHand's shape): no NIC part, 1.
+  DispatchShape inside{4096, 1000, 8, 8, 8, true};
+  EXPECT_DOUBLE_EQ(DatasheetCostModel(RoundCluster()).DispatchNvlinkShare(inside), 1.0);
+  // EP 16 over two domains, top-1 all-to-all (DispatchScaleoutCeilingByHand):
+  // NVLink 58.33 us, NIC 714.29 us: NIC-bound, 0.
+  DispatchShape across{1e4, 1000, 1, 16, 8, false};
+  PriorConstants k = PriorConstantsFor(RoundCluster().gpu);
+  EXPECT_DOUBLE_EQ(DatasheetCostModel(RoundCluster(), k).DispatchNvlinkShare(across), 0.0);
+  // NVLink at 1e11 x 0.05 = 5 GB/s: 4.375e6 bytes take 875 us, the NIC still
+  // 714.29 us: (875 - 714.29) / 875 = 0.18367.
+  k.dispatch_nvlink_efficiency = 0.05;
+  EXPECT_NEAR(DatasheetCostModel(RoundCluster(), k).DispatchNvlinkShare(across), 0.18367, 1e-5);
+  // EP 1 moves nothing.
+  inside.ep = 1;
+  EXPECT_EQ(DatasheetCostModel(RoundCluster()).DispatchNvlinkShare(inside), 0.0);
+}
+
 TEST(DatasheetCostModelTest, BlackwellInterNodeDispatchIsNotNicBound) {
   // B300's 800G NIC moves EP traffic across nodes no faster than B200's
   // 400G: both sit at the 35 GB/s ceiling (0.7 x 50 = 35 GB/s on B200;

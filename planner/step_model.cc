@@ -303,6 +303,8 @@ const Cache::PerPrecision& LookUpCosts(const StepModel::LayerKindTables kinds[],
     x.gfc2 = e.gfc2;
     x.dispatch = e.dispatch;
     x.combine = e.combine;
+    x.dispatch_nvlink_share = e.dispatch_nvlink_share;
+    x.combine_nvlink_share = e.combine_nvlink_share;
   }
   return pr;
 }

@@ -10,6 +10,7 @@ namespace moetune::planner {
 namespace {
 
 using step_model_internal::CombinedOneFOneBPairedFraction;
+using step_model_internal::EpOverlapAchievedFraction;
 using step_model_internal::OverlapWindow;
 using step_model_internal::PairedWindow;
 
@@ -57,6 +58,22 @@ TEST(OverlapWindowTest, ComputeBound) {
   EXPECT_DOUBLE_EQ(free.slowdown_s, 0.0);
 }
 
+// (1 - phi) x ep_overlap_fraction + phi x ep_overlap_nvlink_fraction.
+TEST(EpOverlapAchievedFractionTest, ByHand) {
+  StackConstants s;
+  s.ep_overlap_fraction = 1.0;
+  s.ep_overlap_nvlink_fraction = 0.0;
+  EXPECT_DOUBLE_EQ(EpOverlapAchievedFraction(s, 0.0), 1.0);  // NIC-bound
+  EXPECT_DOUBLE_EQ(EpOverlapAchievedFraction(s, 1.0), 0.0);  // inside a domain
+  EXPECT_DOUBLE_EQ(EpOverlapAchievedFraction(s, 1.0 / 3.0), 2.0 / 3.0);
+  s.ep_overlap_fraction = 0.5;
+  s.ep_overlap_nvlink_fraction = 0.2;
+  // 0.75 x 0.5 + 0.25 x 0.2 = 0.425; a share outside 0..1 is clamped.
+  EXPECT_DOUBLE_EQ(EpOverlapAchievedFraction(s, 0.25), 0.425);
+  EXPECT_DOUBLE_EQ(EpOverlapAchievedFraction(s, 1.5), 0.2);
+  EXPECT_DOUBLE_EQ(EpOverlapAchievedFraction(s, -1.0), 0.5);
+}
+
 double EpHiddenSeconds(const StepModel& sm, const ParallelConfig& p, const Knobs& k) {
   absl::StatusOr<Prediction> pr = sm.Predict(p, k);
   EXPECT_TRUE(pr.ok()) << pr.status();
@@ -96,6 +113,39 @@ TEST(EpOverlapModelTest, HiddenScalesWithPairedPasses) {
   EXPECT_NEAR(few / many, 0.5 / (63.0 / 64.0), 1e-9);
   k.overlap.ep_comm = false;
   EXPECT_EQ(EpHiddenSeconds(make(1024), p, k), 0.0);
+}
+
+// Whole model, the link split: Qwen3-30B-A3B, EP 8 inside one GB200 NVL72
+// domain (the exchange is all NVLink copying, share 1) hides
+// ep_overlap_nvlink_fraction of its windows: nothing at the shipped 0, and
+// at 1 what the windows schedule; EP 16 over two H100 nodes (NIC-bound,
+// share 0) hides the same whatever that fraction.
+TEST(EpOverlapModelTest, NvlinkBoundExchangeHidesByItsOwnFraction) {
+  auto hidden = [](const char* cluster, int gpus, int ep, Precision precision,
+                   double nvlink_fraction) {
+    absl::StatusOr<ModelSpec> m = LoadModelPreset("qwen3-30b-a3b");
+    EXPECT_TRUE(m.ok()) << m.status();
+    absl::StatusOr<ClusterSpec> c = LoadClusterPreset(cluster);
+    EXPECT_TRUE(c.ok()) << c.status();
+    StackConstants s;
+    s.ep_overlap_nvlink_fraction = nvlink_fraction;
+    absl::StatusOr<StepModel> sm = StepModel::Create(
+        *m, *c, {gpus, 4096, 64 * gpus}, std::make_shared<DatasheetCostModel>(*c), s);
+    EXPECT_TRUE(sm.ok()) << sm.status();
+    ParallelConfig p;
+    p.tp = 1, p.pp = 1, p.vp = 1, p.ep = ep, p.cp = 1, p.etp = 1, p.mbs = 1;
+    Knobs k;
+    k.precision = precision;
+    k.moe_load_imbalance = 1.0;
+    k.overlap.ep_comm = true;
+    return EpHiddenSeconds(*sm, p, k);
+  };
+  EXPECT_EQ(StackConstants().ep_overlap_nvlink_fraction, 0.0);
+  EXPECT_EQ(hidden("gb200-nvl72", 8, 8, Precision::kMxfp8, 0.0), 0.0);
+  EXPECT_GT(hidden("gb200-nvl72", 8, 8, Precision::kMxfp8, 1.0), 0.0);
+  const double h100 = hidden("h100-sxm", 16, 16, Precision::kBf16, 0.0);
+  EXPECT_GT(h100, 0.0);
+  EXPECT_DOUBLE_EQ(hidden("h100-sxm", 16, 16, Precision::kBf16, 1.0), h100);
 }
 
 // Memory: the overlap holds no more activations than the schedule without

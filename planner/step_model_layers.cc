@@ -100,6 +100,11 @@ bool TpOverlapSurvivesEpOverlap(GpuGeneration generation, bool ep_overlap_schedu
   return !(ep_overlap_schedule && generation == GpuGeneration::kHopper);
 }
 
+double EpOverlapAchievedFraction(const StackConstants& stack, double nvlink_share) {
+  const double phi = std::clamp(nvlink_share, 0.0, 1.0);
+  return (1.0 - phi) * stack.ep_overlap_fraction + phi * stack.ep_overlap_nvlink_fraction;
+}
+
 PairedWindow OverlapWindow(double comm_s, double compute_s, double slowdown) {
   PairedWindow w;
   const double s = std::max(1.0, slowdown);
@@ -419,9 +424,11 @@ void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalanc
     const DispatcherNvlinkCaps caps = NvlinkDispatchCaps(*c.stack, dedup, c.ep_gpus_per_domain, c.low_precision);
     d.nvlink_rate_cap_bytes_per_sec = caps.dispatch_bytes_per_sec;
     kc->dispatch = cm.Dispatch(d);
+    kc->dispatch_nvlink_share = cm.DispatchNvlinkShare(d);
     d.bytes_per_token = h * kActivationBytes;
     d.nvlink_rate_cap_bytes_per_sec = caps.combine_bytes_per_sec;
     kc->combine = cm.Dispatch(d);
+    kc->combine_nvlink_share = cm.DispatchNvlinkShare(d);
   }
   AddExpertTensorParallelExchange(c, imbalance, kc);
 }
@@ -811,9 +818,12 @@ void AddCpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g, Slots
 // (OverlapWindow), the compute slowed by the SMs the communication kernels
 // hold (overlap_slowdown); only the share c.ep_paired_fraction of the layer
 // passes has a partner (warmup / cooldown / first and last micro-batch run
-// alone, CombinedOneFOneBPairedFraction); ep_overlap_fraction scales what the
-// windows hide (1: the windows as scheduled). Without the schedule nothing
-// is hidden.
+// alone, CombinedOneFOneBPairedFraction); each window hides the share
+// EpOverlapAchievedFraction of what it schedules: ep_overlap_fraction for the
+// NIC-bound part of its exchange, ep_overlap_nvlink_fraction for the part
+// bound by SM-issued NVLink copies (kc.*_nvlink_share,
+// CostModel::DispatchNvlinkShare; StackConstants has the mechanism and the
+// evidence). Without the schedule nothing is hidden.
 void AddEpTerms(const LayerKindTables& k, const Context& c, const KindCosts& kc,
                 const GemmTerms& g, bool ep_overlap_schedule, Slots* l) {
   if (g.ep_total_s <= 0) return;
@@ -849,10 +859,14 @@ void AddEpTerms(const LayerKindTables& k, const Context& c, const KindCosts& kc,
         OverlapWindow(kc.dispatch.seconds, mlp_b - mlp_wgrad, so),
         OverlapWindow(kc.combine.seconds, mlp_f + mlp_wgrad, so),
         OverlapWindow(kc.combine.seconds, pre_b - attn_wgrad, so)};
-    const double share = c.ep_paired_fraction * c.stack->ep_overlap_fraction;
-    for (const PairedWindow& x : w) {
-      hidden += share * x.hidden_s;
-      slowdown += share * x.slowdown_s;
+    // Window 2 pairs the dispatch, the others a combine-volume exchange.
+    const double nvlink_share[4] = {kc.combine_nvlink_share, kc.dispatch_nvlink_share,
+                                    kc.combine_nvlink_share, kc.combine_nvlink_share};
+    for (int i = 0; i < 4; ++i) {
+      const double share =
+          c.ep_paired_fraction * EpOverlapAchievedFraction(*c.stack, nvlink_share[i]);
+      hidden += share * w[i].hidden_s;
+      slowdown += share * w[i].slowdown_s;
     }
   }
   l->AddSeconds(kSEpHidden, hidden, g.ep_src);

@@ -141,6 +141,10 @@ struct RecipeKnobs {
   const char* cluster_preset;
   mp::Dispatcher dispatcher;
   bool tp_comm_overlap;
+  // The recipe turns the overlap on from this generation on, and for MXFP8
+  // rows only when set (the other precisions' presets keep it off).
+  mp::StackGeneration from_generation;
+  bool mxfp8_only;
   const char* source;
 };
 
@@ -152,15 +156,45 @@ constexpr RecipeKnobs kA2aOverlapRecipes[] = {
     // qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_*:
     // moe_a2a_overlap True.
     {"qwen3-235b-a22b", "h100-sxm", mp::Dispatcher::kAllToAll, false,
+     mp::StackGeneration::k2602, false,
      "Megatron-Bridge qwen3_llm_pretrain.py, qwen3_workload_base_configs.py (H100)"},
+    // Megatron-Bridge 55443cbfb (2026-06-10, "Enable Qwen3 GB200/GB300 MXFP8
+    // CuTeDSL Fusion and Full-Iter CUDA Graphs"), qwen3_workload_base_configs.py:
+    // QWEN3_235B_A22B_PRETRAIN_CONFIG_{GB200,GB300}_FP8_MX_V2 and
+    // QWEN3_30B_A3B_PRETRAIN_CONFIG_{GB200,GB300,B300}_FP8_MX_V1 get
+    // moe_a2a_overlap=True (with set_full_iter_cg_configs in
+    // qwen3_llm_pretrain.py); the flex dispatcher (HybridEP) stays. The
+    // 26.06+ tables are those recipes.
+    {"qwen3-235b-a22b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true,
+     mp::StackGeneration::k2606, true, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    {"qwen3-235b-a22b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true,
+     mp::StackGeneration::k2606, true, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    {"qwen3-30b-a3b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true,
+     mp::StackGeneration::k2606, true, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    {"qwen3-30b-a3b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true,
+     mp::StackGeneration::k2606, true, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    {"qwen3-30b-a3b", "b300", mp::Dispatcher::kFusedDedup, true, mp::StackGeneration::k2606,
+     true, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    // Megatron-Bridge 8af195c0a (2026-06-06, "DSV3 GB300 MXFP8 full-iter CG
+    // recipe"), deepseek_workload_base_configs.py:
+    // DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V{1,2} get moe_a2a_overlap=True.
+    {"deepseek-v3", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, mp::StackGeneration::k2606,
+     true, "Megatron-Bridge 8af195c0a deepseek_workload_base_configs.py"},
 };
 
 // The listed recipe of a 2026-stack row, nullptr when its recipe keeps the
 // A2A overlap off.
 const RecipeKnobs* A2aOverlapRecipeFor(const std::string& model_preset,
-                                       const std::string& cluster_preset) {
+                                       const std::string& cluster_preset,
+                                       mp::StackGeneration generation, mp::Precision precision) {
   for (const RecipeKnobs& r : kA2aOverlapRecipes) {
-    if (model_preset == r.model_preset && cluster_preset == r.cluster_preset) return &r;
+    if (model_preset != r.model_preset || cluster_preset != r.cluster_preset) continue;
+    if (r.from_generation == mp::StackGeneration::k2606 &&
+        generation != mp::StackGeneration::k2606) {
+      continue;
+    }
+    if (r.mxfp8_only && precision != mp::Precision::kMxfp8) continue;
+    return &r;
   }
   return nullptr;
 }
@@ -246,6 +280,7 @@ struct Overrides {
 // Sets one StackConstants field by name; false for an unknown key.
 bool SetStackConstant(const std::string& key, double v, mp::StackConstants* k) {
   if (key == "ep_overlap_fraction") k->ep_overlap_fraction = v;
+  else if (key == "ep_overlap_nvlink_fraction") k->ep_overlap_nvlink_fraction = v;
   else if (key == "ep_overlap_needs_interleaving") k->ep_overlap_needs_interleaving = v != 0;
   else if (key == "tp_overlap_fraction") k->tp_overlap_fraction = v;
   else if (key == "moe_host_ops_forward") k->moe_host_ops_forward = v;
@@ -267,6 +302,7 @@ bool SetStackConstant(const std::string& key, double v, mp::StackConstants* k) {
 struct FittedConstants {
   mp::DataSetPriors priors;
   double ep_overlap_fraction = 0;
+  double ep_overlap_nvlink_fraction = 0;
   double host_op_s = 0;
   int unfused_sink_layers = 0;
   double pp_stage_visit_s = 0;
@@ -278,6 +314,7 @@ enum FitIndex : int {
   kFitDispatchCeiling,
   kFitGemmScale,
   kFitEpOverlap,
+  kFitEpOverlapNvlink,
   kFitHostOp,
   kFitUnfusedSinks,
   kFitPpVisit,
@@ -307,6 +344,9 @@ std::vector<mt::FitParameter> FitParameters() {
   p[kFitGemmScale] = {"gemm_efficiency_scale", d.gemm_efficiency_scale, Grid(0.9, 1.1, 0.02)};
   // Fraction of EP dispatch/combine the 1F1B A2A overlap hides: 0 .. 1.
   p[kFitEpOverlap] = {"ep_overlap_fraction", s.ep_overlap_fraction, Grid(0, 1, 0.1)};
+  // The same for the SM-issued NVLink part of an exchange: 0 .. 1.
+  p[kFitEpOverlapNvlink] = {"ep_overlap_nvlink_fraction", s.ep_overlap_nvlink_fraction,
+                            Grid(0, 1, 0.1)};
   // Host time per PyTorch/TE op of the MoE layer, us: 10 .. 40.
   p[kFitHostOp] = {"host_op_us", s.host_op_s * 1e6, Grid(10, 40, 2.5)};
   // Which sink-attention layers run unfused: 0 none, 1 sliding, 2 all.
@@ -325,6 +365,7 @@ FittedConstants FromValues(const std::vector<double>& v) {
   f.priors.blackwell_dispatch_scaleout_max_bytes_per_sec = v[kFitDispatchCeiling] * 1e9;
   f.priors.gemm_efficiency_scale = v[kFitGemmScale];
   f.ep_overlap_fraction = v[kFitEpOverlap];
+  f.ep_overlap_nvlink_fraction = v[kFitEpOverlapNvlink];
   f.host_op_s = v[kFitHostOp] * 1e-6;
   f.unfused_sink_layers = int(v[kFitUnfusedSinks]);
   f.pp_stage_visit_s = v[kFitPpVisit] * 1e-6;
@@ -532,6 +573,7 @@ class RowModel {
   mp::StackConstants Stack(mp::StackGeneration generation, const FittedConstants& f) const {
     mp::StackConstants s = mp::StackConstantsFor(generation);
     s.ep_overlap_fraction = f.ep_overlap_fraction;
+    s.ep_overlap_nvlink_fraction = f.ep_overlap_nvlink_fraction;
     s.host_op_s = f.host_op_s;
     s.unfused_sink_layers = static_cast<mp::StackConstants::UnfusedSinkLayers>(
         f.unfused_sink_layers);
@@ -550,6 +592,7 @@ class RowModel {
            o_.dispatch_efficiency_scale == 1.0 && o_.hbm_efficiency_scale == 1.0 &&
            o_.comm_sm_fraction_scale == 1.0 && o_.dispatch_scaleout_efficiency == 0 &&
            f.ep_overlap_fraction == shipped.ep_overlap_fraction &&
+           f.ep_overlap_nvlink_fraction == shipped.ep_overlap_nvlink_fraction &&
            f.host_op_s == shipped.host_op_s &&
            f.unfused_sink_layers == shipped.unfused_sink_layers &&
            f.pp_stage_visit_s == shipped.pp_stage_visit_s &&
@@ -595,7 +638,8 @@ absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, 
   // The EP A2A overlap only where the row's recipe or notes say it ran
   // (older stacks predate it or leave it off, like the Bridge default).
   const RecipeKnobs* recipe = r.stack == "megatron-core-2026"
-                                  ? A2aOverlapRecipeFor(r.model_preset, r.cluster_name)
+                                  ? A2aOverlapRecipeFor(r.model_preset, r.cluster_name, r.generation,
+                                                        r.precision)
                                   : nullptr;
   s.knobs.overlap.ep_comm = recipe != nullptr || r.notes_a2a_overlap;
   if (recipe != nullptr) {

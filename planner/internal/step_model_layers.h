@@ -286,6 +286,16 @@ struct PairedWindow {
   double slowdown_s = 0;
 };
 PairedWindow OverlapWindow(double comm_s, double compute_s, double slowdown);
+// The share of a window's scheduled overlap (OverlapWindow) the combined-
+// 1F1B schedule achieves for an exchange whose time is `nvlink_share` bound
+// by SM-issued NVLink copying (CostModel::DispatchNvlinkShare) and the rest
+// by NIC-driven RDMA: (1 - phi) x ep_overlap_fraction + phi x
+// ep_overlap_nvlink_fraction, phi = nvlink_share clamped to 0..1. See
+// StackConstants::ep_overlap_nvlink_fraction for the mechanism and sources.
+// Example: an exchange whose NVLink copying takes 1.5x its NIC transfer
+// (phi = 1 - 1/1.5 = 1/3), with the fractions 1 and 0, achieves 2/3 of its
+// windows' overlap.
+double EpOverlapAchievedFraction(const StackConstants& stack, double nvlink_share);
 
 // The parts of a Context that depend only on the layout (p with dp
 // resolved); SetKnobs adds the rest.

@@ -208,6 +208,9 @@ struct KindCosts {
   Cost router;            // MoE router, BF16 (layout only)
   Cost gfc1, gfc2;        // routed experts (precision, grouped, imbalance)
   Cost dispatch, combine; // EP (ep > 1) + ETP gather/scatter (etp > 1)
+  // Share of each EP exchange's time bound by SM-issued NVLink copying
+  // (CostModel::DispatchNvlinkShare; the ETP exchange is not counted).
+  double dispatch_nvlink_share = 0, combine_nvlink_share = 0;
   Cost tp_ag, tp_rs;      // tp > 1 (layout only)
   Cost cp_ring;           // cp > 1 (layout only)
 };
