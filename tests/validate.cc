@@ -45,7 +45,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -308,8 +307,6 @@ struct FittedConstants {
   int unfused_sink_layers = 0;
   double pp_stage_visit_s = 0;
   double step_host_s = 0;
-  // ClusterSpec::host_op_time_factor of the Grace-host presets.
-  double grace_host_op_factor = 1;
 };
 
 enum FitIndex : int {
@@ -322,7 +319,6 @@ enum FitIndex : int {
   kFitUnfusedSinks,
   kFitPpVisit,
   kFitStepHost,
-  kFitGraceHost,
   kNumFit
 };
 
@@ -330,22 +326,6 @@ std::vector<double> Grid(double lo, double hi, double step) {
   std::vector<double> g;
   for (double v = lo; v <= hi + 1e-9; v += step) g.push_back(std::round(v * 1e6) / 1e6);
   return g;
-}
-
-// The cluster presets whose hosts are Grace CPUs (Arm Neoverse V2), the
-// rest being x86 DGX/HGX hosts (host_op_time_factor 1 by definition).
-bool IsGraceHostPreset(const std::string& name) {
-  return name == "gb200-nvl72" || name == "gb300-nvl72";
-}
-// The shipped host_op_time_factor of the Grace presets (they must agree).
-double GraceHostOpFactorOfPresets() {
-  const absl::StatusOr<mp::ClusterSpec> gb200 = mp::LoadClusterPreset("gb200-nvl72");
-  const absl::StatusOr<mp::ClusterSpec> gb300 = mp::LoadClusterPreset("gb300-nvl72");
-  if (!gb200.ok() || !gb300.ok() || gb200->host_op_time_factor != gb300->host_op_time_factor) {
-    std::fprintf(stderr, "the Grace presets' host_op_time_factor is missing or differs\n");
-    std::exit(2);
-  }
-  return gb200->host_op_time_factor;
 }
 
 // Names, priors (the shipped defaults) and grids, in FitIndex order.
@@ -379,10 +359,6 @@ std::vector<mt::FitParameter> FitParameters() {
   p[kFitPpVisit] = {"pp_stage_visit_us", s.pp_stage_visit_s * 1e6, Grid(0, 400, 25)};
   // Host time per optimizer step the GPU timeline does not hide, ms: 0 .. 400.
   p[kFitStepHost] = {"step_host_ms", s.step_host_s * 1e3, Grid(0, 400, 25)};
-  // Host CPU time per op of the Grace hosts (GB200/GB300 NVL72 trays) over
-  // the x86 DGX hosts': 1 (no slower) .. 3; the prior is the presets' value
-  // (planner/data/clusters/gb200-nvl72.json, its source there).
-  p[kFitGraceHost] = {"grace_host_op_factor", GraceHostOpFactorOfPresets(), Grid(1, 3, 0.25)};
   return p;
 }
 
@@ -397,7 +373,6 @@ FittedConstants FromValues(const std::vector<double>& v) {
   f.unfused_sink_layers = int(v[kFitUnfusedSinks]);
   f.pp_stage_visit_s = v[kFitPpVisit] * 1e-6;
   f.step_host_s = v[kFitStepHost] * 1e-3;
-  f.grace_host_op_factor = v[kFitGraceHost];
   return f;
 }
 
@@ -584,10 +559,8 @@ class RowModel {
  public:
   explicit RowModel(const Overrides& o) : o_(o) {}
 
-  std::shared_ptr<const mp::CostModel> Cost(const mp::ClusterSpec& preset,
+  std::shared_ptr<const mp::CostModel> Cost(const mp::ClusterSpec& cluster,
                                             const FittedConstants& f) const {
-    mp::ClusterSpec cluster = preset;
-    if (IsGraceHostPreset(cluster.name)) cluster.host_op_time_factor = f.grace_host_op_factor;
     mp::PriorConstants k = mp::PriorConstantsFor(cluster.gpu, f.priors);
     k.attention_efficiency *= o_.attention_efficiency_scale;
     k.dispatch_nvlink_efficiency *= o_.dispatch_efficiency_scale;
@@ -626,8 +599,7 @@ class RowModel {
            f.host_op_s == shipped.host_op_s &&
            f.unfused_sink_layers == shipped.unfused_sink_layers &&
            f.pp_stage_visit_s == shipped.pp_stage_visit_s &&
-           f.step_host_s == shipped.step_host_s &&
-           f.grace_host_op_factor == shipped.grace_host_op_factor;
+           f.step_host_s == shipped.step_host_s;
   }
 
   absl::StatusOr<mp::StepModel> Model(const RowSpec& r, const FittedConstants& f) const {
