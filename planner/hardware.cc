@@ -240,7 +240,6 @@ absl::StatusOr<ClusterSpec> ParseClusterJson(std::string_view text) {
       {"scaleout_latency_s", false, &c.scaleout_latency_s},
       {"host_link_bytes_per_sec", false, &c.host_link_bytes_per_sec},
       {"host_memory_bytes_per_gpu", false, &c.host_memory_bytes_per_gpu},
-      {"host_op_time_factor", false, &c.host_op_time_factor},
   };
   for (const Field& f : fields) {
     if (absl::Status s = ReadPositive(j, f.key, f.required, f.out); !s.ok()) {
@@ -255,13 +254,6 @@ absl::StatusOr<ClusterSpec> ParseClusterJson(std::string_view text) {
       return absl::InvalidArgumentError(
           absl::StrCat(key, "=", count, " must be a whole number of GPUs between 1 and 1000000"));
     }
-  }
-  // A per-op host time beyond 100x the reference host's is no CPU that
-  // runs a training loop (Grace: 2.75x); most likely a unit slip.
-  if (c.host_op_time_factor > 100) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cluster JSON: host_op_time_factor must be in (0, 100] (host CPU time per op relative "
-        "to an x86 DGX host), got ", c.host_op_time_factor));
   }
   c.gpus_per_node = int(gpus_per_node);
   c.nvlink_domain_gpus = int(domain);
@@ -318,7 +310,6 @@ std::string ClusterSpecToJson(const ClusterSpec& c) {
   if (c.host_memory_bytes_per_gpu > 0) {
     j["host_memory_bytes_per_gpu"] = c.host_memory_bytes_per_gpu;
   }
-  j["host_op_time_factor"] = c.host_op_time_factor;
   j["sources"] = c.sources;
   return j.dump(2);
 }

@@ -67,15 +67,6 @@ struct ClusterSpec {
   // NVLink-C2C), and the pinned host memory per GPU available for offload.
   double host_link_bytes_per_sec = 0;
   double host_memory_bytes_per_gpu = 0;
-  // Host CPU time per Python/PyTorch op of this cluster's hosts relative to
-  // the reference host, an x86 DGX/HGX host (Intel Xeon, DGX H100's
-  // Platinum 8480C): 1 there. The step model multiplies every host-side
-  // per-op time by it (step_model_internal::HostFactor). Grace hosts
-  // (GB200/GB300 NVL72 trays, Arm Neoverse V2) are slower per op: TE issue
-  // 2053 measures one BF16 torch Linear forward at 37.08 us of CPU time on
-  // GB200 against 13.48 us on DGX H100 (2.75x). Optional in the JSON
-  // ("host_op_time_factor", > 0), default 1; the source in "sources".
-  double host_op_time_factor = 1.0;
   std::vector<std::string> sources;  // where each number came from
 };
 
@@ -96,7 +87,6 @@ std::vector<std::string> ClusterPresetNames();
 //    "nvlink_bytes_per_sec": 4.5e11, "nvlink_latency_s": (opt),
 //    "scaleout_bytes_per_sec": 5e10, "scaleout_latency_s": (opt),
 //    "host_link_bytes_per_sec": 6.4e10 (opt), "host_memory_bytes_per_gpu": (opt),
-//    "host_op_time_factor": 1 (opt; host CPU time per op / the x86 DGX host's),
 //    "sources": ["..."] (opt)}
 // Or {"preset": "h100-sxm", ...overrides of top-level numeric keys}.
 // "generation" is one of GpuGenerationName's names (required unless from a

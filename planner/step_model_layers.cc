@@ -353,14 +353,11 @@ double RouterPreprocessHostOps(const MegatronFeatures& f, bool dedup) {
          kAllToAllPreprocessOps;
 }
 
-double HostFactor(const StackConstants& stack, const ClusterSpec& cluster) {
-  return cluster.host_op_time_factor *
-         (stack.features.cpu_numa_binding ? 1.0 : kUnboundHostOpFactor);
+double HostFactor(const StackConstants& stack) {
+  return stack.features.cpu_numa_binding ? 1.0 : kUnboundHostOpFactor;
 }
 
-double HostOpSeconds(const StackConstants& stack, const ClusterSpec& cluster) {
-  return stack.host_op_s * HostFactor(stack, cluster);
-}
+double HostOpSeconds(const StackConstants& stack) { return stack.host_op_s * HostFactor(stack); }
 
 bool MoeHostHidden(const StackConstants& stack, bool combined_layout, int ep,
                    bool cuda_graphs) {
@@ -462,24 +459,21 @@ namespace {
 
 // Host-side time of one MoE layer for one micro-batch (forward + 2x
 // backward of the per-pass ops, plus the per-local-expert ops), at
-// stack.host_op_s per op on the reference host x HostFactor (the cluster's
-// host CPU and NUMA binding). In the 26.02-26.04 stacks it is serialised with
+// stack.host_op_s per op. In the 26.02-26.04 stacks it is serialised with
 // the GPU work by the token-count synchronisation: the host issues the ops
 // of a layer while the GPU idles (this additive form fits the Megatron-Bridge
 // rows better than max(host, GPU): MAPE 12.6% vs 19.9% on runs.json).
-double MoeHostSeconds(const StackConstants& stack, const ClusterSpec& cluster,
-                      int local_experts) {
+double MoeHostSeconds(const StackConstants& stack, int local_experts) {
   return (stack.moe_host_ops_forward * (1.0 + kBackwardKernelFactor) +
           stack.grouped_gemm_host_ops_per_expert * local_experts) *
-         HostOpSeconds(stack, cluster);
+         HostOpSeconds(stack);
 }
 
 // Host seconds of one PyTorch op issued from Python that launches one
 // kernel: the Python/ATen call (kTorchCallHostS) and the CUDA launch (the
-// cost model's eager launch time), x HostFactor (the cluster's host CPU
-// relative to the x86 reference host, and the NUMA binding).
+// cost model's eager launch time), x the NUMA factor (HostFactor).
 double LightOpSeconds(const Context& c) {
-  return (kTorchCallHostS + c.cost->KernelLaunchSeconds(false)) * HostFactor(*c.stack, c.cost->cluster());
+  return (kTorchCallHostS + c.cost->KernelLaunchSeconds(false)) * HostFactor(*c.stack);
 }
 
 // Host seconds (forward + backward) of `n` MXFP8 quantizations of GEMM
@@ -489,7 +483,7 @@ double QuantizationsHostSeconds(const Context& c, const MegatronFeatures& f, dou
                                 double after_norm) {
   if (!c.low_precision || n <= 0) return 0;
   const double launch_s = c.cost->KernelLaunchSeconds(false);
-  return (1.0 + kBackwardKernelFactor) * HostFactor(*c.stack, c.cost->cluster()) *
+  return (1.0 + kBackwardKernelFactor) * HostFactor(*c.stack) *
          ((n - after_norm) * QuantizeHostSeconds(f, launch_s, false) +
           after_norm * QuantizeHostSeconds(f, launch_s, true));
 }
@@ -549,7 +543,7 @@ double StaticHostSeconds(const LayerKindTables& k, const Context& c) {
   // two quantizations, both after a norm (one pass: no gradient).
   if (mla && c.knobs->recompute.mode == RecomputeMode::kSelective &&
       (c.knobs->recompute.modules & kRecomputeMlaUpProj) && !attn_captured) {
-    host += UpProjRecomputeHostSeconds(c.cost->KernelLaunchSeconds(false), HostFactor(*c.stack, c.cost->cluster())) +
+    host += UpProjRecomputeHostSeconds(c.cost->KernelLaunchSeconds(false), HostFactor(*c.stack)) +
             QuantizationsHostSeconds(c, f, 2, 2) / passes;
   }
   if (!k.moe) {
@@ -715,7 +709,7 @@ double MoeActRecomputeHostSecondsOf(const Context& c, int local_experts) {
       !(c.knobs->recompute.modules & kRecomputeMoeAct)) {
     return 0;
   }
-  return MoeActRecomputeHostSeconds(c.cost->KernelLaunchSeconds(false), HostFactor(*c.stack, c.cost->cluster())) +
+  return MoeActRecomputeHostSeconds(c.cost->KernelLaunchSeconds(false), HostFactor(*c.stack)) +
          QuantizationsHostSeconds(c, c.stack->features, local_experts, 0) /
              (1.0 + kBackwardKernelFactor);
 }
@@ -732,7 +726,7 @@ void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_sc
     // ahead, and the ungraphed parts are chains of kernels shorter than
     // their issue time (guide sec. 2: "large gaps between kernels"), so
     // their host time adds to the GPU's like the experts' (MoeHostSeconds).
-    const double host = MoeHostSeconds(*c.stack, c.cost->cluster(), local) +
+    const double host = MoeHostSeconds(*c.stack, local) +
                         ExtraQuantizationsHostSeconds(c, 2.0 * local, 0.0) +
                         (PermuteHostSeconds(c) - LatestPermuteHostSeconds(c)) +
                         MoeActRecomputeHostSecondsOf(c, local);

@@ -212,21 +212,11 @@ double MlaUpProjRecomputeMacsPerToken(const ModelSpec& m);
 double MlaUpProjRecomputeMemoryElemsPerToken(const ModelSpec& m);
 // Router + EP-preprocess host ops per forward (dedup: flex dispatcher).
 double RouterPreprocessHostOps(const MegatronFeatures& f, bool dedup);
-// Host CPU time per op on this cluster's hosts over the reference host's
-// (an x86 DGX host, pinned to its GPU's NUMA node):
-//   HostFactor = cluster.host_op_time_factor x (1, or kUnboundHostOpFactor
-//   without NUMA binding).
-// host_op_time_factor is hardware data (planner/data/clusters/*.json, its
-// source there): 1 on the x86 DGX/HGX hosts, 37.08 us / 13.48 us = 2.75 on
-// the Grace hosts of GB200/GB300 NVL72 (TE issue 2053: CPU time of one BF16
-// torch Linear forward on GB200 vs DGX H100, Xeon Platinum 8480C). Every
-// host-side per-op time of the step model (host_op_s, kTorchCallHostS, the
-// host side of an eager kernel launch) is a reference-host time x this.
-// Example: GB200, no NUMA binding: 2.75 x 1.5 = 4.125.
-double HostFactor(const StackConstants& stack, const ClusterSpec& cluster);
+// 1, or kUnboundHostOpFactor without NUMA binding.
+double HostFactor(const StackConstants& stack);
 // Seconds per heavy (module-level) Python/PyTorch op on the host:
-// host_op_s (reference host) x HostFactor.
-double HostOpSeconds(const StackConstants& stack, const ClusterSpec& cluster);
+// host_op_s x HostFactor.
+double HostOpSeconds(const StackConstants& stack);
 // Whether a MoE layer's host work (MoeHostSeconds) hides under another
 // micro-batch's compute, so that only what exceeds that compute shows:
 // the stack's rule (StackConstants::moe_host_hidden_by_ep_overlap, 26.06
