@@ -64,13 +64,21 @@ bool PinsRunLayout(const PlanRequest& r) {
   return f.tp && f.pp && f.mbs && (f.ep || !r.model.IsMoe());
 }
 
-SoftwareStack PredictedStack(const PlanRequest& r) {
+namespace {
+
+// The request's stack with the run's graph scope where the caller gave none.
+SoftwareStack RunStack(const PlanRequest& r) {
   SoftwareStack stack = r.stack;
-  if (r.unpinned_knobs == UnpinnedKnobs::kRunDefaults && !r.cuda_graph_scope_given &&
-      r.stack.framework == Framework::kMegatron && PinsRunLayout(r)) {
-    stack.cuda_graph_scope = RunDefaultCudaGraphScope(r.stack, r.model);
-  }
+  if (!r.cuda_graph_scope_given) stack.cuda_graph_scope = RunDefaultCudaGraphScope(r.stack, r.model);
   return stack;
+}
+
+}  // namespace
+
+SoftwareStack PredictedStack(const PlanRequest& r) {
+  const bool run_defaults = r.unpinned_knobs == UnpinnedKnobs::kRunDefaults &&
+                            r.stack.framework == Framework::kMegatron && PinsRunLayout(r);
+  return run_defaults ? RunStack(r) : r.stack;
 }
 
 absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& r,
@@ -127,8 +135,7 @@ absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& r,
       rungs.push_back(rc);
     }
   }
-  SoftwareStack stack = r.stack;
-  if (!r.cuda_graph_scope_given) stack.cuda_graph_scope = RunDefaultCudaGraphScope(r.stack, r.model);
+  const SoftwareStack stack = RunStack(r);
   absl::StatusOr<StepModel> sm = StepModel::Create(r.model, r.cluster, r.shape,
                                                    std::move(cost_model), StackConstantsFor(stack));
   if (!sm.ok()) return sm.status();

@@ -471,6 +471,11 @@ int RunPredict(const std::vector<std::string>& argv) {
       args.Has("search-knobs") ? pl::UnpinnedKnobs::kSearch : pl::UnpinnedKnobs::kRunDefaults;
   request.cuda_graph_scope_given = args.Has("cuda-graph-scope");
   *stack = pl::PredictedStack(request);  // the scope a run of it captures, as priced
+  // What filled the knobs the command line did not give.
+  const bool run_defaults = request.unpinned_knobs == pl::UnpinnedKnobs::kRunDefaults &&
+                            stack->framework == pl::Framework::kMegatron &&
+                            pl::PinsRunLayout(request);
+  const char* knobs_not_given = run_defaults ? "run_defaults" : "search";
   absl::StatusOr<pl::Prediction> pred =
       pl::PredictPinned(request, std::make_shared<pl::DatasheetCostModel>(*cluster));
   if (!pred.ok()) {
@@ -487,6 +492,7 @@ int RunPredict(const std::vector<std::string>& argv) {
     if (stack->framework != pl::Framework::kMegatron) {
       j["software_stack"]["framework"] = std::string(pl::FrameworkName(stack->framework));
     }
+    j["knobs_not_given"] = knobs_not_given;
     std::cout << j.dump(2) << "\n";
   } else if (format == "maxtext") {
     pl::EmitContext ctx;
@@ -495,7 +501,12 @@ int RunPredict(const std::vector<std::string>& argv) {
     if (!mt.ok()) return Fail(kExitBadInput, std::string(mt.status().message()));
     std::cout << pl::RenderMaxText(*mt);
   } else if (format == "text") {
-    std::cout << TextReport(*pred) << "software stack: " << pl::ToString(*stack) << "\n";
+    std::cout << TextReport(*pred) << "software stack: " << pl::ToString(*stack) << "\n"
+              << "knobs not given: "
+              << (run_defaults ? "what a run does with them unset (run defaults; --search-knobs: the "
+                                 "autotuner's choice)"
+                               : "the autotuner's choice")
+              << "\n";
   } else {
     return Fail(kExitBadInput, absl::StrCat("--format: expected json, text or maxtext, got '", format, "'"));
   }

@@ -239,6 +239,7 @@ TEST(PredictCommandTest, KnobsNotGivenWithTheRunLayoutAreTheRunDefaults) {
   const Result defaults = RunPredict(layout);
   ASSERT_EQ(defaults.code, kExitOk) << defaults.err;
   const nlohmann::json d = nlohmann::json::parse(defaults.out);
+  EXPECT_EQ(d["knobs_not_given"], "run_defaults");
   const nlohmann::json& knobs = d["config"]["knobs"];
   // No offload, the flex dispatcher, grouped GEMM, CUDA graphs, TP/DP/PP
   // overlap with two streams, no EP A2A overlap.
@@ -271,6 +272,7 @@ TEST(PredictCommandTest, KnobsNotGivenWithTheRunLayoutAreTheRunDefaults) {
   ASSERT_EQ(searched.code, kExitOk) << searched.err;
   EXPECT_GE(nlohmann::json::parse(searched.out)["tokens_per_sec_per_gpu"].get<double>(),
             d["tokens_per_sec_per_gpu"].get<double>());
+  EXPECT_EQ(nlohmann::json::parse(searched.out)["knobs_not_given"], "search");
 }
 
 TEST(PredictCommandTest, InvalidCombinationsExitTwoWithOneLine) {
