@@ -81,7 +81,7 @@ std::optional<std::pair<ParallelConfig, Knobs>> SingleCandidate(const PlanReques
 absl::StatusOr<Prediction> PredictPinned(const PlanRequest& request,
                                          std::shared_ptr<const CostModel> cost_model) {
   PlanRequest r = request;
-  if (request.unpinned_knobs == UnpinnedKnobs::kRunDefaults) {
+  if (UsesRunDefaults(request)) {
     absl::StatusOr<PlanRequest> pinned = WithRunDefaults(request, cost_model);
     if (!pinned.ok()) return pinned.status();
     r = *std::move(pinned);

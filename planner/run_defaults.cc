@@ -75,10 +75,13 @@ SoftwareStack RunStack(const PlanRequest& r) {
 
 }  // namespace
 
+bool UsesRunDefaults(const PlanRequest& r) {
+  return r.unpinned_knobs == UnpinnedKnobs::kRunDefaults &&
+         r.stack.framework == Framework::kMegatron && PinsRunLayout(r);
+}
+
 SoftwareStack PredictedStack(const PlanRequest& r) {
-  const bool run_defaults = r.unpinned_knobs == UnpinnedKnobs::kRunDefaults &&
-                            r.stack.framework == Framework::kMegatron && PinsRunLayout(r);
-  return run_defaults ? RunStack(r) : r.stack;
+  return UsesRunDefaults(r) ? RunStack(r) : r.stack;
 }
 
 absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& r,

@@ -64,6 +64,11 @@ std::vector<Recompute> RecomputeLadder();
 // no interleaving, expert TP = TP, no context parallelism).
 bool PinsRunLayout(const PlanRequest& request);
 
+// Whether PredictPinned fills the request's unpinned knobs with the run
+// defaults: it asks for them (UnpinnedKnobs::kRunDefaults), is a Megatron
+// request and pins the run layout.
+bool UsesRunDefaults(const PlanRequest& request);
+
 // The software stack PredictPinned prices `request` with: its own, with the
 // CUDA-graph scope of RunDefaultCudaGraphScope when the request asks for run
 // defaults, pins the run layout and does not give the scope.

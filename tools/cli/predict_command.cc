@@ -90,10 +90,10 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"precision", false, "bf16 (default), fp8, mxfp8, nvfp4"},
       {"tp", false, "tensor parallel (default: the search's choice)"},
       {"pp", false, "pipeline stages (default: the search's choice)"},
-      {"vp", false, "virtual stages per pipeline rank (default: the search's choice)"},
+      {"vp", false, "virtual stages per pipeline rank (default: 1 with the run layout given, else the search's choice)"},
       {"ep", false, "expert parallel (default: the search's choice)"},
-      {"etp", false, "expert tensor parallel (default: the search's choice)"},
-      {"cp", false, "context parallel (default: the search's choice)"},
+      {"etp", false, "expert tensor parallel (default: tp for MoE with the run layout given, else the search's choice)"},
+      {"cp", false, "context parallel (default: 1 with the run layout given, else the search's choice)"},
       {"mbs", false, "micro-batch size (default: the search's choice)"},
       {"recompute", false, "none, selective or full (default: the run default; see --search-knobs)"},
       {"recompute-modules", false,
@@ -101,12 +101,13 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"recompute-layers", false, "full recompute: layers per stage (default all)"},
       {"offload", false,
        "none or modules: attn_norm,core_attn,attn_proj,mlp_norm,expert_fc1,moe_act "
-       "(default: the search's choice)"},
+       "(default: the run default; see --search-knobs)"},
       {"dispatcher", false, "alltoall or fused_dedup (default: the run default; see --search-knobs)"},
       {"grouped-gemm", false, "true or false (a loop of GEMMs) (default: the run default; see --search-knobs)"},
       {"cuda-graphs", false, "true or false (default: the run default; see --search-knobs)"},
       {"overlap", false,
-       "communications overlapped with compute: tp,ep,dp,pp or none (default: the search's choice)"},
+       "communications overlapped with compute: tp,ep,dp,pp or none (default: the run default; see "
+       "--search-knobs)"},
       {"comm-streams", false, "communication streams (default: the run default; see --search-knobs)"},
       {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean, >= 1 (default: what --routing implies)"},
       {"routing", false, "MoE routing: natural (default: real training, priced at the busiest expert-parallel rank) or balanced (forced, as the published benchmarks run)"},
@@ -472,9 +473,7 @@ int RunPredict(const std::vector<std::string>& argv) {
   request.cuda_graph_scope_given = args.Has("cuda-graph-scope");
   *stack = pl::PredictedStack(request);  // the scope a run of it captures, as priced
   // What filled the knobs the command line did not give.
-  const bool run_defaults = request.unpinned_knobs == pl::UnpinnedKnobs::kRunDefaults &&
-                            stack->framework == pl::Framework::kMegatron &&
-                            pl::PinsRunLayout(request);
+  const bool run_defaults = pl::UsesRunDefaults(request);
   const char* knobs_not_given = run_defaults ? "run_defaults" : "search";
   absl::StatusOr<pl::Prediction> pred =
       pl::PredictPinned(request, std::make_shared<pl::DatasheetCostModel>(*cluster));
