@@ -3,10 +3,13 @@
 // knob (PlanRequest::unpinned_knobs == kRunDefaults, the default of
 // `moetune predict` and the Predict RPC). The search (kSearch) answers a
 // different question, "what is the best this layout can do", and is
-// optimistic for a run that keeps its recipe's settings: the 2026 rows of
-// runs.json come out +13.6% through the search (MAPE 16.4%) and within the
-// validator's 5% through these defaults (the validator prices every row
-// with them: tests/validate.cc ChooseKnobs).
+// optimistic for a run that keeps its recipe's settings: given only their
+// published layout, container and objective, the 88 megatron-core-2026 rows
+// of runs.json come out MAPE 14.5%, mean signed +8.2% through the search and
+// 5.6%, +1.5% through these defaults (forced-balanced routing, as the rows
+// ran; validate's section "Through `moetune predict` with only the published
+// layout"). The validator prices every row with them (tests/validate.cc
+// ChooseKnobs, plus the recipes' own EP-overlap settings).
 #pragma once
 
 #include <cstdint>
