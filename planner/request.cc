@@ -58,19 +58,7 @@ std::optional<std::pair<ParallelConfig, Knobs>> SingleCandidate(const PlanReques
   p.first_stage_layers = f.first_stage_layers;
   p.last_stage_layers = f.last_stage_layers;
   Knobs k;
-  k.recompute = *f.recompute;
-  k.offload_modules = *f.offload_modules;
-  k.offload_activations = *f.offload_modules != 0;
-  k.dispatcher = *f.dispatcher;
-  k.grouped_gemm = *f.grouped_gemm;
-  if (f.overlap_exact) {
-    k.overlap = *f.overlap_exact;
-  } else {
-    k.overlap.tp_comm = k.overlap.ep_comm = k.overlap.dp_comm = k.overlap.pp_comm = *f.overlap;
-  }
-  k.overlap.num_comm_streams = *f.comm_streams;
-  k.cuda_graphs = *f.cuda_graphs;
-  k.precision = *f.precision;
+  ApplyKnobPins(f, &k);  // every knob is pinned
   k.moe_load_imbalance = r.constraints.moe_load_imbalance;
   k.routing = r.constraints.routing;
   return std::make_pair(p, k);

@@ -103,23 +103,10 @@ absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& r,
   const Precision precision = given.precision.value_or(
       r.constraints.precisions.empty() ? Precision::kBf16 : r.constraints.precisions.front());
   Knobs k = RunDefaultKnobs(precision);
-  if (given.offload_modules) {
-    k.offload_modules = *given.offload_modules;
-    k.offload_activations = k.offload_modules != 0;
-  }
-  if (given.dispatcher) {
-    k.dispatcher = *given.dispatcher;
-  } else if (r.constraints.dispatchers.size() == 1) {
+  if (!given.dispatcher && r.constraints.dispatchers.size() == 1) {
     k.dispatcher = r.constraints.dispatchers.front();
   }
-  if (given.grouped_gemm) k.grouped_gemm = *given.grouped_gemm;
-  if (given.overlap_exact) {
-    k.overlap = *given.overlap_exact;
-  } else if (given.overlap) {
-    k.overlap.tp_comm = k.overlap.ep_comm = k.overlap.dp_comm = k.overlap.pp_comm = *given.overlap;
-  }
-  if (given.comm_streams) k.overlap.num_comm_streams = *given.comm_streams;
-  if (given.cuda_graphs) k.cuda_graphs = *given.cuda_graphs;
+  ApplyKnobPins(given, &k);  // the recompute is set per rung below
   k.moe_load_imbalance = r.constraints.moe_load_imbalance;
   k.routing = r.constraints.routing;
 

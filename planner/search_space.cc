@@ -240,6 +240,24 @@ void PinKnobs(const Knobs& k, FixedKnobs* f) {
   f->precision = k.precision;
 }
 
+void ApplyKnobPins(const FixedKnobs& f, Knobs* k) {
+  if (f.recompute) k->recompute = *f.recompute;
+  if (f.offload_modules) {
+    k->offload_modules = *f.offload_modules;
+    k->offload_activations = *f.offload_modules != 0;
+  }
+  if (f.dispatcher) k->dispatcher = *f.dispatcher;
+  if (f.grouped_gemm) k->grouped_gemm = *f.grouped_gemm;
+  if (f.overlap_exact) {
+    k->overlap = *f.overlap_exact;
+  } else if (f.overlap) {
+    k->overlap.tp_comm = k->overlap.ep_comm = k->overlap.dp_comm = k->overlap.pp_comm = *f.overlap;
+  }
+  if (f.comm_streams) k->overlap.num_comm_streams = *f.comm_streams;
+  if (f.cuda_graphs) k->cuda_graphs = *f.cuda_graphs;
+  if (f.precision) k->precision = *f.precision;
+}
+
 std::string ToString(const FixedKnobs& f) {
   std::vector<std::string> parts;
   FixedKnobs copy = f;

@@ -89,6 +89,9 @@ std::string ToString(const FixedKnobs& fixed);
 // grouped GEMM, exact overlaps, streams, CUDA graphs, precision); the layout
 // fields are left as they are.
 void PinKnobs(const Knobs& knobs, FixedKnobs* fixed);
+// The inverse: sets in `knobs` every knob `fixed` pins (exact overlaps with
+// their streams, then comm_streams if pinned); the others keep their values.
+void ApplyKnobPins(const FixedKnobs& fixed, Knobs* knobs);
 
 // What the user allows beyond --fix. Empty precisions: bf16 only.
 // Empty dispatchers: both.

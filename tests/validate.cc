@@ -700,7 +700,9 @@ std::string RecomputeText(const mp::Recompute& r) {
 // every knob pinned to what the validator chose (the published layout,
 // recompute, the stack's defaults for the rest), the row's software
 // generation as --stack.
-mp::PlanRequest RowRequest(const RowSpec& r, const mp::Knobs& k) {
+// A row's problem with its published layout pinned (tp, pp, vp, ep, etp, cp,
+// mbs, FSDP), one prediction, single-threaded, its software generation.
+mp::PlanRequest RowLayoutRequest(const RowSpec& r) {
   mp::PlanRequest q;
   q.model = r.model;
   q.cluster = r.cluster;
@@ -709,8 +711,19 @@ mp::PlanRequest RowRequest(const RowSpec& r, const mp::Knobs& k) {
   mp::FixedKnobs& f = q.constraints.fixed;
   f.tp = p.tp, f.pp = p.pp, f.vp = p.vp, f.ep = p.ep, f.etp = p.etp, f.cp = p.cp;
   f.mbs = p.mbs;
-  if (p.dp > 0) f.dp = p.dp;
   f.shard_params = p.shard_params;
+  q.top_k = 1;
+  q.threads = 1;
+  q.stack.framework = mp::Framework::kMegatron;
+  q.stack.generation = r.generation;
+  return q;
+}
+
+mp::PlanRequest RowRequest(const RowSpec& r, const mp::Knobs& k) {
+  mp::PlanRequest q = RowLayoutRequest(r);
+  const mp::ParallelConfig& p = r.parallel;
+  mp::FixedKnobs& f = q.constraints.fixed;
+  if (p.dp > 0) f.dp = p.dp;
   f.first_stage_layers = p.first_stage_layers;
   f.last_stage_layers = p.last_stage_layers;
   mp::PinKnobs(k, &f);
@@ -721,11 +734,7 @@ mp::PlanRequest RowRequest(const RowSpec& r, const mp::Knobs& k) {
   // from 25.11 on, the GB200 guide, mock-data benchmarks: see their notes in
   // runs.json), so they are priced as they ran, not as real training.
   q.constraints.routing = mp::Routing::kBalanced;
-  q.top_k = 1;
-  q.threads = 1;
-  q.stack.framework = mp::Framework::kMegatron;
   q.stack.container = r.container.empty() ? std::string("(none)") : r.container;
-  q.stack.generation = r.generation;
   q.stack.cuda_graph_scope = RecipeRanFullIterationGraphs(r) ? mp::CudaGraphScope::kFullIteration
                                                           : mp::CudaGraphScope::kModules;
   return q;
@@ -924,25 +933,14 @@ void PrintPublishedLayoutOnly(const std::vector<RowSpec>& specs) {
       std::string worst;
       double worst_err = 0;
       for (const RowSpec& r : specs) {
-        mp::PlanRequest q;
-        q.model = r.model;
-        q.cluster = r.cluster;
-        q.shape = r.shape;
+        mp::PlanRequest q = RowLayoutRequest(r);
         mp::FixedKnobs& f = q.constraints.fixed;
-        const mp::ParallelConfig& p = r.parallel;
-        f.tp = p.tp, f.pp = p.pp, f.vp = p.vp, f.ep = p.ep, f.etp = p.etp, f.cp = p.cp;
-        f.mbs = p.mbs;
-        if (p.shard_params) f.shard_params = true;
         if (r.published_recompute) f.recompute = *r.published_recompute;
         if (r.published_offload) f.offload_modules = *r.published_offload;
         f.precision = r.precision;
         q.constraints.precisions = {r.precision};
         q.constraints.routing = routing;
-        q.top_k = 1;
-        q.threads = 1;
-        q.stack.framework = mp::Framework::kMegatron;
         q.stack.container = r.container.empty() ? std::string("latest") : r.container;
-        q.stack.generation = r.generation;
         q.unpinned_knobs = mode;
         q.cuda_graph_scope_given = false;
         absl::StatusOr<mp::Prediction> pred =
