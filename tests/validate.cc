@@ -51,6 +51,8 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -1611,68 +1613,84 @@ int main(int argc, char** argv) {
     std::printf("\n== Scale anchors: MLPerf Training v5.1 Llama 3.1 405B, NVIDIA (mlcommons/"
                 "training_results_v5.1; step = median over result_{0,1,2} of the median "
                 "train_step_time, steps >= 5), shipped constants ==\n");
-    std::printf("  %-14s %-11s %5s %4s %4s %3s | %8s %8s %7s | %7s %7s | %6s %6s %6s %6s\n",
-                "run", "cluster", "gpus", "gbs", "dp", "m", "meas s", "pred s", "err",
-                "meas", "pred", "bubble", "dp exp", "pp exp", "optim");
+    auto print_header = [] {
+      std::printf("  %-22s %-11s %5s %5s %4s %3s | %8s %8s %7s | %7s %7s | %6s %6s %6s %6s\n",
+                  "run", "cluster", "gpus", "gbs", "dp", "m", "meas s", "pred s", "err",
+                  "meas", "pred", "bubble", "dp exp", "pp exp", "optim");
+    };
+    print_header();
     struct Point {
       double meas_tps = 0, pred_tps = 0, meas_s = 0, pred_s = 0;
       int m = 0;
       bool ok = false;
     };
-    std::vector<Point> points;
-    const std::vector<mt::ScaleAnchor> anchors = mt::MlperfLlama405bAnchors();
-    for (const mt::ScaleAnchor& a : anchors) {
-      Point pt;
-      pt.meas_s = mt::MedianStepSeconds(a.file_median_step_s);
-      pt.meas_tps = mt::StepTokensPerSecPerGpu(a.shape, pt.meas_s);
-      pt.m = mt::MicroBatchesPerReplica(a.shape, a.parallel);
-      absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(a.model_preset);
-      absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(a.cluster_preset);
-      const std::string name = a.system.substr(0, a.system.find("_ngc"));
-      if (!model.ok() || !cluster.ok()) {
-        std::printf("  %-14s preset missing\n", name.c_str());
-        points.push_back(pt);
-        continue;
-      }
-      absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
-          *model, *cluster, a.shape, row_model.Cost(*cluster, default_constants),
-          row_model.Stack(a.generation, default_constants));
-      absl::StatusOr<mp::Prediction> p = absl::UnknownError("not predicted");
-      if (sm.ok()) {
-        const mp::NormalizedKnobs n = mp::NormalizeForMegatron(*model, a.parallel, {}, a.knobs);
-        p = sm->Predict(a.parallel, n.knobs);
-      } else {
-        p = sm.status();
-      }
-      if (!p.ok()) {
-        std::printf("  %-14s %s\n", name.c_str(), std::string(p.status().message()).c_str());
-        points.push_back(pt);
-        continue;
-      }
-      double bubble = 0, dp_exposed = 0, pp_exposed = 0, optimizer = 0;
-      for (const mp::Term& t : p->breakdown) {
-        if (t.kind == mp::TermKind::kPipelineBubble) bubble += t.seconds;
-        if (t.kind == mp::TermKind::kCommDpExposed) dp_exposed += t.seconds;
-        if (t.kind == mp::TermKind::kCommPpExposed) pp_exposed += t.seconds;
-        if (t.kind == mp::TermKind::kOptimizer) optimizer += t.seconds;
-      }
-      pt.pred_s = p->step_time_s;
-      pt.pred_tps = p->tokens_per_sec_per_gpu;
-      pt.ok = true;
-      points.push_back(pt);
-      std::printf("  %-14s %-11s %5d %4d %4d %3d | %8.3f %8.3f %+6.1f%% | %7.1f %7.1f | %6.3f "
-                  "%6.3f %6.3f %6.3f%s\n",
-                  name.c_str(), a.cluster_preset.c_str(), a.shape.gpus, a.shape.global_batch,
-                  mp::ResolvedDp(a.shape, a.parallel), pt.m, pt.meas_s, pt.pred_s,
-                  100 * (pt.pred_tps / pt.meas_tps - 1), pt.meas_tps, pt.pred_tps, bubble,
-                  dp_exposed, pp_exposed, optimizer, p->fits ? "" : " [does not fit]");
-      if (absl::GetFlag(FLAGS_verbose)) {
+    // Predicts each run of a series with the shipped constants (the step
+    // model of its generation, its published layout and knobs) and prints
+    // measured vs predicted.
+    auto predict_series = [&](const std::vector<mt::ScaleAnchor>& anchors,
+                              std::optional<mp::Routing> routing, bool quiet) {
+      std::vector<Point> points;
+      for (const mt::ScaleAnchor& run : anchors) {
+        mt::ScaleAnchor a = run;
+        if (routing.has_value()) a.knobs.routing = *routing;
+        Point pt;
+        pt.meas_s = mt::MeasuredStepSeconds(a);
+        pt.meas_tps = mt::StepTokensPerSecPerGpu(a.shape, pt.meas_s);
+        pt.m = mt::MicroBatchesPerReplica(a.shape, a.parallel);
+        absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(a.model_preset);
+        absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(a.cluster_preset);
+        std::string name = a.system.substr(a.system.find('/') + 1);
+        name = name.substr(0, name.find("_ngc"));
+        if (!model.ok() || !cluster.ok()) {
+          std::printf("  %-22s preset missing\n", name.c_str());
+          points.push_back(pt);
+          continue;
+        }
+        mp::StackConstants stack = row_model.Stack(a.generation, default_constants);
+        stack.features.graph_full_iteration = a.graph_full_iteration;
+        absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
+            *model, *cluster, a.shape, row_model.Cost(*cluster, default_constants), stack);
+        absl::StatusOr<mp::Prediction> p = absl::UnknownError("not predicted");
+        if (sm.ok()) {
+          const mp::NormalizedKnobs n = mp::NormalizeForMegatron(*model, a.parallel, {}, a.knobs);
+          p = sm->Predict(a.parallel, n.knobs);
+        } else {
+          p = sm.status();
+        }
+        if (!p.ok()) {
+          std::printf("  %-22s %s\n", name.c_str(), std::string(p.status().message()).c_str());
+          points.push_back(pt);
+          continue;
+        }
+        double bubble = 0, dp_exposed = 0, pp_exposed = 0, optimizer = 0;
         for (const mp::Term& t : p->breakdown) {
-          std::printf("      %-32s %-22s %9.3f s\n", t.name.c_str(),
-                      std::string(mp::TermKindName(t.kind)).c_str(), t.seconds);
+          if (t.kind == mp::TermKind::kPipelineBubble) bubble += t.seconds;
+          if (t.kind == mp::TermKind::kCommDpExposed) dp_exposed += t.seconds;
+          if (t.kind == mp::TermKind::kCommPpExposed) pp_exposed += t.seconds;
+          if (t.kind == mp::TermKind::kOptimizer) optimizer += t.seconds;
+        }
+        pt.pred_s = p->step_time_s;
+        pt.pred_tps = p->tokens_per_sec_per_gpu;
+        pt.ok = true;
+        points.push_back(pt);
+        if (quiet) continue;
+        std::printf("  %-22s %-11s %5d %5d %4d %3d | %8.3f %8.3f %+6.1f%% | %7.1f %7.1f | %6.3f "
+                    "%6.3f %6.3f %6.3f%s\n",
+                    name.c_str(), a.cluster_preset.c_str(), a.shape.gpus, a.shape.global_batch,
+                    mp::ResolvedDp(a.shape, a.parallel), pt.m, pt.meas_s, pt.pred_s,
+                    100 * (pt.pred_tps / pt.meas_tps - 1), pt.meas_tps, pt.pred_tps, bubble,
+                    dp_exposed, pp_exposed, optimizer, p->fits ? "" : " [does not fit]");
+        if (absl::GetFlag(FLAGS_verbose)) {
+          for (const mp::Term& t : p->breakdown) {
+            std::printf("      %-32s %-22s %9.3f s\n", t.name.c_str(),
+                        std::string(mp::TermKindName(t.kind)).c_str(), t.seconds);
+          }
         }
       }
-    }
+      return points;
+    };
+    const std::vector<mt::ScaleAnchor> anchors = mt::MlperfLlama405bAnchors();
+    std::vector<Point> points = predict_series(anchors, std::nullopt, false);
     std::printf("  (err = predicted / measured tokens/s/GPU - 1; meas, pred in tokens/s/GPU; "
                 "model terms in s per step)\n  recipe: %s\n  not modelled: %s\n",
                 anchors.front().recipe.c_str(), anchors.front().not_modelled.c_str());
@@ -1699,6 +1717,57 @@ int main(int argc, char** argv) {
                   "%.4f s K %.3f s; at 5,120 (m %d) meas K = %.3f s\n",
                   ms.per_micro_batch_s, ms.per_step_s, ps.per_micro_batch_s, ps.per_step_s,
                   points[2].m, points[2].meas_s - points[2].m * ms.per_micro_batch_s);
+    }
+    // --- MLPerf Training v6.0 DeepSeek-V3 671B, GB200 512 - 8,192 and GB300
+    // 256 - 8,192 (tests/internal/scale_anchors.h): the strong-scaling and
+    // GB300 / GB200 evidence, never fitted.
+    std::printf("\n== Scale series: MLPerf Training v6.0 DeepSeek-V3 671B (training_results_v6.0; "
+                "step = median train_step_time of the logged steps of result_0), real data, "
+                "natural routing, shipped constants ==\n");
+    print_header();
+    const std::vector<mt::ScaleAnchor> dsv3 = mt::MlperfDeepSeekV3Anchors();
+    points = predict_series(dsv3, std::nullopt, false);
+    std::printf("  (GB200 TP2 PP4 VP4 EP32 recompute mlp; GB300 TP1 PP4 VP4 EP32; m = micro-batches "
+                "per replica)\n  recipe: %s\n  not modelled: %s\n",
+                dsv3.front().recipe.c_str(), dsv3.front().not_modelled.c_str());
+    auto series_error = [](const std::vector<Point>& pts, size_t from, size_t to) {
+      double abs_sum = 0, signed_sum = 0;
+      int n = 0;
+      for (size_t i = from; i < to && i < pts.size(); ++i) {
+        if (!pts[i].ok) continue;
+        const double e = pts[i].pred_tps / pts[i].meas_tps - 1;
+        abs_sum += std::abs(e);
+        signed_sum += e;
+        ++n;
+      }
+      return std::pair<double, double>{n ? abs_sum / n : 0, n ? signed_sum / n : 0};
+    };
+    const std::vector<Point> balanced = predict_series(dsv3, mp::Routing::kBalanced, true);
+    for (const auto& [label, from, to] :
+         {std::tuple<const char*, size_t, size_t>{"GB200 (4 runs)", 0, 4},
+          std::tuple<const char*, size_t, size_t>{"GB300 (5 runs)", 4, 9}}) {
+      const auto nat = series_error(points, from, to);
+      const auto bal = series_error(balanced, from, to);
+      std::printf("  %-15s MAPE %5.1f%% (signed %+5.1f%%) natural routing; %5.1f%% (%+5.1f%%) "
+                  "if priced forced-balanced\n",
+                  label, 100 * nat.first, 100 * nat.second, 100 * bal.first, 100 * bal.second);
+    }
+    ratio(3, 0, "GB200 8,192 / 512 tokens/s/GPU");
+    ratio(8, 4, "GB300 8,192 / 256 tokens/s/GPU");
+    ratio(5, 0, "GB300 / GB200 at 512 tokens/s/GPU");
+    ratio(8, 3, "GB300 / GB200 at 8,192 tokens/s/GPU");
+    // step = m x t + K over each hardware's extremes (same layout).
+    for (const auto& [label, i, j] :
+         {std::tuple<const char*, size_t, size_t>{"GB200 512 and 8,192", 0, 3},
+          std::tuple<const char*, size_t, size_t>{"GB300 256 and 8,192", 4, 8}}) {
+      if (j >= points.size() || !points[i].ok || !points[j].ok) continue;
+      const mt::StepSplit ms =
+          mt::SplitStep(points[i].m, points[i].meas_s, points[j].m, points[j].meas_s);
+      const mt::StepSplit ps =
+          mt::SplitStep(points[i].m, points[i].pred_s, points[j].m, points[j].pred_s);
+      std::printf("  step = m x t + K (%s): meas t %.4f s K %.3f s, pred t %.4f s K %.3f s\n",
+                  label, ms.per_micro_batch_s, ms.per_step_s, ps.per_micro_batch_s,
+                  ps.per_step_s);
     }
   }
   return 0;

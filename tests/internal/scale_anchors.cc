@@ -113,6 +113,146 @@ std::vector<ScaleAnchor> MlperfLlama405bAnchors() {
   return v;
 }
 
+namespace {
+
+// What the nine DeepSeek-V3 configs share (config_*_mxfp8_full_cg.sh, each
+// sourcing config_common.sh and config_common_mxfp8.sh; the GB200 and GB300
+// files differ only in TP, recompute, MINIBS, node count and
+// FP8_OUTPUT_PROJ): MXFP8, MICRO_BATCH_SIZE 1, PIPELINE_LAYOUT
+// "Et*4|(t*4|)*14tmL" (16 virtual stages: the embedding and 4 layers, 14 x
+// 4, then 1 layer, MTP and the loss), EP 32 over HybridEP inside the NVLink
+// domain (NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN=32, USE_MNNVL=1),
+// CUDA_GRAPH_SCOPE=full_iteration with OPTIMIZER_CG, paged stashing
+// (MOE_EXPERT_RANK_CAPACITY_FACTOR=4), the combined-1F1B EP overlap
+// (OVERLAP_MOE_EXPERT_PARALLEL_COMM=True, DELAY_WGRAD_COMPUTE=True),
+// cuTeDSL fused grouped MLP, distributed optimizer with
+// overlap_grad_reduce / overlap_param_gather (conf/deepseekv3_671b.yaml),
+// MOE_AUX_LOSS_COEFF=0.01, validation after every step (not in
+// train_step_time). Sequence 4,096 (MODEL_TFLOP_PER_SAMPLE=1068).
+constexpr char kDsv3Recipe[] =
+    "MXFP8, mbs 1, layout Et*4|(t*4|)*14tmL, EP32 HybridEP in the NVLink domain, "
+    "full-iteration CUDA graphs with paged stashing, combined-1F1B EP overlap, fused grouped "
+    "MLP, dist. optimizer with DP overlap, real data (natural routing, aux loss 0.01)";
+constexpr char kDsv3NotModelled[] =
+    "paged stashing and the static expert-rank capacity (factor 4), cuTeDSL fused grouped MLP, "
+    "delayed wgrad; the 26.04 containers carry MLPerf code of the 26.06 generation's features "
+    "(priced as 26.06)";
+
+ScaleAnchor Dsv3Anchor(const char* id, const char* system, const char* config,
+                       const char* cluster, int gpus, int gbs, int tp, bool recompute_mlp,
+                       const char* steps, std::vector<double> step_s) {
+  ScaleAnchor a;
+  a.id = id;
+  a.system = system;
+  a.config = config;
+  a.recipe = kDsv3Recipe;
+  a.not_modelled = kDsv3NotModelled;
+  a.model_preset = "deepseek-v3";
+  a.cluster_preset = cluster;
+  a.shape.gpus = gpus;
+  a.shape.seq_len = 4096;
+  a.shape.global_batch = gbs;
+  a.parallel.tp = tp;
+  a.parallel.pp = 4;
+  a.parallel.vp = 4;
+  a.parallel.ep = 32;
+  a.parallel.etp = 1;
+  a.parallel.cp = 1;
+  a.parallel.mbs = 1;
+  a.parallel.first_stage_layers = 4;
+  a.parallel.last_stage_layers = 1;
+  a.generation = planner::StackGeneration::k2606;
+  a.knobs.precision = planner::Precision::kMxfp8;
+  if (recompute_mlp) {
+    a.knobs.recompute.mode = planner::RecomputeMode::kSelective;
+    a.knobs.recompute.modules = planner::kRecomputeMlp;
+  }
+  a.knobs.cuda_graphs = true;
+  a.knobs.routing = planner::Routing::kNatural;
+  a.graph_full_iteration = true;
+  a.logged_steps = steps;
+  a.logged_step_s = std::move(step_s);
+  return a;
+}
+
+}  // namespace
+
+std::vector<ScaleAnchor> MlperfDeepSeekV3Anchors() {
+  std::vector<ScaleAnchor> v;
+  // NVIDIA tyche-hsg, GB200 NVL72 (4x CX-7 400 Gb/s per tray), TP2:
+  // MINIBS 240 / 60 / 32 / 16 sequences per replica (dp 64 / 256 / 512 /
+  // 1,024), gbs 15,360 / 15,360 / 16,384 / 16,384. RECOMPUTE_MODULES=mlp.
+  v.push_back(Dsv3Anchor("mlperf-v6.0-nvidia-dsv3-tyche-hsg_ngpu512",
+                         "NVIDIA/tyche-hsg_ngpu512_ngc26.04_nemo",
+                         "config_GB200_128x4x240xtp2pp4ep32cp1_mxfp8_full_cg.sh", "gb200-nvl72",
+                         512, 15360, 2, true, "46-48", {30.801614, 30.844150, 30.851129}));
+  v.push_back(Dsv3Anchor("mlperf-v6.0-nvidia-dsv3-tyche-hsg_ngpu2048",
+                         "NVIDIA/tyche-hsg_ngpu2048_ngc26.04_nemo",
+                         "config_GB200_512x4x60xtp2pp4ep32cp1_mxfp8_full_cg.sh", "gb200-nvl72",
+                         2048, 15360, 2, true, "41-49",
+                         {9.088526, 9.114146, 9.110689, 9.120389, 9.165825, 9.099661, 9.125830,
+                          9.081060, 9.120667}));
+  v.push_back(Dsv3Anchor("mlperf-v6.0-nvidia-dsv3-tyche-hsg_ngpu4096",
+                         "NVIDIA/tyche-hsg_ngpu4096_ngc26.04_nemo",
+                         "config_GB200_1024x4x32xtp2pp4ep32cp1_mxfp8_full_cg.sh", "gb200-nvl72",
+                         4096, 16384, 2, true, "39-47",
+                         {5.388578, 5.503003, 5.406223, 5.394182, 5.415643, 5.857264, 5.477013,
+                          5.402908, 5.454241}));
+  v.push_back(Dsv3Anchor("mlperf-v6.0-nvidia-dsv3-tyche-hsg_ngpu8192",
+                         "NVIDIA/tyche-hsg_ngpu8192_ngc26.04_nemo",
+                         "config_GB200_2048x4x16xtp2pp4ep32cp1_mxfp8_full_cg.sh", "gb200-nvl72",
+                         8192, 16384, 2, true, "39-45",
+                         {3.556683, 3.560832, 3.504990, 3.454798, 3.479092, 3.492455, 3.494889}));
+  // GB300 NVL72 (4x CX-8 800 Gb/s per tray), TP1, no recompute,
+  // FP8_OUTPUT_PROJ=True. NVIDIA theia: MINIBS 240 / 120 (dp 64 / 128),
+  // gbs 15,360. CoreWeave (Spectrum-X Ethernet): MINIBS 32 / 16 / 8 (dp
+  // 512 / 1,024 / 2,048), gbs 16,384; its 8,192-GPU config also halves
+  // the paged stash's CPU buffer.
+  v.push_back(Dsv3Anchor("mlperf-v6.0-nvidia-dsv3-theia_ngpu256",
+                         "NVIDIA/theia_ngpu256_ngc26.04_nemo",
+                         "config_GB300_64x4x240xtp1pp4ep32cp1_mxfp8_full_cg.sh", "gb300-nvl72",
+                         256, 15360, 1, false, "42-50",
+                         {39.109651, 38.936133, 39.011779, 39.042420, 39.157895, 39.027153,
+                          38.952422, 38.957174, 38.930867}));
+  v.push_back(Dsv3Anchor("mlperf-v6.0-nvidia-dsv3-theia_ngpu512",
+                         "NVIDIA/theia_ngpu512_ngc26.04_nemo",
+                         "config_GB300_128x4x120xtp1pp4ep32cp1_mxfp8_full_cg.sh", "gb300-nvl72",
+                         512, 15360, 1, false, "42-50",
+                         {20.076897, 20.057734, 19.986198, 19.869345, 20.077292, 19.925818,
+                          19.942976, 19.950934, 19.911701}));
+  v.push_back(Dsv3Anchor("mlperf-v6.0-coreweave-dsv3-gb300_ngpu2048",
+                         "CoreWeave/CoreWeave_GB300_512x4",
+                         "config_GB300_512x4x32xtp1pp4ep32cp1_mxfp8_full_cg.sh", "gb300-nvl72",
+                         2048, 16384, 1, false, "38-46",
+                         {6.263640, 6.086004, 6.073221, 6.174629, 6.778710, 6.299781, 6.156203,
+                          6.310689, 6.082658}));
+  v.push_back(Dsv3Anchor("mlperf-v6.0-coreweave-dsv3-gb300_ngpu4096",
+                         "CoreWeave/CoreWeave_GB300_1024x4",
+                         "config_GB300_1024x4x16xtp1pp4ep32cp1_mxfp8_full_cg.sh", "gb300-nvl72",
+                         4096, 16384, 1, false, "37-45",
+                         {3.072369, 3.014284, 3.165627, 2.984245, 3.029023, 3.087561, 3.102432,
+                          3.228831, 3.013289}));
+  v.push_back(Dsv3Anchor("mlperf-v6.0-coreweave-dsv3-gb300_ngpu8192",
+                         "CoreWeave/CoreWeave_GB300_2048x4",
+                         "config_GB300_2048x4x8xtp1pp4ep32cp1_mxfp8_full_cg.sh", "gb300-nvl72",
+                         8192, 16384, 1, false, "37-45",
+                         {1.828208, 1.854232, 1.871999, 1.669013, 1.728032, 1.752979, 1.807804,
+                          1.712711, 1.672911}));
+  return v;
+}
+
+double MedianOf(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double MeasuredStepSeconds(const ScaleAnchor& a) {
+  return a.logged_step_s.empty() ? MedianStepSeconds(a.file_median_step_s)
+                                 : MedianOf(a.logged_step_s);
+}
+
 double MedianStepSeconds(const std::array<double, 3>& file_medians_s) {
   std::array<double, 3> s = file_medians_s;
   std::sort(s.begin(), s.end());

@@ -60,14 +60,44 @@ struct ScaleAnchor {
   std::array<double, 3> file_median_step_s{};
   // Steps >= 5 in each file (how many values each median is over).
   std::array<int, 3> file_steps{};
+  // Runs read from one log only (the DeepSeek-V3 series): the per-step
+  // train_step_time values of the steps `logged_steps` names, in log order;
+  // the measured step is their median (MeasuredStepSeconds). Empty for the
+  // Llama anchors, which use file_median_step_s.
+  std::vector<double> logged_step_s;
+  std::string logged_steps;
+  // The run captured the whole step in one CUDA graph (CUDA_GRAPH_SCOPE=
+  // full_iteration): MegatronFeatures::graph_full_iteration.
+  bool graph_full_iteration = false;
 };
 
 // The four runs: tyche 512 GB200, hsg 2,560 and 5,120 GB200, theia 512
 // GB300.
 std::vector<ScaleAnchor> MlperfLlama405bAnchors();
 
+// MLPerf Training v6.0 DeepSeek-V3 671B (closed division, real C4 data,
+// natural routing: MOE_ROUTER_FORCE_LOAD_BALANCING=False): NVIDIA's GB200
+// series on 512 / 2,048 / 4,096 / 8,192 GPUs (TP2 PP4 VP4 EP32, the same
+// layout at every scale, global batch 15,360 or 16,384, so the
+// micro-batches per replica fall 240 -> 16) and the GB300 series on 256 /
+// 512 (NVIDIA) and 2,048 / 4,096 / 8,192 (CoreWeave) GPUs (TP1 PP4 VP4
+// EP32, 240 -> 8). Source: the training_results_v6.0 tree as mirrored in
+// Richardyu114/training_results_v6.0 (commit eabf23a0), <submitter>/
+// results/<system>/deepseekv3_671b/result_0.txt and the config under
+// <submitter>/benchmarks/deepseekv3_671b/implementations/<system>/. Nine
+// runs, none in runs.json, none used to set any constant.
+std::vector<ScaleAnchor> MlperfDeepSeekV3Anchors();
+
 // Median of the three per-file medians (the middle value).
 double MedianStepSeconds(const std::array<double, 3>& file_medians_s);
+
+// The median of `values` (the mean of the two middle ones for an even
+// count); 0 for none.
+double MedianOf(std::vector<double> values);
+
+// A run's measured step: MedianOf(logged_step_s) when it has them, else
+// MedianStepSeconds(file_median_step_s).
+double MeasuredStepSeconds(const ScaleAnchor& a);
 
 // Tokens per step = global batch x sequence length (every sequence is
 // full: MLPerf's C4 pretraining packs to seq 8192).

@@ -82,5 +82,78 @@ TEST(ScaleAnchorsTest, RatiosAndStepSplitByHand) {
   EXPECT_NEAR(u.per_step_s, 0.348327, 1e-6);
 }
 
+TEST(ScaleAnchorsTest, DeepSeekV3SeriesWithItsPublishedLayouts) {
+  const std::vector<ScaleAnchor> a = MlperfDeepSeekV3Anchors();
+  ASSERT_EQ(a.size(), 9u);
+  const int gpus[9] = {512, 2048, 4096, 8192, 256, 512, 2048, 4096, 8192};
+  // MINIBS of each config = micro-batches per replica (mbs 1).
+  const int minibs[9] = {240, 60, 32, 16, 240, 120, 32, 16, 8};
+  for (int i = 0; i < 9; ++i) {
+    const ScaleAnchor& s = a[i];
+    SCOPED_TRACE(s.id);
+    EXPECT_EQ(s.shape.gpus, gpus[i]);
+    EXPECT_EQ(s.shape.seq_len, 4096);
+    EXPECT_EQ(s.parallel.tp, i < 4 ? 2 : 1);
+    EXPECT_EQ(s.cluster_preset, i < 4 ? "gb200-nvl72" : "gb300-nvl72");
+    EXPECT_EQ(s.parallel.pp, 4);
+    EXPECT_EQ(s.parallel.vp, 4);
+    EXPECT_EQ(s.parallel.ep, 32);
+    EXPECT_EQ(s.parallel.etp, 1);
+    // "Et*4|(t*4|)*14tmL": 4 + 14 x 4 + 1 = 61 layers over 16 virtual stages.
+    EXPECT_EQ(s.parallel.first_stage_layers, 4);
+    EXPECT_EQ(s.parallel.last_stage_layers, 1);
+    EXPECT_EQ(s.knobs.precision, planner::Precision::kMxfp8);
+    EXPECT_EQ(s.knobs.routing, planner::Routing::kNatural);
+    EXPECT_EQ(s.knobs.recompute.mode,
+              i < 4 ? planner::RecomputeMode::kSelective : planner::RecomputeMode::kNone);
+    EXPECT_TRUE(s.graph_full_iteration);
+    EXPECT_EQ(MicroBatchesPerReplica(s.shape, s.parallel), minibs[i]);
+    EXPECT_FALSE(s.logged_step_s.empty());
+  }
+}
+
+TEST(ScaleAnchorsTest, MedianOfOddAndEvenCounts) {
+  EXPECT_DOUBLE_EQ(MedianOf({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(MedianOf({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(MedianOf({}), 0);
+}
+
+TEST(ScaleAnchorsTest, DeepSeekV3MeasuredFiguresByHand) {
+  const std::vector<ScaleAnchor> a = MlperfDeepSeekV3Anchors();
+  // GB200 512: steps 46-48 = 30.801614, 30.844150, 30.851129 -> 30.844150;
+  // 15,360 x 4,096 / 512 = 122,880 tokens per GPU -> 3,983.90 tokens/s/GPU.
+  EXPECT_DOUBLE_EQ(MeasuredStepSeconds(a[0]), 30.844150);
+  EXPECT_NEAR(StepTokensPerSecPerGpu(a[0].shape, MeasuredStepSeconds(a[0])), 3983.90, 0.01);
+  // GB200 8,192: the 4th of 3.454798, 3.479092, 3.492455, 3.494889, 3.504990,
+  // 3.556683, 3.560832 -> 3.494889; 16,384 x 4,096 / 8,192 = 8,192 -> 2,343.99.
+  EXPECT_DOUBLE_EQ(MeasuredStepSeconds(a[3]), 3.494889);
+  EXPECT_NEAR(StepTokensPerSecPerGpu(a[3].shape, MeasuredStepSeconds(a[3])), 2343.99, 0.01);
+  // GB300 256: 5th of 9 = 39.011779 -> 245,760 / 39.011779 = 6,299.64.
+  EXPECT_DOUBLE_EQ(MeasuredStepSeconds(a[4]), 39.011779);
+  // GB300 512: 19.950934 -> 122,880 / 19.950934 = 6,159.11.
+  EXPECT_DOUBLE_EQ(MeasuredStepSeconds(a[5]), 19.950934);
+  // GB300 8,192 (CoreWeave): 1.752979 -> 8,192 / 1.752979 = 4,673.19.
+  EXPECT_DOUBLE_EQ(MeasuredStepSeconds(a[8]), 1.752979);
+  const auto tps = [&](int i) {
+    return StepTokensPerSecPerGpu(a[i].shape, MeasuredStepSeconds(a[i]));
+  };
+  // 2,343.99 / 3,983.90 = 0.5884 (GB200 8,192 / 512); 4,673.19 / 6,299.64 =
+  // 0.7418 (GB300 8,192 / 256); 6,159.11 / 3,983.90 = 1.5460 (GB300 / GB200
+  // at 512); 4,673.19 / 2,343.99 = 1.9937 (at 8,192).
+  EXPECT_NEAR(tps(3) / tps(0), 0.5884, 1e-4);
+  EXPECT_NEAR(tps(8) / tps(4), 0.7418, 1e-4);
+  EXPECT_NEAR(tps(5) / tps(0), 1.5460, 1e-4);
+  EXPECT_NEAR(tps(8) / tps(3), 1.9937, 1e-4);
+  // step = m t + K, GB200 512 vs 8,192: t = (30.844150 - 3.494889) / (240 -
+  // 16) = 0.122095 s; K = 3.494889 - 16 t = 1.541369 s. GB300 256 vs 8,192:
+  // t = (39.011779 - 1.752979) / 232 = 0.160598; K = 1.752979 - 8 t = 0.468197.
+  const StepSplit g2 = SplitStep(240, 30.844150, 16, 3.494889);
+  EXPECT_NEAR(g2.per_micro_batch_s, 0.122095, 1e-6);
+  EXPECT_NEAR(g2.per_step_s, 1.541369, 1e-5);
+  const StepSplit g3 = SplitStep(240, 39.011779, 8, 1.752979);
+  EXPECT_NEAR(g3.per_micro_batch_s, 0.160598, 1e-6);
+  EXPECT_NEAR(g3.per_step_s, 0.468197, 1e-5);
+}
+
 }  // namespace
 }  // namespace moetune::tests
