@@ -43,20 +43,37 @@ constexpr char kNotModelled[] =
     "NVFP4 'vanilla' recipe details, stragglers (the host's per-step work is the "
     "data-set constant step_host_s, not these runs' own)";
 
+// What every anchor states the same way: where it is published, what it
+// ran on, and its shape (sequence length, global batch, GPUs).
+struct AnchorRun {
+  const char* id;
+  const char* system;
+  const char* config;
+  const char* cluster;
+  int gpus;
+  int gbs;
+};
+ScaleAnchor Published(const AnchorRun& run, const char* recipe, const char* not_modelled,
+                      const char* model_preset, int seq_len) {
+  ScaleAnchor a;
+  a.id = run.id;
+  a.system = run.system;
+  a.config = run.config;
+  a.recipe = recipe;
+  a.not_modelled = not_modelled;
+  a.model_preset = model_preset;
+  a.cluster_preset = run.cluster;
+  a.shape.gpus = run.gpus;
+  a.shape.seq_len = seq_len;
+  a.shape.global_batch = run.gbs;
+  return a;
+}
+
 ScaleAnchor Anchor(const char* id, const char* system, const char* config,
                    const char* cluster, int gpus, int gbs, int tp,
                    std::array<double, 3> medians, std::array<int, 3> steps) {
-  ScaleAnchor a;
-  a.id = id;
-  a.system = system;
-  a.config = config;
-  a.recipe = kCommonRecipe;
-  a.not_modelled = kNotModelled;
-  a.model_preset = "llama3.1-405b";
-  a.cluster_preset = cluster;
-  a.shape.gpus = gpus;
-  a.shape.seq_len = 8192;
-  a.shape.global_batch = gbs;
+  ScaleAnchor a = Published({id, system, config, cluster, gpus, gbs}, kCommonRecipe, kNotModelled,
+                            "llama3.1-405b", 8192);
   a.parallel.tp = tp;
   a.parallel.pp = 8;
   a.parallel.vp = 8;
@@ -141,17 +158,8 @@ constexpr char kDsv3NotModelled[] =
 ScaleAnchor Dsv3Anchor(const char* id, const char* system, const char* config,
                        const char* cluster, int gpus, int gbs, int tp, bool recompute_mlp,
                        const char* steps, std::vector<double> step_s) {
-  ScaleAnchor a;
-  a.id = id;
-  a.system = system;
-  a.config = config;
-  a.recipe = kDsv3Recipe;
-  a.not_modelled = kDsv3NotModelled;
-  a.model_preset = "deepseek-v3";
-  a.cluster_preset = cluster;
-  a.shape.gpus = gpus;
-  a.shape.seq_len = 4096;
-  a.shape.global_batch = gbs;
+  ScaleAnchor a = Published({id, system, config, cluster, gpus, gbs}, kDsv3Recipe,
+                            kDsv3NotModelled, "deepseek-v3", 4096);
   a.parallel.tp = tp;
   a.parallel.pp = 4;
   a.parallel.vp = 4;
