@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "planner/framework_rules.h"
 #include "planner/request.h"
 #include "planner/step_model.h"
@@ -99,6 +100,18 @@ absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& r,
   p.shard_params = given.shard_params.value_or(false);
   p.first_stage_layers = given.first_stage_layers;
   p.last_stage_layers = given.last_stage_layers;
+  if (!given.etp && p.etp > 1 &&
+      CheckLayout(r.model, r.shape, p) == Infeasibility::kExpertLayoutMismatch) {
+    // Megatron would refuse the run too (initialize_model_parallel: the
+    // expert grid etp x ep x edp must fill tp x cp x dp); say which default
+    // did it, since the user never typed etp.
+    const int dp = p.dp > 0 ? p.dp : r.shape.gpus / (p.tp * p.pp * p.cp);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ep*etp=", p.ep * p.etp, " does not divide tp*cp*dp=", p.tp * p.cp * dp,
+        ": etp was not given and defaults to tp=", p.tp,
+        " (Megatron's --expert-tensor-parallel-size default); pass --etp 1 if the run used "
+        "expert tensor parallelism 1"));
+  }
   // The knobs: the run defaults under what the request pins.
   const Precision precision = given.precision.value_or(
       r.constraints.precisions.empty() ? Precision::kBf16 : r.constraints.precisions.front());

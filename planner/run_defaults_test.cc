@@ -118,5 +118,24 @@ TEST(RunDefaultsTest, DefaultsTheFrameworkWouldNotRunAreTurnedOffNotRefused) {
   EXPECT_TRUE(PredictPinned(r, Prior(r)).ok());
 }
 
+// etp defaults to tp (Megatron's default); when that expert grid cannot fill
+// tp x cp x dp the refusal names the default and the way out. DeepSeek-V3 on
+// 1,024 H100, TP2 PP16 EP64 (the DGX Cloud layout): dp = 1024 / 32 = 32,
+// tp x dp = 64, ep x etp = 64 x 2 = 128.
+TEST(RunDefaultsTest, AnExpertGridTheDefaultEtpCannotFillSaysSo) {
+  PlanRequest r = Request("deepseek-v3", "h100-sxm", {1024, 4096, 8192},
+                          "tp=2,pp=16,ep=64,mbs=1");
+  absl::StatusOr<PlanRequest> out = WithRunDefaults(r, Prior(r));
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()),
+              ::testing::AllOf(::testing::HasSubstr("ep*etp=128 does not divide tp*cp*dp=64"),
+                               ::testing::HasSubstr("etp was not given"),
+                               ::testing::HasSubstr("--etp 1")));
+  // With etp given as 1 the same layout is predicted.
+  r.constraints.fixed.etp = 1;
+  EXPECT_TRUE(PredictPinned(r, Prior(r)).ok());
+}
+
 }  // namespace
 }  // namespace moetune::planner
