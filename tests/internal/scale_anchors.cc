@@ -145,7 +145,8 @@ constexpr char kDsv3Recipe[] =
     "MLP, dist. optimizer with DP overlap, real data (natural routing, aux loss 0.01)";
 constexpr char kDsv3NotModelled[] =
     "paged stashing and the static expert-rank capacity (factor 4), cuTeDSL fused grouped MLP, "
-    "delayed wgrad; the 26.04 containers carry MLPerf code of the 26.06 generation's features "
+    "delayed wgrad, FP8 dot-product attention (FP8_DPA=True: attention priced in BF16); the 26.04 "
+    "containers carry MLPerf code of the 26.06 generation's features "
     "(priced as 26.06)";
 
 ScaleAnchor Dsv3Anchor(const char* id, const char* system, const char* config,
