@@ -87,6 +87,13 @@ void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
   }
 }
 
+double AttentionTpGatherWidth(const ModelSpec& m) {
+  const double h = double(m.hidden_size);
+  if (m.attention != AttentionType::kMla) return h;
+  const double q = m.q_lora_rank > 0 ? double(m.q_lora_rank) : h;
+  return q + double(m.kv_lora_rank) + double(m.qk_rope_head_dim);
+}
+
 double CombinedOneFOneBPairedFraction(int pp, int vp, int micro_batches) {
   if (micro_batches < 1 || pp < 1 || vp < 1) return 0.0;
   const double n = double(micro_batches) * (pp > 1 ? vp : 1);
@@ -196,6 +203,16 @@ void LayoutKindCosts(const LayerKindTables& k, const Context& c,
     const double bytes = c.tokens_cp * h * kActivationBytes;
     kc->tp_ag = cm.Collective(CollectiveKind::kAllGather, bytes, c.tp, c.tp_span);
     kc->tp_rs = cm.Collective(CollectiveKind::kReduceScatter, bytes, c.tp, c.tp_span);
+    const double w = AttentionTpGatherWidth(m);
+    if (w == h) {
+      kc->tp_attn_ag = kc->tp_ag;
+      kc->tp_attn_rs = kc->tp_rs;
+    } else {
+      const double attn_bytes = c.tokens_cp * w * kActivationBytes;
+      kc->tp_attn_ag = cm.Collective(CollectiveKind::kAllGather, attn_bytes, c.tp, c.tp_span);
+      kc->tp_attn_rs =
+          cm.Collective(CollectiveKind::kReduceScatter, attn_bytes, c.tp, c.tp_span);
+    }
   }
   if (c.cp > 1) {
     const double kv_elems =
@@ -765,7 +782,9 @@ void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_sc
 }
 
 // TP all-gather / reduce-scatter of [tc x h] BF16 around each block, forward
-// and backward: 2 x pairs x (AG + RS). With the overlap on, up to
+// and backward: 2 x pairs x (AG + RS), the attention block's input-side pair
+// (its forward gather, its backward reduce-scatter) AttentionTpGatherWidth
+// wide: (AG + RS)(h) + (AG + RS)(width) for it. With the overlap on, up to
 // tp_overlap_fraction of the block's GEMM time hides it; the hidden part
 // slows the compute by overlap_slowdown. Not on Hopper under the EP overlap
 // (TpOverlapSurvivesEpOverlap), and not for NVFP4 GEMMs, which have no
@@ -774,8 +793,10 @@ void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_sc
 void AddTpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g,
                 bool ep_overlap_schedule, Slots* l) {
   if (c.tp <= 1) return;
-  const double total = 2.0 * g.tp_pairs * (kc.tp_ag.seconds + kc.tp_rs.seconds);
-  const uint8_t src = SourceBit(kc.tp_ag.source) | SourceBit(kc.tp_rs.source);
+  const double total = (2.0 * g.tp_pairs - 1.0) * (kc.tp_ag.seconds + kc.tp_rs.seconds) +
+                       kc.tp_attn_ag.seconds + kc.tp_attn_rs.seconds;
+  const uint8_t src = SourceBit(kc.tp_ag.source) | SourceBit(kc.tp_rs.source) |
+                      SourceBit(kc.tp_attn_ag.source) | SourceBit(kc.tp_attn_rs.source);
   if (c.knobs->overlap.tp_comm && TpCommOverlapSupports(c.precision) &&
       TpOverlapSurvivesEpOverlap(c.cost->cluster().gpu.generation, ep_overlap_schedule)) {
     const double hidden = std::min(total, c.stack->tp_overlap_fraction * g.block_gemm_s);

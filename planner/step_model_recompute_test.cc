@@ -10,6 +10,7 @@
 namespace moetune::planner {
 namespace {
 
+using step_model_internal::AttentionTpGatherWidth;
 using step_model_internal::CheckpointWithoutOutputHostSeconds;
 using step_model_internal::MlaUpProjRecomputeMacsPerToken;
 using step_model_internal::MlaUpProjRecomputeMemoryElemsPerToken;
@@ -29,6 +30,22 @@ ModelSpec DeepSeekV3Attention() {
   m.qk_rope_head_dim = 64;
   m.v_head_dim = 128;
   return m;
+}
+
+// The attention block's sequence-parallel gather width (not a recompute
+// term; here for the DeepSeek-V3 attention above): MLA gathers the
+// latents, q LoRA 1536 + kv LoRA 512 + the rope key 64 = 2,112 of the
+// 7,168 hidden; without q LoRA linear_q_proj gathers the hidden state:
+// 7,168 + 512 + 64 = 7,744; GQA gathers the hidden state.
+TEST(AttentionTpGatherWidthTest, MlaGathersTheLatents) {
+  ModelSpec m = DeepSeekV3Attention();
+  EXPECT_DOUBLE_EQ(AttentionTpGatherWidth(m), 2112.0);
+  m.q_lora_rank = 0;
+  EXPECT_DOUBLE_EQ(AttentionTpGatherWidth(m), 7744.0);
+  ModelSpec gqa;
+  gqa.attention = AttentionType::kGqa;
+  gqa.hidden_size = 8192;
+  EXPECT_DOUBLE_EQ(AttentionTpGatherWidth(gqa), 8192.0);
 }
 
 // 4 inputs, 3 outputs (mla_up_proj): 19 + 2 x 4 + 6 x 3 = 45 calls x 3 us

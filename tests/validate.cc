@@ -1756,10 +1756,17 @@ int main(int argc, char** argv) {
     ratio(8, 4, "GB300 8,192 / 256 tokens/s/GPU");
     ratio(5, 0, "GB300 / GB200 at 512 tokens/s/GPU");
     ratio(8, 3, "GB300 / GB200 at 8,192 tokens/s/GPU");
-    // step = m x t + K over each hardware's extremes (same layout).
+    // step = m x t + K over each hardware's extremes (same layout), then
+    // within one operator's runs: the GB200 runs with few micro-batches
+    // (2,048 and 8,192: m 60 and 16), NVIDIA's GB300 theia (256 and 512)
+    // and CoreWeave's GB300 (2,048 and 8,192) -- the GB300 extremes span
+    // two clusters.
     for (const auto& [label, i, j] :
          {std::tuple<const char*, size_t, size_t>{"GB200 512 and 8,192", 0, 3},
-          std::tuple<const char*, size_t, size_t>{"GB300 256 and 8,192", 4, 8}}) {
+          std::tuple<const char*, size_t, size_t>{"GB300 256 and 8,192", 4, 8},
+          std::tuple<const char*, size_t, size_t>{"GB200 2,048 and 8,192", 1, 3},
+          std::tuple<const char*, size_t, size_t>{"GB300 NVIDIA theia 256 and 512", 4, 5},
+          std::tuple<const char*, size_t, size_t>{"GB300 CoreWeave 2,048 and 8,192", 6, 8}}) {
       if (j >= points.size() || !points[i].ok || !points[j].ok) continue;
       const mt::StepSplit ms =
           mt::SplitStep(points[i].m, points[i].meas_s, points[j].m, points[j].meas_s);

@@ -202,6 +202,21 @@ double MoeActRecomputeHostSeconds(double launch_s, double host_factor);
 // key/value up projection [kv_lora_rank x n (qk_nope + v_head_dim)]. 0 for
 // other attention.
 double MlaUpProjRecomputeMacsPerToken(const ModelSpec& m);
+
+// Width (elements per token) of the activations the attention block's
+// sequence-parallel all-gather moves before its projections, and of the
+// reduce-scatter of their gradients in backward. GQA/MHA: linear_qkv is
+// column-parallel on the hidden state, hidden_size. MLA (Megatron-LM
+// megatron/core/transformer/multi_latent_attention.py): the down
+// projections are TELinear parallel_mode='duplicated', run on the local
+// s / tp tokens; the column-parallel up projections gather their inputs,
+// q_lora_rank (q_compressed) and kv_lora_rank (kv_compressed), and k_pos_emb
+// is gathered separately (gather_from_sequence_parallel_region,
+// qk_rope_head_dim); without q LoRA (q_lora_rank 0) linear_q_proj gathers
+// the hidden state instead. DeepSeek-V3: 1,536 + 512 + 64 = 2,112 (7,168
+// for GQA at its hidden size). The output projection's reduce-scatter (and
+// its gradient's all-gather) stays hidden_size wide.
+double AttentionTpGatherWidth(const ModelSpec& m);
 // Elements per token (BF16) the mla_up_proj recompute moves through
 // memory-bound kernels: the two latent norms (read + write q_lora_rank +
 // kv_lora_rank), RoPE and the q/k/v assembly (read the up projections'

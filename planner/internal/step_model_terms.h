@@ -211,7 +211,10 @@ struct KindCosts {
   // Share of each EP exchange's time bound by SM-issued NVLink copying
   // (CostModel::DispatchNvlinkShare; the ETP exchange is not counted).
   double dispatch_nvlink_share = 0, combine_nvlink_share = 0;
-  Cost tp_ag, tp_rs;      // tp > 1 (layout only)
+  Cost tp_ag, tp_rs;      // tp > 1 (layout only), hidden_size wide
+  // The attention block's input-side pair, AttentionTpGatherWidth wide
+  // (= tp_ag / tp_rs for GQA/MHA).
+  Cost tp_attn_ag, tp_attn_rs;
   Cost cp_ring;           // cp > 1 (layout only)
 };
 

@@ -146,13 +146,24 @@ namespace {
 // overlap_grad_reduce / overlap_param_gather (conf/deepseekv3_671b.yaml),
 // MOE_AUX_LOSS_COEFF=0.01, validation after every step (not in
 // train_step_time). Sequence 4,096 (MODEL_TFLOP_PER_SAMPLE=1068).
+// No TP communication overlap: pretrain.py starts from Megatron-Bridge's
+// deepseek_v3_pretrain_config (recipes/deepseek/deepseek_v3.py aliases
+// h100/deepseek_v3.py deepseek_v3_pretrain_1024gpu_h100_bf16_config, which
+// sets CommOverlapConfig(tp_comm_overlap=False); Megatron-Bridge 067f987df,
+// the newest tree to hand, not the 26.04 container's own), and its
+// override_comm_overlap_config sets only the grad / param / MoE EP overlap
+// flags; no config or conf/*.yaml names tp_comm_overlap. It matters only
+// for the GB200 runs (TP2, sequence parallel): their attention and
+// shared-expert all-gathers / reduce-scatters are exposed.
 constexpr char kDsv3Recipe[] =
-    "MXFP8, mbs 1, layout Et*4|(t*4|)*14tmL, EP32 HybridEP in the NVLink domain, "
+    "MXFP8, mbs 1, layout Et*4|(t*4|)*14tmL, EP32 HybridEP in the NVLink domain, no TP comm "
+    "overlap, "
     "full-iteration CUDA graphs with paged stashing, combined-1F1B EP overlap, fused grouped "
     "MLP, dist. optimizer with DP overlap, real data (natural routing, aux loss 0.01)";
 constexpr char kDsv3NotModelled[] =
     "paged stashing and the static expert-rank capacity (factor 4), cuTeDSL fused grouped MLP, "
-    "delayed wgrad; the 26.04 containers carry MLPerf code of the 26.06 generation's features "
+    "delayed wgrad, FP8 dot-product attention (FP8_DPA=True: attention priced in BF16); the 26.04 "
+    "containers carry MLPerf code of the 26.06 generation's features "
     "(priced as 26.06)";
 
 ScaleAnchor Dsv3Anchor(const char* id, const char* system, const char* config,
@@ -176,6 +187,7 @@ ScaleAnchor Dsv3Anchor(const char* id, const char* system, const char* config,
     a.knobs.recompute.modules = planner::kRecomputeMlp;
   }
   a.knobs.cuda_graphs = true;
+  a.knobs.overlap.tp_comm = false;  // tp_comm_overlap=False (above)
   a.knobs.routing = planner::Routing::kNatural;
   a.graph_full_iteration = true;
   a.logged_steps = steps;

@@ -107,6 +107,7 @@ TEST(ScaleAnchorsTest, DeepSeekV3SeriesWithItsPublishedLayouts) {
     EXPECT_EQ(s.knobs.recompute.mode,
               i < 4 ? planner::RecomputeMode::kSelective : planner::RecomputeMode::kNone);
     EXPECT_TRUE(s.graph_full_iteration);
+    EXPECT_FALSE(s.knobs.overlap.tp_comm);  // Megatron-Bridge tp_comm_overlap=False
     EXPECT_EQ(MicroBatchesPerReplica(s.shape, s.parallel), minibs[i]);
     EXPECT_FALSE(s.logged_step_s.empty());
   }
