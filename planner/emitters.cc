@@ -304,6 +304,22 @@ void LayoutFlags(const Prediction& p, int dp, ArgWriter& a) {
     a.Flag("--expert-model-parallel-size", par.ep);
     a.Flag("--expert-tensor-parallel-size", par.etp);
   }
+  if (par.dp_outermost) {
+    // ParallelConfig::dp_outermost: initialize.py passes order
+    // 'tp-cp-ep-pp-dp' to initialize_model_parallel.
+    a.Comment("rank order tp-cp-ep-pp-dp: each model replica (tp x cp x pp GPUs) on consecutive "
+              "ranks, data parallel outermost");
+    a.Flag("--use-tp-pp-dp-mapping");
+    // A dense model still gets an expert grid (etp defaults to tp), whose
+    // pipeline groups parallel_state.py asserts equal to the dense ones:
+    // in this order that needs etp x ep (ep = 1) == tp x cp
+    // (FrameworkRule::kDpOutermostExpertGrid).
+    if (!m.IsMoe() && par.pp > 1 && par.cp > 1) {
+      a.Comment("dense model: the (unused) expert grid sized tp x cp so that its pipeline "
+                "groups are the dense ones in this order (parallel_state.py asserts it)");
+      a.Flag("--expert-tensor-parallel-size", par.tp * par.cp);
+    }
+  }
   a.Flag("--use-distributed-optimizer");
   // Gradients reduced in BF16, as the step model prices them (Megatron
   // would otherwise reduce the FP32 main gradients in FP32).

@@ -136,6 +136,26 @@ std::vector<GoldenCase> Cases() {
     p.knobs.overlap.tp_comm = false;
     cases.push_back({"mixtral_8x7b_b200_64", p, c});
   }
+  {
+    // Llama 3.1 405B on 512 GB200, the MLPerf Training v5.1 layout
+    // (tests/internal/scale_anchors.cc): tp 4 x cp 2 x pp 8 x vp 8, one
+    // layer on the first and last virtual stage, data parallel outermost
+    // (TP_PP_DP_MAPPING=True), NVFP4 without TP comm overlap, no recompute.
+    const ClusterSpec c = Cluster("gb200-nvl72");
+    Prediction p = BasePrediction("llama3.1-405b", c, {512, 8192, 1152});
+    p.parallel.tp = 4;
+    p.parallel.pp = 8;
+    p.parallel.vp = 8;
+    p.parallel.cp = 2;
+    p.parallel.dp = 8;
+    p.parallel.mbs = 1;
+    p.parallel.first_stage_layers = 1;
+    p.parallel.last_stage_layers = 1;
+    p.parallel.dp_outermost = true;
+    p.knobs.precision = Precision::kNvfp4;
+    p.knobs.overlap.tp_comm = false;
+    cases.push_back({"llama31_405b_gb200_512_dp_outermost", p, c});
+  }
   return cases;
 }
 
@@ -240,6 +260,44 @@ TEST(EmittersGoldenTest, MatchesGoldenFiles) {
       EXPECT_EQ(Strip(actual), Strip(golden.str())) << rel;
     }
   }
+}
+
+// The rank order (ParallelConfig::dp_outermost): Megatron's flag only when
+// set; a dense model's expert grid sized tp x cp (FrameworkRule::
+// kDpOutermostExpertGrid); JSON records it; MaxText refuses it by its rule.
+TEST(EmittersTest, DpOutermostIsWrittenOnlyWhenSet) {
+  const std::vector<GoldenCase> cases = Cases();
+  for (const GoldenCase& c : cases) {
+    const std::string sh = EmitMegatronArgs(c.prediction, {});
+    const nlohmann::json j = nlohmann::json::parse(EmitCanonicalJson(c.prediction, {}));
+    EXPECT_EQ(j["plan"]["parallel"]["dp_outermost"], c.prediction.parallel.dp_outermost) << c.name;
+    if (c.prediction.parallel.dp_outermost) {
+      EXPECT_THAT(sh, HasSubstr("  --use-tp-pp-dp-mapping\n")) << c.name;
+      EXPECT_EQ(j["plan"]["parallel"]["rank_order"], "tp-cp-ep-pp-dp") << c.name;
+    } else {
+      EXPECT_THAT(sh, Not(HasSubstr("--use-tp-pp-dp-mapping"))) << c.name;
+      EXPECT_EQ(j["plan"]["parallel"]["rank_order"], "tp-cp-ep-dp-pp") << c.name;
+    }
+  }
+  const GoldenCase& l405 = cases.back();
+  ASSERT_TRUE(l405.prediction.parallel.dp_outermost);
+  const std::string sh = EmitMegatronArgs(l405.prediction, {});
+  // Dense, pp 8, cp 2: expert grid 4 x 2 = 8, so its pipeline groups (stride
+  // etp x ep = 8) are the dense ones (stride tp x cp = 8).
+  EXPECT_THAT(sh, HasSubstr("  --expert-tensor-parallel-size 8\n"));
+  EXPECT_THAT(sh, HasSubstr("# layout: tp=4 pp=8 vp=8 ep=1 etp=1 cp=2 dp=8 mbs=1 "
+                            "first_stage_layers=1 last_stage_layers=1 rank_order=tp-cp-ep-pp-dp"));
+  // Without cp the default expert grid (etp = tp) already matches: no flag.
+  Prediction no_cp = l405.prediction;
+  no_cp.parallel.cp = 1;
+  no_cp.parallel.dp = 16;
+  EXPECT_THAT(EmitMegatronArgs(no_cp, {}), Not(HasSubstr("--expert-tensor-parallel-size")));
+
+  Prediction mt = MaxTextCases()[1].prediction;
+  mt.parallel.dp_outermost = true;
+  absl::StatusOr<MaxTextConfig> refused = EmitMaxText(mt, Cluster("h100-sxm"), {});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(), HasSubstr("MaxText: dp_outermost"));
 }
 
 TEST(EmittersTest, TimeLivesOnlyOnGeneratedAtLines) {

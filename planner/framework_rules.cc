@@ -84,6 +84,16 @@ const std::array<FrameworkRuleInfo, kNumFrameworkRules>& Table() {
        "otherwise (TE d0067d0da); every Megatron-Bridge NVFP4 recipe sets "
        "tp_comm_overlap=False (planner/precision.h TpCommOverlapSupports)",
        "transformer_engine/pytorch/module/base.py"},
+      {"dp_outermost_expert_grid",
+       "--use-tp-pp-dp-mapping (dp_outermost) with pp > 1 needs the expert grid to match the "
+       "dense one: expert_model_parallel_size x expert_tensor_parallel_size must equal "
+       "tensor_model_parallel_size x context_parallel_size",
+       "initialize_model_parallel: unless the order ends with pp (or pp == 1) it asserts "
+       "expert_data_parallel_size == data_parallel_size ('When not using pp-last rank "
+       "ordering, ...'), and the expert and dense pipeline groups must be the same; in order "
+       "tp-cp-ep-pp-dp a pipeline group strides over tp x cp dense ranks and etp x ep expert "
+       "ranks",
+       "megatron/core/parallel_state.py"},
       // MaxText rows: file under src/maxtext/ at commit e591f30.
       {"maxtext_etp_is_tp",
        "expert weights are sharded over the tensor axis like the dense MLP, so "
@@ -142,6 +152,14 @@ const std::array<FrameworkRuleInfo, kNumFrameworkRules>& Table() {
        "decoders.py get_remat_policy: 'full' is jax.checkpoint with no policy; "
        "offload only through save_and_offload_only_these_names",
        "layers/decoders.py", Framework::kMaxText},
+      {"maxtext_no_rank_order",
+       "dp_outermost (Megatron's --use-tp-pp-dp-mapping) has no MaxText setting: which mesh "
+       "axes cross slices is the ici_*/dcn_* split, which moetune emits and prices with the "
+       "pipeline axis first over DCN; a data-first DCN split is not modelled for MaxText",
+       "the mesh is given per axis as ici_<axis>_parallelism and dcn_<axis>_parallelism over "
+       "mesh_axes; there is no rank-order key (maxtext_utils.create_device_mesh builds the "
+       "hybrid mesh from those two lists)",
+       "configs/base.yml", Framework::kMaxText},
   }};
   return *table;
 }
@@ -285,12 +303,45 @@ uint32_t MaxTextLayoutViolations(const ModelSpec& model, const TrainingShape& sh
     mark(FrameworkRule::kMaxTextExpertAxisInData);
   }
   if (model.IsMoe() && p.etp != p.tp) mark(FrameworkRule::kMaxTextEtpIsTp);
+  if (p.dp_outermost) mark(FrameworkRule::kMaxTextNoRankOrder);
   return broken;
 }
 
+// The rank-order rule (parallel_state.py initialize_model_parallel, order
+// tp-cp-ep-pp-dp): a pipeline group strides over the GPUs before pp in the
+// order, tp x cp on the dense grid and etp x ep on the expert grid
+// (RankGenerator with cp = 1); the two grids' pipeline groups (and DP sizes,
+// world / (tp x cp x pp) vs world / (etp x ep x pp)) agree only when
+// etp x ep == tp x cp. With pp = 1 there are no pipeline groups to differ.
+// A dense model has no expert grid of its own: the Megatron emitter sets
+// its (unused) expert tensor size to tp x cp (emitters.cc).
+namespace {
+bool DpOutermostGridsAgree(const ModelSpec& model, const ParallelConfig& p) {
+  if (!p.dp_outermost || p.pp <= 1 || !model.IsMoe()) return true;
+  return p.ep * p.etp == p.tp * p.cp;
+}
+}  // namespace
+
+uint32_t MegatronLayoutViolations(const ModelSpec& model, const ParallelConfig& p) {
+  uint32_t broken = 0;
+  if (!DpOutermostGridsAgree(model, p)) {
+    broken |= 1u << static_cast<int>(FrameworkRule::kDpOutermostExpertGrid);
+  }
+  return broken;
+}
+
+uint32_t FrameworkLayoutViolations(Framework framework, const ModelSpec& model,
+                                   const TrainingShape& shape, const ParallelConfig& p) {
+  return framework == Framework::kMaxText ? MaxTextLayoutViolations(model, shape, p)
+                                          : MegatronLayoutViolations(model, p);
+}
+
 std::optional<FrameworkRule> FirstRule(uint32_t rules) {
-  // In the order MaxTextLayoutViolations checks them: pipeline rules first.
-  for (FrameworkRule r : {FrameworkRule::kMaxTextPipelineNoUnevenStages,
+  // The rank-order rules first (only a pin of dp_outermost breaks them, so
+  // they name what the user asked for), then in the order
+  // MaxTextLayoutViolations checks them: pipeline rules first.
+  for (FrameworkRule r : {FrameworkRule::kMaxTextNoRankOrder, FrameworkRule::kDpOutermostExpertGrid,
+                          FrameworkRule::kMaxTextPipelineNoUnevenStages,
                           FrameworkRule::kMaxTextPipelineEvenStages,
                           FrameworkRule::kMaxTextPipelineMicrobatches,
                           FrameworkRule::kMaxTextExpertAxisInData, FrameworkRule::kMaxTextEtpIsTp}) {
@@ -315,6 +366,8 @@ bool IsLayoutRule(FrameworkRule rule) {
     case FrameworkRule::kMaxTextPipelineEvenStages:
     case FrameworkRule::kMaxTextPipelineNoUnevenStages:
     case FrameworkRule::kMaxTextPipelineMicrobatches:
+    case FrameworkRule::kMaxTextNoRankOrder:
+    case FrameworkRule::kDpOutermostExpertGrid:
       return true;
     default:
       return false;

@@ -49,6 +49,9 @@ enum class FrameworkRule {
   kInterleavedPp2NeedsP2pOverlap,
   kMoeBiasNeedsEtp1,             // MoE with linear biases (GPT-OSS), etp > 1
   kTpCommOverlapWithNvfp4,       // --tp-comm-overlap + NVFP4 (no userbuffers path)
+  // Layout rule (MegatronLayoutViolations): --use-tp-pp-dp-mapping with
+  // pp > 1 needs ep x etp == tp x cp on a MoE model.
+  kDpOutermostExpertGrid,
   // MaxText (MaxTextViolation / MaxTextLayoutViolation below).
   kMaxTextEtpIsTp,               // expert FFN dim is sharded over 'tensor'
   kMaxTextExpertAxisInData,      // the expert axis shards the batch: dp % ep
@@ -58,9 +61,10 @@ enum class FrameworkRule {
   kMaxTextUnnamedAlwaysRemat,    // norms/activations have no checkpoint name
   kMaxTextOffloadNeedsName,      // offload of a tensor without a name
   kMaxTextFullRematNoOffload,    // remat_policy full cannot offload
+  kMaxTextNoRankOrder,           // dp_outermost: MaxText has no rank order
 };
 inline constexpr int kNumFrameworkRules =
-    static_cast<int>(FrameworkRule::kMaxTextFullRematNoOffload) + 1;
+    static_cast<int>(FrameworkRule::kMaxTextNoRankOrder) + 1;
 
 struct FrameworkRuleInfo {
   std::string_view name;     // "ep_overlap_needs_interleaving"
@@ -123,10 +127,21 @@ std::optional<FrameworkRule> MaxTextLayoutViolation(const ModelSpec& model,
 // rule every layout of a pinned request breaks).
 uint32_t MaxTextLayoutViolations(const ModelSpec& model, const TrainingShape& shape,
                                  const ParallelConfig& parallel);
-// The first rule of a set of bits, pipeline rules first; nullopt when none.
+// Megatron's layout rules (layout only; today the rank-order rule
+// kDpOutermostExpertGrid), as bits 1 << FrameworkRule; the search drops such
+// layouts as it drops MaxText's, and a pinned one is bad input naming the
+// rule.
+uint32_t MegatronLayoutViolations(const ModelSpec& model, const ParallelConfig& parallel);
+// The layout rules of `framework`: MegatronLayoutViolations or
+// MaxTextLayoutViolations.
+uint32_t FrameworkLayoutViolations(Framework framework, const ModelSpec& model,
+                                   const TrainingShape& shape, const ParallelConfig& parallel);
+// The first rule of a set of bits: the rank-order rules, then MaxText's
+// pipeline rules, then the rest; nullopt when none.
 std::optional<FrameworkRule> FirstRule(uint32_t rules);
 static_assert(kNumFrameworkRules <= 32, "rule sets are 32-bit masks");
-// True for the rules MaxTextLayoutViolation checks (layout and shape only).
+// True for the layout rules (MaxTextLayoutViolation's and
+// MegatronLayoutViolations'; layout and shape only).
 bool IsLayoutRule(FrameworkRule rule);
 // The knob rules: the first broken, or nullopt.
 std::optional<FrameworkRule> MaxTextViolation(const ModelSpec& model,

@@ -190,6 +190,37 @@ TEST(NormalizeForMegatronTest, PinnedConflictsAreViolations) {
               Optional(FrameworkRule::kGraphsWithFullRecompute));
 }
 
+// The rank-order rule (parallel_state.py initialize_model_parallel): in
+// order tp-cp-ep-pp-dp a pipeline group strides over tp x cp dense ranks and
+// etp x ep expert ranks; Megatron asserts they agree when pp > 1.
+TEST(MegatronLayoutTest, DpOutermostNeedsMatchingGrids) {
+  // DeepSeek-V3, tp 1, ep 64, pp 8: stride 1 vs 64 -> refused in that order.
+  ParallelConfig p = Layout(8, 1, 64);
+  EXPECT_EQ(MegatronLayoutViolations(Moe(), p), 0u);  // default order: pp outermost
+  p.dp_outermost = true;
+  EXPECT_THAT(FirstRule(MegatronLayoutViolations(Moe(), p)),
+              Optional(FrameworkRule::kDpOutermostExpertGrid));
+  // tp 2 x cp 2 = 4 = ep 4 x etp 1: the groups agree.
+  p.tp = 2, p.cp = 2, p.ep = 4, p.etp = 1;
+  EXPECT_EQ(MegatronLayoutViolations(Moe(), p), 0u);
+  // tp 2 x cp 2 = 4 vs ep 2 x etp 1 = 2: refused.
+  p.ep = 2;
+  EXPECT_NE(MegatronLayoutViolations(Moe(), p), 0u);
+  // pp 1: no pipeline groups, both orders the same.
+  p.pp = 1;
+  EXPECT_EQ(MegatronLayoutViolations(Moe(), p), 0u);
+  // A dense model: the emitter sizes its unused expert grid (etp = tp x cp).
+  ParallelConfig dense = Layout(8, 8, 1);
+  dense.tp = 4, dense.cp = 2, dense.dp_outermost = true;
+  EXPECT_EQ(MegatronLayoutViolations(*LoadModelPreset("llama3.1-405b"), dense), 0u);
+  EXPECT_TRUE(IsLayoutRule(FrameworkRule::kDpOutermostExpertGrid));
+  EXPECT_THAT(RuleText(FrameworkRule::kDpOutermostExpertGrid),
+              HasSubstr("Megatron-Core: --use-tp-pp-dp-mapping (dp_outermost) with pp > 1 "
+                        "needs the expert grid to match the dense one"));
+  EXPECT_THAT(RuleText(FrameworkRule::kDpOutermostExpertGrid),
+              HasSubstr("megatron/core/parallel_state.py"));
+}
+
 TEST(RuleTextTest, NamesTheFlagAndTheCheck) {
   EXPECT_THAT(RuleText(FrameworkRule::kEpOverlapNeedsInterleaving),
               HasSubstr("Megatron-Core: --overlap-moe-expert-parallel-comm needs "
@@ -347,6 +378,23 @@ TEST(RuleTextTest, MaxTextRulesSayMaxText) {
               RuleText(rule).rfind("MaxText: ", 0) == 0)
         << r;
   }
+}
+
+// MaxText has no rank order: a pin of dp_outermost is refused by its rule,
+// named first whatever else the layout breaks.
+TEST(MaxTextLayoutTest, NoRankOrder) {
+  ParallelConfig p = Layout(1, 1, 8);
+  p.dp = 128;
+  p.shard_params = true;
+  p.dp_outermost = true;
+  EXPECT_THAT(MaxTextLayoutViolation(Moe(), Shape(128, 768), p),
+              Optional(FrameworkRule::kMaxTextNoRankOrder));
+  p.etp = 2;  // also breaks kMaxTextEtpIsTp
+  EXPECT_THAT(MaxTextLayoutViolation(Moe(), Shape(128, 768), p),
+              Optional(FrameworkRule::kMaxTextNoRankOrder));
+  EXPECT_THAT(FirstRule(FrameworkLayoutViolations(Framework::kMaxText, Moe(), Shape(128, 768), p)),
+              Optional(FrameworkRule::kMaxTextNoRankOrder));
+  EXPECT_THAT(RuleText(FrameworkRule::kMaxTextNoRankOrder), HasSubstr("MaxText: dp_outermost"));
 }
 
 }  // namespace

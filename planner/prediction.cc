@@ -75,6 +75,10 @@ nlohmann::json ToJson(const ParallelConfig& p) {
   j["dp"] = p.dp;
   j["mbs"] = p.mbs;
   j["shard_params"] = p.shard_params;
+  // The rank order (ParallelConfig::dp_outermost): Megatron's default or
+  // --use-tp-pp-dp-mapping.
+  j["dp_outermost"] = p.dp_outermost;
+  j["rank_order"] = p.dp_outermost ? "tp-cp-ep-pp-dp" : "tp-cp-ep-dp-pp";
   j["first_stage_layers"] = p.first_stage_layers
                                 ? nlohmann::json(*p.first_stage_layers)
                                 : nlohmann::json(nullptr);

@@ -55,6 +55,7 @@ std::optional<std::pair<ParallelConfig, Knobs>> SingleCandidate(const PlanReques
   p.mbs = *f.mbs;
   p.dp = f.dp.value_or(0);
   p.shard_params = f.shard_params.value_or(false);
+  p.dp_outermost = f.dp_outermost.value_or(false);
   p.first_stage_layers = f.first_stage_layers;
   p.last_stage_layers = f.last_stage_layers;
   Knobs k;
@@ -84,10 +85,9 @@ absl::StatusOr<Prediction> PredictPinned(const PlanRequest& request,
   if (result.status().code() != absl::StatusCode::kFailedPrecondition || !single) {
     return result.status();
   }
-  if (r.stack.framework == Framework::kMaxText) {
-    if (const auto rule = MaxTextLayoutViolation(r.model, r.shape, single->first)) {
-      return absl::InvalidArgumentError(RuleText(*rule));
-    }
+  if (const auto rule = FirstRule(
+          FrameworkLayoutViolations(r.stack.framework, r.model, r.shape, single->first))) {
+    return absl::InvalidArgumentError(RuleText(*rule));
   }
   const NormalizedKnobs n = NormalizeFor(r.stack.framework, r.model, single->first,
                                          r.constraints.fixed, single->second);

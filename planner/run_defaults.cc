@@ -98,6 +98,7 @@ absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& r,
   p.cp = given.cp.value_or(1);
   p.dp = given.dp.value_or(0);
   p.shard_params = given.shard_params.value_or(false);
+  p.dp_outermost = given.dp_outermost.value_or(false);  // Megatron's default order
   p.first_stage_layers = given.first_stage_layers;
   p.last_stage_layers = given.last_stage_layers;
   if (!given.etp && p.etp > 1 &&

@@ -749,14 +749,17 @@ absl::StatusOr<SearchResult> Searcher::Run() {
         total_ += n;
       },
       /*search_shard_params=*/options_.framework == Framework::kMaxText);
-  // MaxText's layout rules (framework_rules.h): layouts it cannot run are
-  // dropped here, each counted under its rule.
+  // The framework's layout rules (framework_rules.h: MaxText's, and
+  // Megatron's rank-order rule, which only a pinned dp_outermost can break):
+  // layouts it cannot run are dropped here, each counted under its rule.
   std::vector<LayoutRejection> rule_examples(kNumFrameworkRules);
   uint32_t broken_by_all = ~0u;  // the layout rules every dropped layout breaks
-  if (options_.framework == Framework::kMaxText) {
+  if (options_.framework == Framework::kMaxText ||
+      options_.constraints.fixed.dp_outermost.value_or(false)) {
     std::vector<ParallelConfig> kept;
     for (const ParallelConfig& p : layouts_) {
-      const uint32_t broken = MaxTextLayoutViolations(problem_.model, problem_.shape, p);
+      const uint32_t broken =
+          FrameworkLayoutViolations(options_.framework, problem_.model, problem_.shape, p);
       const auto rule = FirstRule(broken);
       if (rule) broken_by_all &= broken;
       if (!rule) {

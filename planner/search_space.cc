@@ -21,7 +21,7 @@ namespace {
 constexpr const char* kIntKeys[] = {"tp",  "pp", "vp",  "ep",
                                     "etp", "cp", "dp",  "mbs",
                                     "first_stage_layers", "last_stage_layers"};
-constexpr const char* kOtherKeys[] = {"shard_params", "recompute", "offload",
+constexpr const char* kOtherKeys[] = {"shard_params", "dp_outermost", "recompute", "offload",
                                       "dispatcher",  "grouped_gemm",
                                       "overlap",     "comm_streams",
                                       "cuda_graphs", "precision"};
@@ -202,12 +202,13 @@ absl::StatusOr<FixedKnobs> ParseFixSpec(std::string_view spec) {
       f.overlap_exact = *o;
       f.overlap = o->tp_comm || o->ep_comm || o->dp_comm || o->pp_comm;
     } else if (key == "grouped_gemm" || key == "overlap" ||
-               key == "cuda_graphs" || key == "shard_params") {
+               key == "cuda_graphs" || key == "shard_params" || key == "dp_outermost") {
       absl::StatusOr<bool> b = ParseBool(key, value);
       if (!b.ok()) return b.status();
       (key == "grouped_gemm"   ? f.grouped_gemm
        : key == "overlap"      ? f.overlap
        : key == "shard_params" ? f.shard_params
+       : key == "dp_outermost" ? f.dp_outermost
                                : f.cuda_graphs) = *b;
     } else if (key == "comm_streams") {
       int n = 0;
@@ -267,6 +268,9 @@ std::string ToString(const FixedKnobs& f) {
   }
   if (f.shard_params) {
     parts.push_back(absl::StrCat("shard_params=", BoolName(*f.shard_params)));
+  }
+  if (f.dp_outermost) {
+    parts.push_back(absl::StrCat("dp_outermost=", BoolName(*f.dp_outermost)));
   }
   if (f.recompute) {
     parts.push_back(absl::StrCat("recompute=", RecomputeValueName(*f.recompute)));
@@ -709,6 +713,7 @@ std::vector<ParallelConfig> EnumerateLayouts(
                 p.first_stage_layers = f.first_stage_layers;
                 p.last_stage_layers = f.last_stage_layers;
                 p.shard_params = f.shard_params.value_or(false);
+                p.dp_outermost = f.dp_outermost.value_or(false);
                 check(p);
                 if (search_shard_params && !f.shard_params) {
                   p.shard_params = true;

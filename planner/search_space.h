@@ -14,7 +14,10 @@
 //     search makes them explicit for the plans it reports. FSDP
 //     (shard_params) is searched only when fixed (--fix shard_params=true),
 //     except for MaxText (EnumerateLayouts' search_shard_params: both; its
-//     default is FSDP).
+//     default is FSDP). The rank order (dp_outermost) is never searched:
+//     Megatron's default order unless fixed (--fix dp_outermost=true); no
+//     published pair of runs measures one order against the other, so the
+//     search would rank by an effect nothing validates.
 //   knobs: precision x recompute level x offload level x dispatcher x
 //     grouped GEMM x overlap level x CUDA graphs, where an axis that cannot
 //     matter collapses to one value (no dispatcher or grouped GEMM choice on
@@ -58,6 +61,9 @@ struct FixedKnobs {
   std::optional<int> first_stage_layers, last_stage_layers;
   std::optional<bool> shard_params;  // FSDP; unset: not searched (false;
                                      // MaxText: both)
+  // Megatron's rank order with DP outermost (ParallelConfig::dp_outermost,
+  // --use-tp-pp-dp-mapping); unset: not searched (false, the default order).
+  std::optional<bool> dp_outermost;
   std::optional<Recompute> recompute;
   std::optional<uint32_t> offload_modules;  // 0: no offload
   std::optional<Dispatcher> dispatcher;
@@ -74,6 +80,8 @@ struct FixedKnobs {
 // Parses "tp=1,ep=64,recompute=full,dispatcher=alltoall". Keys: tp pp vp ep
 // etp cp dp mbs first_stage_layers last_stage_layers (integers),
 // shard_params (true/false: FSDP, parameters and gradients sharded over DP),
+// dp_outermost (true/false: rank order tp-cp-ep-pp-dp, Megatron
+// --use-tp-pp-dp-mapping; false: Megatron's default tp-cp-ep-dp-pp),
 // recompute (none | full | selective | modules joined by '+', e.g.
 // core_attn+moe_act), offload (none | all | modules joined by '+'),
 // dispatcher (alltoall | fused_dedup | deepep | hybridep | flex),

@@ -85,6 +85,40 @@ TEST(ParseFixSpecTest, ParsesEveryKey) {
   EXPECT_EQ(ToString(*again), ToString(*f));
 }
 
+TEST(ParseFixSpecTest, DpOutermost) {
+  absl::StatusOr<FixedKnobs> on = ParseFixSpec("pp=8,dp_outermost=true");
+  ASSERT_THAT(on, IsOk());
+  EXPECT_EQ(on->dp_outermost, true);
+  EXPECT_EQ(ToString(*on), "pp=8,dp_outermost=true");
+  absl::StatusOr<FixedKnobs> off = ParseFixSpec("dp_outermost=off");
+  ASSERT_THAT(off, IsOk());
+  EXPECT_EQ(off->dp_outermost, false);
+  EXPECT_EQ(ToString(*off), "dp_outermost=false");
+  EXPECT_EQ(ParseFixSpec("tp=2")->dp_outermost, std::nullopt);  // not pinned
+  EXPECT_THAT(ParseFixSpec("dp_outermost=maybe"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--fix dp_outermost=maybe: expected true/false")));
+  EXPECT_THAT(ParseFixSpec("dp_outermst=true"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("dp_outermost")));
+}
+
+// The rank order is never searched: every layout has the pinned order, or
+// Megatron's default.
+TEST(EnumerateLayoutsTest, RankOrderIsThePinOrTheDefault) {
+  const ModelSpec model = *LoadModelPreset("llama3-8b");
+  const TrainingShape shape{16, 4096, 64};
+  FixedKnobs fixed;
+  const std::vector<ParallelConfig> plain =
+      EnumerateLayouts(model, EightGpuNodes(), shape, fixed, nullptr);
+  ASSERT_FALSE(plain.empty());
+  for (const ParallelConfig& p : plain) EXPECT_FALSE(p.dp_outermost) << ToString(p);
+  fixed.dp_outermost = true;
+  const std::vector<ParallelConfig> outer =
+      EnumerateLayouts(model, EightGpuNodes(), shape, fixed, nullptr);
+  ASSERT_EQ(outer.size(), plain.size());
+  for (const ParallelConfig& p : outer) EXPECT_TRUE(p.dp_outermost) << ToString(p);
+}
+
 TEST(ParseFixSpecTest, EmptyFixesNothing) {
   absl::StatusOr<FixedKnobs> f = ParseFixSpec("");
   ASSERT_THAT(f, IsOk());

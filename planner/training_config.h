@@ -55,7 +55,11 @@ struct ParallelConfig {
   // Training v5.1 Llama 3.1 405B configs, TP_PP_DP_MAPPING=True). A model
   // replica (tp x cp x pp GPUs) is then consecutive -- within one NVLink
   // domain when it fits -- and each DP group strides over replicas, across
-  // domains. Not chosen by the search (false: Megatron's default order).
+  // domains. Not chosen by the search (false: Megatron's default order);
+  // the user pins it (--dp-outermost, --fix dp_outermost=true, the API's
+  // ParallelConfig.data_parallel_outermost). With pp = 1 both orders place
+  // every group alike. Megatron only: MaxText has no rank order
+  // (FrameworkRule::kMaxTextNoRankOrder).
   bool dp_outermost = false;
 };
 

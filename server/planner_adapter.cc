@@ -111,6 +111,14 @@ absl::StatusOr<p::SearchOptions> ToSearchOptions(const v1::PlanConstraints& c,
     }
     *pin.target = pin.value;
   }
+  if (f.data_parallel_outermost()) {
+    if (o.constraints.fixed.dp_outermost == false) {
+      return absl::InvalidArgumentError(
+          "constraints.fixed.data_parallel_outermost = true contradicts constraints.fix "
+          "(dp_outermost=false)");
+    }
+    o.constraints.fixed.dp_outermost = true;
+  }
   if (c.precision() != v1::PRECISION_UNSPECIFIED) {
     absl::StatusOr<p::Precision> prec = ToPrecision(c.precision(), "constraints.precision");
     if (!prec.ok()) return prec.status();
@@ -187,6 +195,7 @@ v1::ParallelConfig ToProto(const p::ParallelConfig& pc) {
   out.set_data_parallel(pc.dp);
   out.set_micro_batch_size(pc.mbs);
   out.set_sequence_parallel(pc.tp > 1);  // the planner pairs SP with TP
+  out.set_data_parallel_outermost(pc.dp_outermost);
   return out;
 }
 
@@ -439,6 +448,8 @@ absl::StatusOr<v1::Prediction> PlannerAdapter::Predict(const v1::PredictRequest&
     }
     if (given != 0) (pins->*set)(given);
   }
+  // The rank order is a pin like the degrees (true: DP outermost).
+  if (in.data_parallel_outermost()) pins->set_data_parallel_outermost(true);
   if (r.precision() != v1::PRECISION_UNSPECIFIED) {
     if (constraints.precision() != v1::PRECISION_UNSPECIFIED &&
         constraints.precision() != r.precision()) {

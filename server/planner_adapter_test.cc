@@ -15,6 +15,7 @@ namespace roles = ::moetune::kernels::roles;
 using ::moetune::testing::StatusIs;
 using ::moetune::server::testing::TempDbPath;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 v1::SubmitPlanRequest Request(const std::string& model, const std::string& cluster, int gpus) {
   v1::SubmitPlanRequest r;
@@ -106,6 +107,35 @@ TEST_F(PlannerAdapterTest, PlanRendersItsFrameworksFormatsForEachPlan) {
   for (const auto& [term, source] : best.prediction().term_sources()) {
     EXPECT_EQ(source, v1::TERM_SOURCE_DATASHEET) << term;
   }
+}
+
+// ParallelConfig.data_parallel_outermost: a pin of the rank order in
+// constraints.fixed, echoed in each plan's layout, written as
+// --use-tp-pp-dp-mapping; it and constraints.fix must agree.
+TEST_F(PlannerAdapterTest, DataParallelOutermostIsAPin) {
+  const ProgressFn kNoProgress = [](int64_t, int64_t) {};
+  v1::SubmitPlanRequest r = Request("llama3-8b", "h100-sxm", 16);
+  r.mutable_constraints()->set_fix("pp=2");
+  r.mutable_constraints()->mutable_fixed()->set_data_parallel_outermost(true);
+  auto out = adapter_->Plan(r, kNoProgress);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_GE(out->plans.size(), 1u);
+  for (size_t i = 1; i <= out->plans.size(); ++i) {
+    EXPECT_TRUE(out->plans[i - 1].parallel().data_parallel_outermost()) << i;
+    EXPECT_THAT(out->configs.at({static_cast<int>(i), v1::CONFIG_FORMAT_MEGATRON}),
+                HasSubstr("  --use-tp-pp-dp-mapping\n"));
+  }
+  v1::SubmitPlanRequest plain = Request("llama3-8b", "h100-sxm", 16);
+  plain.mutable_constraints()->set_fix("pp=2");
+  auto def = adapter_->Plan(plain, kNoProgress);
+  ASSERT_TRUE(def.ok()) << def.status();
+  EXPECT_FALSE(def->plans[0].parallel().data_parallel_outermost());
+  EXPECT_THAT(def->configs.at({1, v1::CONFIG_FORMAT_MEGATRON}),
+              Not(HasSubstr("--use-tp-pp-dp-mapping")));
+  r.mutable_constraints()->set_fix("pp=2,dp_outermost=false");
+  EXPECT_THAT(adapter_->Plan(r, kNoProgress).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("constraints.fixed.data_parallel_outermost = true contradicts")));
 }
 
 TEST_F(PlannerAdapterTest, FrameworkMaxTextPlansAndEmitsMaxText) {

@@ -407,6 +407,42 @@ TEST_F(ServiceIntegrationTest, PredictIsTheSameThroughCliAndRpc) {
   EXPECT_EQ(rpc_run["config"]["knobs"]["overlap_ep_comm"], false);  // the recipes' default
   EXPECT_EQ(rpc_run["config"]["knobs"]["offload_modules"], "");
 
+  // The rank order (ParallelConfig.data_parallel_outermost = predict
+  // --dp-outermost): Llama 3 8B, tp 2 x pp 2 on 16 H100, the run defaults
+  // for the rest; the same prediction through both doors, DP outermost.
+  v1::PredictRequest outer;
+  outer.mutable_model()->set_preset("llama3-8b");
+  outer.mutable_cluster()->set_preset("h100-sxm");
+  outer.mutable_shape()->set_gpus(16);
+  outer.mutable_shape()->set_seq_len(8192);
+  outer.mutable_shape()->set_global_batch_size(64);
+  outer.mutable_parallel()->set_tensor_parallel(2);
+  outer.mutable_parallel()->set_pipeline_parallel(2);
+  outer.mutable_parallel()->set_micro_batch_size(1);
+  outer.mutable_parallel()->set_data_parallel_outermost(true);
+  st = stub_->Predict(Ctx().get(), outer, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  const nlohmann::json rpc_outer = nlohmann::json::parse(resp.prediction().planner_json());
+  const CliResult cli_outer = Cli({"predict", "--model", "llama3-8b", "--cluster", "h100-sxm",
+                                   "--gpus", "16", "--seq", "8192", "--gbs", "64", "--tp", "2",
+                                   "--pp", "2", "--mbs", "1", "--dp-outermost", "--format",
+                                   "json"});
+  ASSERT_EQ(cli_outer.exit_code, 0) << cli_outer.err;
+  const nlohmann::json local_outer = nlohmann::json::parse(cli_outer.out);
+  EXPECT_EQ(rpc_outer["config"]["parallel"], local_outer["config"]["parallel"]);
+  EXPECT_EQ(rpc_outer["config"]["knobs"], local_outer["config"]["knobs"]);
+  EXPECT_EQ(rpc_outer["tokens_per_sec_per_gpu"], local_outer["tokens_per_sec_per_gpu"]);
+  EXPECT_EQ(rpc_outer["breakdown"], local_outer["breakdown"]);
+  EXPECT_EQ(rpc_outer["config"]["parallel"]["dp_outermost"], true);
+  EXPECT_EQ(rpc_outer["config"]["parallel"]["rank_order"], "tp-cp-ep-pp-dp");
+  // Without the pin, Megatron's default order: another prediction.
+  outer.mutable_parallel()->set_data_parallel_outermost(false);
+  st = stub_->Predict(Ctx().get(), outer, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  const nlohmann::json rpc_default = nlohmann::json::parse(resp.prediction().planner_json());
+  EXPECT_EQ(rpc_default["config"]["parallel"]["dp_outermost"], false);
+  EXPECT_NE(rpc_default["tokens_per_sec_per_gpu"], rpc_outer["tokens_per_sec_per_gpu"]);
+
   // A pin the framework refuses: InvalidArgument naming the rule, and the
   // CLI's exit 2 with the same words.
   req.mutable_constraints()->set_fix("pp=2,vp=2,overlap=false");
@@ -418,6 +454,19 @@ TEST_F(ServiceIntegrationTest, PredictIsTheSameThroughCliAndRpc) {
                                  "--ep", "8", "--pp", "2", "--vp", "2", "--overlap", "none"});
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_THAT(refused.err, HasSubstr("Megatron-Core: the interleaved schedule"));
+  // DP outermost on a MoE layout whose expert grid is not the dense one
+  // (ep 8 x etp 1 != tp 1 x cp 1, pp 2): refused by Megatron's rank-order rule.
+  req.mutable_constraints()->set_fix("tp=1,pp=2,mbs=1");
+  req.mutable_parallel()->set_data_parallel_outermost(true);
+  st = stub_->Predict(Ctx().get(), req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(st.error_message(), HasSubstr("Megatron-Core: --use-tp-pp-dp-mapping"));
+  const CliResult refused_order = Cli({"predict", "--model", "qwen3-30b-a3b", "--cluster",
+                                       "h100-sxm", "--gpus", "16", "--seq", "4096", "--gbs",
+                                       "256", "--tp", "1", "--ep", "8", "--pp", "2", "--mbs", "1",
+                                       "--dp-outermost"});
+  EXPECT_EQ(refused_order.exit_code, 2);
+  EXPECT_THAT(refused_order.err, HasSubstr("Megatron-Core: --use-tp-pp-dp-mapping"));
 }
 
 }  // namespace moetune

@@ -703,7 +703,7 @@ std::string RecomputeText(const mp::Recompute& r) {
 // recompute, the stack's defaults for the rest), the row's software
 // generation as --stack.
 // A row's problem with its published layout pinned (tp, pp, vp, ep, etp, cp,
-// mbs, FSDP), one prediction, single-threaded, its software generation.
+// mbs, FSDP, rank order), one prediction, single-threaded, its software generation.
 mp::PlanRequest RowLayoutRequest(const RowSpec& r) {
   mp::PlanRequest q;
   q.model = r.model;
@@ -714,6 +714,7 @@ mp::PlanRequest RowLayoutRequest(const RowSpec& r) {
   f.tp = p.tp, f.pp = p.pp, f.vp = p.vp, f.ep = p.ep, f.etp = p.etp, f.cp = p.cp;
   f.mbs = p.mbs;
   f.shard_params = p.shard_params;
+  if (p.dp_outermost) f.dp_outermost = true;  // the published rank order
   q.top_k = 1;
   q.threads = 1;
   q.stack.framework = mp::Framework::kMegatron;

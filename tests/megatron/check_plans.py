@@ -13,7 +13,7 @@ plan the prediction is for:
      get_num_layers_to_build for the flag forms, the layout string otherwise;
   4. the knobs of --format json are exactly what the flags set (recompute,
      offload, dispatcher, grouped GEMM, each overlap, CUDA graphs, precision,
-     layout sizes, FSDP, BF16 gradient reduction).
+     layout sizes, FSDP, rank order, BF16 gradient reduction).
 Lines `refuse NAME GPUS ARGS` run `moetune predict` with pins the framework
 forbids: exit 2 with one line naming the Megatron-Core rule.
 
@@ -93,6 +93,7 @@ def expected_flags(plan, model_is_moe, mtp_layers):
         ("--use-megatron-fsdp", [] if par["shard_params"] else None),
         ("--ckpt-format", ["fsdp_dtensor"] if par["shard_params"] else None),
         ("--cuda-graph-impl", ["transformer_engine" if k["cuda_graphs"] else "none"]),
+        ("--use-tp-pp-dp-mapping", [] if par.get("dp_outermost") else None),
     ]
     rc = k["recompute"]
     if rc == "none":
@@ -115,6 +116,13 @@ def expected_flags(plan, model_is_moe, mtp_layers):
         checks.append(("--moe-grouped-gemm", [] if k["grouped_gemm"] else None))
         checks.append(("--overlap-moe-expert-parallel-comm",
                        [] if k["overlap_ep_comm"] and ep > 1 else None))
+    if not model_is_moe:
+        # Dense, DP outermost, pp > 1, cp > 1: the unused expert grid sized
+        # tp x cp (parallel_state.py asserts its pipeline groups are the
+        # dense ones in order tp-cp-ep-pp-dp); otherwise Megatron's default.
+        dense_etp = par.get("dp_outermost") and pp > 1 and par["cp"] > 1
+        checks.append(("--expert-tensor-parallel-size",
+                       [str(tp * par["cp"])] if dense_etp else None))
     return checks
 
 

@@ -8,7 +8,12 @@
 //       [--max-memory-fraction F] [--dispatchers alltoall,fused_dedup]
 //       [--threads N] [--objective pretrain|finetune|lora] [--stack CONTAINER]
 //       [--framework megatron|maxtext] [--routing natural|balanced]
-//       [--moe-imbalance X]
+//       [--moe-imbalance X] [--dp-outermost]
+//
+// --dp-outermost: pins Megatron's rank order with data parallelism
+// outermost (tp-cp-ep-pp-dp, --use-tp-pp-dp-mapping in the emitted
+// arguments); the same as --fix dp_outermost=true. Without it the plans use
+// Megatron's default order (the search never chooses the order).
 //
 // --routing: how the MoE router spreads tokens (planner/routing.h).
 // natural (the default: real training) prices each MoE layer at the pace of
@@ -78,6 +83,7 @@ const std::vector<FlagSpec>& PlanFlags() {
       {"framework", false, "megatron (default) or maxtext: whose rules, search space and config the plan follows"},
       {"routing", false, "MoE routing: natural (default: real training, priced at the busiest expert-parallel rank) or balanced (forced, as the published benchmarks run)"},
       {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean, >= 1 (default: what --routing implies)"},
+      {"dp-outermost", true, "pin Megatron's rank order with data parallel outermost, tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping); as --fix dp_outermost=true; default: Megatron's order tp-cp-ep-dp-pp, never searched"},
       {"help", true, "show this help"},
   };
   return specs;
@@ -278,6 +284,12 @@ int RunPlan(const std::vector<std::string>& argv) {
     absl::StatusOr<pl::FixedKnobs> fixed = pl::ParseFixSpec(*f);
     if (!fixed.ok()) return Fail(kExitBadInput, OneLine(fixed.status().message()));
     options.constraints.fixed = *fixed;
+  }
+  if (args.Has("dp-outermost")) {
+    if (options.constraints.fixed.dp_outermost == false) {
+      return Fail(kExitBadInput, "--dp-outermost contradicts --fix dp_outermost=false");
+    }
+    options.constraints.fixed.dp_outermost = true;
   }
   {
     absl::StatusOr<std::optional<long long>> top = args.GetInt("top");

@@ -136,5 +136,29 @@ expect_in "--stack in header" "$TMP/stack.sh" "^# problem: .*software stack 26.0
 check "bad --stack" 2 $?
 one_line "bad --stack" "$TMP/err"
 
+# --dp-outermost: the rank order pinned (as --fix dp_outermost=true), the
+# Megatron flag emitted, the JSON layout saying so; Megatron's default
+# order otherwise; a contradicting --fix is bad input.
+PP2=(--model llama3-8b --cluster h100-sxm --gpus 16 --seq 4096 --gbs 64 --fix pp=2)
+"$BIN" plan "${PP2[@]}" --dp-outermost --format megatron > "$TMP/dpo.sh" 2> "$TMP/err"
+check "--dp-outermost megatron" 0 $?
+expect_in "--dp-outermost flag" "$TMP/dpo.sh" "^  --use-tp-pp-dp-mapping$"
+expect_in "--dp-outermost layout line" "$TMP/dpo.sh" "^# layout: .*rank_order=tp-cp-ep-pp-dp"
+"$BIN" plan "${PP2[@]}" --dp-outermost --format json > "$TMP/dpo.json" 2> "$TMP/err"
+check "--dp-outermost json" 0 $?
+expect_in "--dp-outermost json field" "$TMP/dpo.json" '"dp_outermost": true'
+"$BIN" plan "${PP2[@]}" --format megatron > "$TMP/plain.sh" 2> "$TMP/err"
+check "default order megatron" 0 $?
+if grep -q -- "--use-tp-pp-dp-mapping" "$TMP/plain.sh"; then
+  echo "FAIL: --use-tp-pp-dp-mapping without --dp-outermost"; fails=$((fails + 1))
+fi
+"$BIN" plan "${SMALL[@]}" --dp-outermost --fix dp_outermost=false > /dev/null 2> "$TMP/err"
+check "--dp-outermost vs --fix" 2 $?
+one_line "--dp-outermost vs --fix" "$TMP/err"
+expect_in "--dp-outermost vs --fix message" "$TMP/err" "contradicts --fix dp_outermost=false"
+"$BIN" plan "${SMALL[@]}" --framework maxtext --dp-outermost > /dev/null 2> "$TMP/err"
+check "--dp-outermost maxtext" 2 $?
+expect_in "--dp-outermost maxtext message" "$TMP/err" "MaxText: dp_outermost"
+
 if [ "$fails" -ne 0 ]; then echo "$fails failure(s)"; exit 1; fi
 echo "all passed"

@@ -8,7 +8,8 @@
 //       [--offload none|attn_norm,core_attn,...] [--dispatcher D]
 //       [--grouped-gemm true|false] [--cuda-graphs true|false]
 //       [--overlap tp,ep,dp,pp|none] [--comm-streams K] [--moe-imbalance X]
-//       [--shard-params] [--first-stage-layers L] [--last-stage-layers L]
+//       [--shard-params] [--dp-outermost]
+//       [--first-stage-layers L] [--last-stage-layers L]
 //       [--objective pretrain|finetune|lora] [--stack CONTAINER|latest]
 //       [--framework megatron|maxtext] [--format json|text|maxtext]
 //       [--routing natural|balanced] [--search-knobs]
@@ -19,6 +20,12 @@
 // and the step at the slowest EP group's; balanced is what the published
 // benchmark tables force (--moe-router-force-load-balancing). An explicit
 // --moe-imbalance X (>= 1) replaces what the routing implies.
+//
+// --dp-outermost: Megatron's rank order with data parallelism outermost,
+// tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping: each model replica on consecutive
+// ranks, inside an NVLink domain when it fits, DP groups across domains);
+// without it, Megatron's default tp-cp-ep-dp-pp (PP outermost). Never
+// chosen by the search; Megatron only (MaxText refuses it, naming the rule).
 //
 // --stack: the software the run uses, a Megatron-Core/Bridge container
 // version (26.02, 26.04.01, 26.06, ...; default latest); it selects the step
@@ -112,6 +119,7 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean, >= 1 (default: what --routing implies)"},
       {"routing", false, "MoE routing: natural (default: real training, priced at the busiest expert-parallel rank) or balanced (forced, as the published benchmarks run)"},
       {"shard-params", true, "shard parameters and gradients over DP (FSDP)"},
+      {"dp-outermost", true, "Megatron rank order with data parallel outermost, tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping: model replicas on consecutive ranks, DP groups across NVLink domains); default: off, Megatron's default order tp-cp-ep-dp-pp (pipeline outermost); never searched; with pp > 1 on a MoE model needs ep x etp = tp x cp; not for --framework maxtext"},
       {"first-stage-layers", false, "layers on the first pipeline stage"},
       {"last-stage-layers", false, "layers on the last pipeline stage"},
       {"objective", false, "pretrain (default), finetune or lora"},
@@ -204,6 +212,7 @@ pl::FixedKnobs GivenKnobs(const Args& args, const pl::ParallelConfig& p,
   if (p.first_stage_layers) f.first_stage_layers = p.first_stage_layers;
   if (p.last_stage_layers) f.last_stage_layers = p.last_stage_layers;
   if (args.Has("shard-params")) f.shard_params = true;
+  if (args.Has("dp-outermost")) f.dp_outermost = true;
   if (args.Has("recompute") || args.Has("recompute-modules")) {
     f.recompute = knobs.recompute;
   } else {
@@ -251,11 +260,13 @@ pl::FixedKnobs GivenKnobs(const Args& args, const pl::ParallelConfig& p,
 std::string TextReport(const pl::Prediction& p) {
   std::string out = absl::StrFormat(
       "%s on %d x %s, seq %d, global batch %d, %s\n"
-      "layout: %s\nknobs:  %s\n\n"
+      "layout: %s\nrank order: %s\nknobs:  %s\n\n"
       "step %.3f s   %.1f tokens/s/GPU   %.1f model TFLOPS/GPU   MFU %.1f%%\n"
       "peak memory %.1f GiB of %.1f GiB (%s)\n\nbreakdown (per step, slowest pipeline rank):\n",
       p.model.name, p.shape.gpus, p.cluster_name, p.shape.seq_len, p.shape.global_batch,
       std::string(pl::PrecisionName(p.knobs.precision)), pl::ToString(p.parallel),
+      p.parallel.dp_outermost ? "tp-cp-ep-pp-dp (data parallel outermost, --use-tp-pp-dp-mapping)"
+                              : "tp-cp-ep-dp-pp (Megatron's default, pipeline outermost)",
       pl::ToString(p.knobs), p.step_time_s, p.tokens_per_sec_per_gpu,
       p.model_tflops_per_gpu, 100 * p.mfu, p.peak_memory_bytes / pl::units::kGiB,
       p.hbm_bytes / pl::units::kGiB, p.fits ? "fits" : "does NOT fit");
@@ -365,6 +376,7 @@ int RunPredict(const std::vector<std::string>& argv) {
     if (v->has_value()) *field = static_cast<int>(**v);
   }
   p.shard_params = args.Has("shard-params");
+  p.dp_outermost = args.Has("dp-outermost");
 
   pl::Knobs knobs;
   if (args.Has("precision")) {

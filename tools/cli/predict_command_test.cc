@@ -1,5 +1,6 @@
 // `moetune predict` through the command registry: one JSON object on
 // stdout for a valid layout, exit 2 with one line on stderr otherwise.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -220,6 +221,69 @@ TEST(PredictCommandTest, HelpSaysWhatFillsWhatIsNotGiven) {
       << r.out;
   EXPECT_NE(r.out.find("the lightest recompute that fits"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--search-knobs"), std::string::npos) << r.out;
+}
+
+// --dp-outermost: Megatron's rank order tp-cp-ep-pp-dp. Llama 3 8B on 16
+// H100 (8-GPU NVLink domains), tp 2 x pp 2 x dp 4: in the default order a
+// pipeline group strides over gpus / pp = 8 ranks (the next node, InfiniBand),
+// with DP outermost over tp x cp = 2 (the same node, NVLink); the DP group
+// (4 ranks) then holds one rank per model replica of 4 GPUs, 2 per node, so
+// its collectives cross nodes with 2 members per node instead of 4.
+TEST(PredictCommandTest, DpOutermostIsAnInput) {
+  const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "h100-sxm",
+                                         "--gpus", "16", "--seq", "8192", "--gbs", "64",
+                                         "--tp", "2", "--pp", "2", "--mbs", "1"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunPredict(args);
+  };
+  const Result plain = with({});
+  const Result outer = with({"--dp-outermost"});
+  ASSERT_EQ(plain.code, kExitOk) << plain.err;
+  ASSERT_EQ(outer.code, kExitOk) << outer.err;
+  const nlohmann::json p = nlohmann::json::parse(plain.out);
+  const nlohmann::json o = nlohmann::json::parse(outer.out);
+  EXPECT_EQ(p["config"]["parallel"]["dp_outermost"], false);
+  EXPECT_EQ(p["config"]["parallel"]["rank_order"], "tp-cp-ep-dp-pp");
+  EXPECT_EQ(o["config"]["parallel"]["dp_outermost"], true);
+  EXPECT_EQ(o["config"]["parallel"]["rank_order"], "tp-cp-ep-pp-dp");
+  auto term = [](const nlohmann::json& j, const std::string& prefix) {
+    double s = 0;
+    for (const auto& t : j["breakdown"]) {
+      if (t["name"].get<std::string>().rfind(prefix, 0) == 0) s += t["seconds"].get<double>();
+    }
+    return s;
+  };
+  // PP over NVLink instead of the NICs; DP with fewer members per node.
+  EXPECT_GT(term(p, "pp.send_recv"), 0.0);
+  EXPECT_LT(term(o, "pp.send_recv"), term(p, "pp.send_recv"));
+  EXPECT_GT(term(o, "dp."), term(p, "dp."));
+  const Result text = with({"--dp-outermost", "--format", "text"});
+  ASSERT_EQ(text.code, kExitOk) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("rank order: tp-cp-ep-pp-dp (data parallel outermost"));
+  EXPECT_THAT(with({"--format", "text"}).out,
+              HasSubstr("rank order: tp-cp-ep-dp-pp (Megatron's default"));
+  // What Megatron refuses with it: a MoE layout whose expert grid differs
+  // from the dense one (ep 8 x etp 1 != tp 1 x cp 1) with pp > 1.
+  const Result moe = RunPredict({"--model", "qwen3-30b-a3b", "--cluster", "h100-sxm", "--gpus",
+                                 "16", "--seq", "4096", "--gbs", "256", "--tp", "1", "--pp", "2",
+                                 "--ep", "8", "--mbs", "1", "--dp-outermost"});
+  EXPECT_EQ(moe.code, kExitBadInput);
+  EXPECT_THAT(moe.err, HasSubstr("Megatron-Core: --use-tp-pp-dp-mapping (dp_outermost) with pp > 1"));
+  EXPECT_EQ(std::count(moe.err.begin(), moe.err.end(), '\n'), 1) << moe.err;
+  // MaxText has no rank order: the pin is bad input naming the knob.
+  const Result mt = RunPredict({"--model", "llama3-8b", "--cluster", "h100-sxm", "--gpus", "16",
+                                "--seq", "8192", "--gbs", "64", "--framework", "maxtext",
+                                "--dp-outermost"});
+  EXPECT_EQ(mt.code, kExitBadInput);
+  EXPECT_THAT(mt.err, HasSubstr("dp_outermost=true"));
+  EXPECT_THAT(mt.err, HasSubstr("MaxText: dp_outermost"));
+  // The help says what it is and its default.
+  const Result help = RunPredict({"--help"});
+  EXPECT_THAT(help.out, HasSubstr("--dp-outermost\n      Megatron rank order with data parallel "
+                                  "outermost, tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping"));
+  EXPECT_THAT(help.out, HasSubstr("default: off, Megatron's default order tp-cp-ep-dp-pp"));
 }
 
 // The run layout given (tp, pp, ep, mbs) and no knob: what a run does with
