@@ -1615,15 +1615,16 @@ int main(int argc, char** argv) {
                 "training_results_v5.1; step = median over result_{0,1,2} of the median "
                 "train_step_time, steps >= 5), shipped constants ==\n");
     auto print_header = [] {
-      std::printf("  %-22s %-11s %5s %5s %4s %3s | %8s %8s %7s | %7s %7s | %6s %6s %6s %6s\n",
+      std::printf("  %-22s %-11s %5s %5s %4s %3s | %8s %8s %7s | %7s %7s %-17s | %6s %6s %6s %6s\n",
                   "run", "cluster", "gpus", "gbs", "dp", "m", "meas s", "pred s", "err",
-                  "meas", "pred", "bubble", "dp exp", "pp exp", "optim");
+                  "meas", "pred", "80% interval", "bubble", "dp exp", "pp exp", "optim");
     };
     print_header();
     struct Point {
       double meas_tps = 0, pred_tps = 0, meas_s = 0, pred_s = 0;
       int m = 0;
       bool ok = false;
+      bool in_interval = false;  // measured inside the prediction's 80% interval
     };
     // Predicts each run of a series with the shipped constants (the step
     // model of its generation, its published layout and knobs) and prints
@@ -1673,14 +1674,19 @@ int main(int argc, char** argv) {
         pt.pred_s = p->step_time_s;
         pt.pred_tps = p->tokens_per_sec_per_gpu;
         pt.ok = true;
+        pt.in_interval = pt.meas_tps >= p->interval.tokens_per_sec_per_gpu_low &&
+                         pt.meas_tps <= p->interval.tokens_per_sec_per_gpu_high;
         points.push_back(pt);
         if (quiet) continue;
-        std::printf("  %-22s %-11s %5d %5d %4d %3d | %8.3f %8.3f %+6.1f%% | %7.1f %7.1f | %6.3f "
-                    "%6.3f %6.3f %6.3f%s\n",
+        const std::string band = absl::StrFormat(
+            "%.0f-%.0f%s", p->interval.tokens_per_sec_per_gpu_low,
+            p->interval.tokens_per_sec_per_gpu_high, pt.in_interval ? "" : " out");
+        std::printf("  %-22s %-11s %5d %5d %4d %3d | %8.3f %8.3f %+6.1f%% | %7.1f %7.1f %-17s | "
+                    "%6.3f %6.3f %6.3f %6.3f%s\n",
                     name.c_str(), a.cluster_preset.c_str(), a.shape.gpus, a.shape.global_batch,
                     mp::ResolvedDp(a.shape, a.parallel), pt.m, pt.meas_s, pt.pred_s,
-                    100 * (pt.pred_tps / pt.meas_tps - 1), pt.meas_tps, pt.pred_tps, bubble,
-                    dp_exposed, pp_exposed, optimizer, p->fits ? "" : " [does not fit]");
+                    100 * (pt.pred_tps / pt.meas_tps - 1), pt.meas_tps, pt.pred_tps, band.c_str(),
+                    bubble, dp_exposed, pp_exposed, optimizer, p->fits ? "" : " [does not fit]");
         if (absl::GetFlag(FLAGS_verbose)) {
           for (const mp::Term& t : p->breakdown) {
             std::printf("      %-32s %-22s %9.3f s\n", t.name.c_str(),
@@ -1690,8 +1696,18 @@ int main(int argc, char** argv) {
       }
       return points;
     };
+    auto print_coverage = [](const std::vector<Point>& pts) {
+      int in = 0, n = 0;
+      for (const Point& pt : pts) {
+        if (!pt.ok) continue;
+        ++n;
+        in += pt.in_interval ? 1 : 0;
+      }
+      std::printf("  measured inside the prediction's 80%% interval: %d / %d\n", in, n);
+    };
     const std::vector<mt::ScaleAnchor> anchors = mt::MlperfLlama405bAnchors();
     std::vector<Point> points = predict_series(anchors, std::nullopt, false);
+    print_coverage(points);
     std::printf("  (err = predicted / measured tokens/s/GPU - 1; meas, pred in tokens/s/GPU; "
                 "model terms in s per step)\n  recipe: %s\n  not modelled: %s\n",
                 anchors.front().recipe.c_str(), anchors.front().not_modelled.c_str());
@@ -1728,6 +1744,7 @@ int main(int argc, char** argv) {
     print_header();
     const std::vector<mt::ScaleAnchor> dsv3 = mt::MlperfDeepSeekV3Anchors();
     points = predict_series(dsv3, std::nullopt, false);
+    print_coverage(points);
     std::printf("  (GB200 TP2 PP4 VP4 EP32 recompute mlp; GB300 TP1 PP4 VP4 EP32; m = micro-batches "
                 "per replica)\n  recipe: %s\n  not modelled: %s\n",
                 dsv3.front().recipe.c_str(), dsv3.front().not_modelled.c_str());
