@@ -951,7 +951,7 @@ std::optional<double> RecomputeSeconds(const LayerKindTables& k, const Context& 
   if ((rc.modules & kRecomputeMoe) && k.moe) {
     t += g.routed_f.seconds + g.ep_fwd_s + mb_per_elem * k.mb_topk_elems;
   }
-  if ((rc.modules & kRecomputeSharedExperts) && k.moe) t += g.shared_f.seconds;
+  if (SharedExpertsRecomputed(rc.modules) && k.moe) t += g.shared_f.seconds;
   return t;
 }
 
@@ -1010,6 +1010,10 @@ Slots LayerCost(const LayerKindTables& k, const Context& c, bool recompute_this_
   if (recompute.has_value()) l.AddSeconds(kSRecompute, *recompute, kPriorBit);
   AddOffloadTerms(k, c, &l);
   return l;
+}
+
+bool SharedExpertsRecomputed(uint32_t recompute_modules) {
+  return (recompute_modules & (kRecomputeSharedExperts | kRecomputeMoe)) != 0;
 }
 
 double CoreOutputSavedBytes(bool low_precision, double operand_bytes) {
@@ -1075,7 +1079,7 @@ double LayerActivationBytes(const LayerKindTables& k,
                router * kActivationBytes;
       if (!(r & kRecomputeMoeAct)) bytes += busiest * k.act_moe_act * gemm_in;
     }
-    if (!(r & kRecomputeSharedExperts) && k.act_shared > 0) {
+    if (!SharedExpertsRecomputed(r) && k.act_shared > 0) {
       // As the dense MLP: the activation output is fc2's (quantized) input.
       const double shared_out = double(m.moe_ffn_hidden_size) * m.num_shared_experts;
       bytes += (k.act_shared - shared_out) * kActivationBytes + shared_out * gemm_in;

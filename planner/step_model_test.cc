@@ -775,6 +775,50 @@ double MoeStepSeconds(const ModelSpec& m, const TrainingShape& shape,
   return pr.ok() ? pr->step_time_s : 0.0;
 }
 
+// Megatron-Core's "moe" recompute checkpoints the whole MoELayer forward,
+// shared experts included (moe_layer.py: custom_forward calls
+// shared_experts_compute inside tensor_parallel.checkpoint), so they keep
+// nothing of their own and re-run in backward, as with shared_experts.
+TEST(SharedExpertsRecomputedTest, MoeRecomputeIncludesTheSharedExperts) {
+  using step_model_internal::SharedExpertsRecomputed;
+  EXPECT_FALSE(SharedExpertsRecomputed(0));
+  EXPECT_FALSE(SharedExpertsRecomputed(kRecomputeMoeAct | kRecomputeMlp));
+  EXPECT_TRUE(SharedExpertsRecomputed(kRecomputeSharedExperts));
+  EXPECT_TRUE(SharedExpertsRecomputed(kRecomputeMoe));
+  EXPECT_TRUE(SharedExpertsRecomputed(kRecomputeMoe | kRecomputeSharedExperts));
+}
+
+TEST(StepModelTest, MoeRecomputeDropsSharedExpertActivationsByHand) {
+  // TinyMoe with one shared expert (width 512), one GPU, 2,048 tokens, BF16.
+  // Per token and MoE layer: the shared expert keeps fc1's output (2 x 512)
+  // and fc2's input (512), 1,536 x 2 B = 3,072 B; the routed experts their
+  // permuted inputs (top-2 x 1,024), fc1's outputs (2 x 2 x 512) and
+  // activation outputs (2 x 512), 5,120 x 2 B = 10,240 B, and the router's
+  // probabilities and indices (2 x 8 experts x 2 B = 32 B): 10,272 B.
+  ModelSpec m = TinyMoe();
+  m.num_shared_experts = 1;
+  const StepModel sm = Make(m, "h100-sxm", {1, 2048, 8});
+  auto run = [&](uint32_t modules) {
+    Knobs k;
+    k.recompute.mode = modules == 0 ? RecomputeMode::kNone : RecomputeMode::kSelective;
+    k.recompute.modules = modules;
+    absl::StatusOr<Prediction> p = sm.Predict(Layout(1, 1, 1, 1, 1, 1), k);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? *p : Prediction{};
+  };
+  const Prediction none = run(0);
+  const Prediction moe = run(kRecomputeMoe);
+  const Prediction shared = run(kRecomputeSharedExperts);
+  const Prediction both = run(kRecomputeMoe | kRecomputeSharedExperts);
+  // moe alone is moe + shared_experts, in memory and in time.
+  EXPECT_EQ(moe.memory.activations_bytes, both.memory.activations_bytes);
+  EXPECT_DOUBLE_EQ(moe.step_time_s, both.step_time_s);
+  // moe drops both: (3,072 + 10,272) B x 2,048 tokens x 2 layers.
+  EXPECT_EQ(none.memory.activations_bytes - moe.memory.activations_bytes, 54657024.0);
+  // shared_experts alone drops the shared expert's 3,072 B only.
+  EXPECT_EQ(none.memory.activations_bytes - shared.memory.activations_bytes, 12582912.0);
+}
+
 TEST(StepModelByHandTest, MoeHostTimePerGeneration) {
   // TinyMoe per layer and micro-batch under the unit cost model: QKV and
   // output projection GEMMs x 3 passes = 6 ms, the router GEMM x 3 = 3 ms

@@ -340,6 +340,17 @@ void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalanc
 Slots LayerCost(const LayerKindTables& k, const Context& c, bool recompute_this_layer,
                 const KindCosts& kc);
 
+// Whether the shared experts are recomputed (save no activations of their
+// own and re-run their forward in backward): with shared_experts, or with
+// moe, whose checkpoint runs the whole MoELayer forward. Megatron-Core
+// moe_layer.py MoELayer.forward: custom_forward, which
+// tensor_parallel.checkpoint / te_checkpoint wraps when "moe" is in
+// recompute_modules, calls shared_experts_compute (experts_compute in the
+// July 2025 core, commit ac198fc0d) besides the router, dispatch, routed
+// experts and combine; with moe_shared_expert_overlap the token dispatcher
+// runs them, inside the same function.
+bool SharedExpertsRecomputed(uint32_t recompute_modules);
+
 // Bytes per element of the core-attention output kept for backward: the
 // attention's BF16 output (2 B) plus, under a low-precision recipe,
 // linear_proj's quantized copy (operand_bytes).
