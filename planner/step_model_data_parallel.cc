@@ -5,7 +5,17 @@
 #include <algorithm>
 #include <tuple>
 
+#include "planner/internal/step_model_maxtext.h"
+
 namespace moetune::planner::step_model_internal {
+
+int EmbeddingMatricesOnRank(int r, int pp, bool tied, int mtp_layers, bool megatron) {
+  int n = 0;
+  if (r == 0) ++n;                            // input embedding
+  if (r == pp - 1 && (!tied || pp > 1)) ++n;  // output layer
+  if (r == pp - 1 && pp > 1 && mtp_layers > 0 && megatron) ++n;  // the MTP stage's embedding
+  return n;
+}
 
 RankParams ParamsOnRank(const PlanTables& plan, const ParallelConfig& p,
                         const int counts[kNumLayerKinds], int r) {
@@ -16,9 +26,10 @@ RankParams ParamsOnRank(const PlanTables& plan, const ParallelConfig& p,
     rp.dense += counts[k] * plan.kinds[k].params / p.tp;
     rp.expert += counts[k] * plan.kinds[k].expert_params / (double(p.ep) * p.etp);
   }
-  if (r == 0) rp.dense += plan.embedding_params / p.tp;
+  rp.dense += EmbeddingMatricesOnRank(r, p.pp, m.tie_word_embeddings, m.mtp_layers,
+                                      !IsMaxText(*plan.stack)) *
+              plan.embedding_params / p.tp;
   if (r == p.pp - 1) {
-    if (!m.tie_word_embeddings || p.pp > 1) rp.dense += plan.embedding_params / p.tp;
     if (m.mtp_layers > 0) {
       const StepModel::LayerKindTables& t = plan.kinds[plan.mtp_kind];
       rp.dense += m.mtp_layers * (t.params + 2 * h * h) / p.tp;

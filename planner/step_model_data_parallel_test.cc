@@ -10,6 +10,7 @@ namespace {
 using step_model_internal::DistOptDpExposedSeconds;
 using step_model_internal::DpGroupPlacement;
 using step_model_internal::DpPlacement;
+using step_model_internal::EmbeddingMatricesOnRank;
 
 ParallelConfig Layout(int tp, int pp, int vp, int cp, int dp, bool dp_outermost) {
   ParallelConfig p;
@@ -20,6 +21,26 @@ ParallelConfig Layout(int tp, int pp, int vp, int cp, int dp, bool dp_outermost)
   p.dp = dp;
   p.dp_outermost = dp_outermost;
   return p;
+}
+
+// Megatron-Core GPTModel: the first stage holds the input embedding, the
+// last the output layer (one matrix with the embedding when tied and pp 1),
+// and a last stage that runs the MTP modules its own input embedding too.
+TEST(EmbeddingMatricesOnRankTest, MtpStageHoldsItsOwnEmbedding) {
+  // DeepSeek-V3 (untied, 1 MTP module), pp 8: 1 on rank 0, none in the
+  // middle, output layer + MTP embedding on rank 7.
+  EXPECT_EQ(EmbeddingMatricesOnRank(0, 8, false, 1, true), 1);
+  EXPECT_EQ(EmbeddingMatricesOnRank(3, 8, false, 1, true), 0);
+  EXPECT_EQ(EmbeddingMatricesOnRank(7, 8, false, 1, true), 2);
+  // Without MTP, or under MaxText: the output layer only.
+  EXPECT_EQ(EmbeddingMatricesOnRank(7, 8, false, 0, true), 1);
+  EXPECT_EQ(EmbeddingMatricesOnRank(7, 8, false, 1, false), 1);
+  // pp 1: the MTP block uses the one input embedding; untied, embedding +
+  // output layer; tied, one matrix.
+  EXPECT_EQ(EmbeddingMatricesOnRank(0, 1, false, 1, true), 2);
+  EXPECT_EQ(EmbeddingMatricesOnRank(0, 1, true, 0, true), 1);
+  // Tied with pp > 1: the last stage keeps its own copy of the embedding.
+  EXPECT_EQ(EmbeddingMatricesOnRank(3, 4, true, 0, true), 1);
 }
 
 // The MLPerf Llama 3.1 405B layout TP4 PP8 CP2 on 72-GPU NVLink domains.

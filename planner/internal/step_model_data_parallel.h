@@ -15,10 +15,22 @@ inline int ExpertDpGroup(const ParallelConfig& p) {
   return p.tp * p.cp * p.dp / (p.ep * p.etp);
 }
 
+// Word-embedding-sized matrices (padded vocab x hidden, before TP) that
+// pipeline rank r of pp holds under Megatron-Core's GPTModel: the input
+// embedding on the first stage (pre_process), the output layer on the last
+// (post_process; with pp == 1 and tied embeddings the same matrix), and,
+// with MTP modules on the last stage and pp > 1, that stage's own input
+// embedding: gpt_model.py builds self.embedding when `pre_process or
+// mtp_process` ("there will be both embedding layer and output layer in the
+// mtp process stage"), tied to the first stage's, a parameter with its own
+// gradient and optimizer state. MaxText (megatron = false) runs the MTP
+// block on the model's one embedding: no extra copy.
+int EmbeddingMatricesOnRank(int r, int pp, bool tied, int mtp_layers, bool megatron);
+
 // Parameters held per GPU on pipeline rank r: its layers' dense parameters
-// / tp and expert parameters / (ep x etp); rank 0 also the input embedding,
-// rank pp - 1 the output layer (unless tied with pp == 1) and the MTP modules
-// (a layer of the MTP kind plus its 2h x h projection).
+// / tp and expert parameters / (ep x etp); the embedding-sized matrices of
+// EmbeddingMatricesOnRank / tp; rank pp - 1 the MTP modules (a layer of the
+// MTP kind plus its 2h x h projection).
 struct RankParams {
   double dense = 0;
   double expert = 0;
