@@ -78,7 +78,7 @@ nlohmann::json ToJson(const ParallelConfig& p) {
   // The rank order (ParallelConfig::dp_outermost): Megatron's default or
   // --use-tp-pp-dp-mapping.
   j["dp_outermost"] = p.dp_outermost;
-  j["rank_order"] = p.dp_outermost ? "tp-cp-ep-pp-dp" : "tp-cp-ep-dp-pp";
+  j["rank_order"] = std::string(RankOrderName(p));
   j["first_stage_layers"] = p.first_stage_layers
                                 ? nlohmann::json(*p.first_stage_layers)
                                 : nlohmann::json(nullptr);

@@ -54,10 +54,7 @@ std::optional<std::pair<ParallelConfig, Knobs>> SingleCandidate(const PlanReques
   p.tp = *f.tp, p.pp = *f.pp, p.vp = *f.vp, p.ep = *f.ep, p.etp = *f.etp, p.cp = *f.cp;
   p.mbs = *f.mbs;
   p.dp = f.dp.value_or(0);
-  p.shard_params = f.shard_params.value_or(false);
-  p.dp_outermost = f.dp_outermost.value_or(false);
-  p.first_stage_layers = f.first_stage_layers;
-  p.last_stage_layers = f.last_stage_layers;
+  ApplyLayoutPins(f, &p);
   Knobs k;
   ApplyKnobPins(f, &k);  // every knob is pinned
   k.moe_load_imbalance = r.constraints.moe_load_imbalance;

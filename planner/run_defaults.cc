@@ -97,19 +97,14 @@ absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& r,
   p.etp = given.etp.value_or(r.model.IsMoe() ? p.tp : 1);  // Megatron: expert TP = TP
   p.cp = given.cp.value_or(1);
   p.dp = given.dp.value_or(0);
-  p.shard_params = given.shard_params.value_or(false);
-  p.dp_outermost = given.dp_outermost.value_or(false);  // Megatron's default order
-  p.first_stage_layers = given.first_stage_layers;
-  p.last_stage_layers = given.last_stage_layers;
+  ApplyLayoutPins(given, &p);
   if (!given.etp && p.etp > 1 &&
       CheckLayout(r.model, r.shape, p) == Infeasibility::kExpertLayoutMismatch) {
     // Megatron would refuse the run too (initialize_model_parallel: the
     // expert grid etp x ep x edp must fill tp x cp x dp); say which default
     // did it, since the user never typed etp.
-    const int dp = p.dp > 0 ? p.dp : r.shape.gpus / (p.tp * p.pp * p.cp);
     return absl::InvalidArgumentError(absl::StrCat(
-        "ep*etp=", p.ep * p.etp, " does not divide tp*cp*dp=", p.tp * p.cp * dp,
-        ": etp was not given and defaults to tp=", p.tp,
+        Validate(r.model, r.shape, p).message(), ": etp was not given and defaults to tp=", p.tp,
         " (Megatron's --expert-tensor-parallel-size default); pass --etp 1 if the run used "
         "expert tensor parallelism 1"));
   }

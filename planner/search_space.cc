@@ -241,6 +241,13 @@ void PinKnobs(const Knobs& k, FixedKnobs* f) {
   f->precision = k.precision;
 }
 
+void ApplyLayoutPins(const FixedKnobs& f, ParallelConfig* p) {
+  p->shard_params = f.shard_params.value_or(false);
+  p->dp_outermost = f.dp_outermost.value_or(false);  // Megatron's default order
+  p->first_stage_layers = f.first_stage_layers;
+  p->last_stage_layers = f.last_stage_layers;
+}
+
 void ApplyKnobPins(const FixedKnobs& f, Knobs* k) {
   if (f.recompute) k->recompute = *f.recompute;
   if (f.offload_modules) {
@@ -710,10 +717,7 @@ std::vector<ParallelConfig> EnumerateLayouts(
                 p.etp = etp;
                 p.vp = vp;
                 p.mbs = mbs;
-                p.first_stage_layers = f.first_stage_layers;
-                p.last_stage_layers = f.last_stage_layers;
-                p.shard_params = f.shard_params.value_or(false);
-                p.dp_outermost = f.dp_outermost.value_or(false);
+                ApplyLayoutPins(f, &p);
                 check(p);
                 if (search_shard_params && !f.shard_params) {
                   p.shard_params = true;

@@ -100,6 +100,10 @@ void PinKnobs(const Knobs& knobs, FixedKnobs* fixed);
 // The inverse: sets in `knobs` every knob `fixed` pins (exact overlaps with
 // their streams, then comm_streams if pinned); the others keep their values.
 void ApplyKnobPins(const FixedKnobs& fixed, Knobs* knobs);
+// The layout flags beside the degrees, as `fixed` gives them: shard_params
+// and dp_outermost (false when unset: not searched), first/last stage
+// layers. The degrees and dp are the caller's.
+void ApplyLayoutPins(const FixedKnobs& fixed, ParallelConfig* parallel);
 
 // What the user allows beyond --fix. Empty precisions: bf16 only.
 // Empty dispatchers: both.

@@ -356,6 +356,10 @@ absl::Status Validate(const ModelSpec& m, const TrainingShape& s,
   return absl::InternalError("unhandled infeasibility");
 }
 
+std::string_view RankOrderName(const ParallelConfig& p) {
+  return p.dp_outermost ? "tp-cp-ep-pp-dp" : "tp-cp-ep-dp-pp";
+}
+
 std::string ToString(const ParallelConfig& p) {
   std::string s = absl::StrCat("tp=", p.tp, " pp=", p.pp, " vp=", p.vp,
                                " ep=", p.ep, " etp=", p.etp, " cp=", p.cp,
@@ -367,7 +371,7 @@ std::string ToString(const ParallelConfig& p) {
   if (p.last_stage_layers) {
     absl::StrAppend(&s, " last_stage_layers=", *p.last_stage_layers);
   }
-  if (p.dp_outermost) absl::StrAppend(&s, " rank_order=tp-cp-ep-pp-dp");
+  if (p.dp_outermost) absl::StrAppend(&s, " rank_order=", std::string(RankOrderName(p)));
   return s;
 }
 

@@ -63,6 +63,10 @@ struct ParallelConfig {
   bool dp_outermost = false;
 };
 
+// Megatron's name of the layout's rank order: "tp-cp-ep-pp-dp" with
+// dp_outermost, else the default "tp-cp-ep-dp-pp".
+std::string_view RankOrderName(const ParallelConfig& parallel);
+
 enum class RecomputeMode { kNone, kSelective, kFull };
 // Modules for selective recompute (Megatron --recompute-modules).
 enum RecomputeModule : uint32_t {

@@ -1034,7 +1034,7 @@ std::vector<std::pair<std::string, std::string>> PlanColumns(const Plan& plan) {
     cols.emplace_back(name, absl::StrCat(v));
   }
   cols.emplace_back("shard_params", pc.shard_params ? "true" : "false");
-  cols.emplace_back("rank_order", pc.dp_outermost ? "tp-cp-ep-pp-dp" : "tp-cp-ep-dp-pp");
+  cols.emplace_back("rank_order", std::string(RankOrderName(pc)));
   cols.emplace_back("first_stage_layers",
                     pc.first_stage_layers ? absl::StrCat(*pc.first_stage_layers)
                                           : "auto");

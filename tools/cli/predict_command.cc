@@ -265,8 +265,9 @@ std::string TextReport(const pl::Prediction& p) {
       "peak memory %.1f GiB of %.1f GiB (%s)\n\nbreakdown (per step, slowest pipeline rank):\n",
       p.model.name, p.shape.gpus, p.cluster_name, p.shape.seq_len, p.shape.global_batch,
       std::string(pl::PrecisionName(p.knobs.precision)), pl::ToString(p.parallel),
-      p.parallel.dp_outermost ? "tp-cp-ep-pp-dp (data parallel outermost, --use-tp-pp-dp-mapping)"
-                              : "tp-cp-ep-dp-pp (Megatron's default, pipeline outermost)",
+      absl::StrCat(std::string(pl::RankOrderName(p.parallel)),
+                   p.parallel.dp_outermost ? " (data parallel outermost, --use-tp-pp-dp-mapping)"
+                                           : " (Megatron's default, pipeline outermost)"),
       pl::ToString(p.knobs), p.step_time_s, p.tokens_per_sec_per_gpu,
       p.model_tflops_per_gpu, 100 * p.mfu, p.peak_memory_bytes / pl::units::kGiB,
       p.hbm_bytes / pl::units::kGiB, p.fits ? "fits" : "does NOT fit");
