@@ -93,6 +93,20 @@ StandaloneLadder Qwen3A3bH100CudaGraphLadder();
 // 237/295, 277/335, 320/368, 357/389 TFLOPS/GPU.
 std::vector<StandaloneLadder> Qwen3H100LongContextBalanceLadders();
 
+// Megatron-LM examples/moe_recipes/README.md "Recipe Index" (dev branch,
+// commit 9c5258f109; median TFLOP/s/GPU, each recipe's YAML giving the
+// run; forced balancing, HybridEP, no recompute):
+// Qwen3-30B-A3B on 16 GB200, EP16 MBS4 GBS512, no EP overlap: BF16 without
+// CUDA graphs 528 -> MXFP8 with TE graphs (attn, moe_router,
+// moe_preprocess) 514 -> paged stash + full-iteration graphs 646.8.
+StandaloneLadder Qwen3A3bGb200RecipeLadder();
+// Qwen3-235B-A22B on 128 GB200, EP64 MBS1 GBS8192, MXFP8, EP overlap:
+// partial TE graphs 1018 -> paged stash + full-iteration graphs 1159.5.
+StandaloneLadder Qwen3A22bGb200RecipeLadder();
+// Qwen3-30B-A3B on 32 H100, EP8 MBS1 GBS256: BF16 without graphs 234.1 ->
+// FP8 blockwise with TE graphs 232.4.
+StandaloneLadder Qwen3A3bH100RecipeLadder();
+
 // Every standalone ladder, the first-added (Qwen3H100EpOverlapLadder) first.
 std::vector<StandaloneLadder> StandaloneLadders();
 

@@ -94,7 +94,7 @@ std::string WithoutEpOverlap(planner::Knobs k) {
 
 TEST(KnobLadderTest, EveryStandaloneLadderAligns) {
   const std::vector<StandaloneLadder> all = StandaloneLadders();
-  ASSERT_EQ(all.size(), 8u);
+  ASSERT_EQ(all.size(), 11u);
   EXPECT_EQ(all[0].title, Qwen3H100EpOverlapLadder().title);
   for (const StandaloneLadder& l : all) {
     SCOPED_TRACE(l.title);
@@ -192,6 +192,45 @@ TEST(KnobLadderTest, Qwen3LongContextBalancePairs) {
   // 295 / 237 = 1.2447 at 16k, 389 / 357 = 1.0896 at 128k.
   EXPECT_NEAR(StepGains(ls[0].measured_tflops)[1], 1.2447, 1e-4);
   EXPECT_NEAR(StepGains(ls[3].measured_tflops)[1], 1.0896, 1e-4);
+}
+
+TEST(KnobLadderTest, RecipeIndexLadders) {
+  // Qwen3-30B-A3B on 16 GB200: 514 / 528 = 0.97348 (MXFP8 with scoped
+  // graphs measured slower than BF16 eager), 646.8 / 514 = 1.25837.
+  const StandaloneLadder a3b = Qwen3A3bGb200RecipeLadder();
+  ASSERT_EQ(a3b.steps.size(), 3u);
+  EXPECT_EQ(a3b.shape.gpus, 16);
+  EXPECT_EQ(a3b.parallel.ep, 16);
+  EXPECT_EQ(a3b.parallel.mbs, 4);
+  EXPECT_EQ(a3b.steps[0].knobs.precision, planner::Precision::kBf16);
+  EXPECT_FALSE(a3b.steps[0].knobs.cuda_graphs);
+  EXPECT_EQ(a3b.steps[1].knobs.precision, planner::Precision::kMxfp8);
+  EXPECT_TRUE(a3b.steps[1].knobs.cuda_graphs);
+  EXPECT_FALSE(a3b.steps[1].features.graph_full_iteration);
+  EXPECT_TRUE(a3b.steps[2].features.graph_full_iteration);
+  EXPECT_EQ(planner::ToString(a3b.steps[1].knobs), planner::ToString(a3b.steps[2].knobs));
+  for (const LadderStep& s : a3b.steps) EXPECT_FALSE(s.knobs.overlap.ep_comm) << s.id;
+  std::vector<double> g = StepGains(MeasuredThroughput(a3b));
+  EXPECT_NEAR(g[1], 0.97348, 1e-5);
+  EXPECT_NEAR(g[2], 1.25837, 1e-5);
+  // Qwen3-235B-A22B on 128 GB200: 1159.5 / 1018 = 1.13900; one feature.
+  const StandaloneLadder a22b = Qwen3A22bGb200RecipeLadder();
+  ASSERT_EQ(a22b.steps.size(), 2u);
+  EXPECT_EQ(a22b.parallel.ep, 64);
+  EXPECT_EQ(planner::ToString(a22b.steps[0].knobs), planner::ToString(a22b.steps[1].knobs));
+  EXPECT_TRUE(a22b.steps[0].knobs.overlap.ep_comm);
+  EXPECT_FALSE(a22b.steps[0].features.graph_full_iteration);
+  EXPECT_TRUE(a22b.steps[1].features.graph_full_iteration);
+  g = StepGains(MeasuredThroughput(a22b));
+  EXPECT_NEAR(g[1], 1.13900, 1e-5);
+  // Qwen3-30B-A3B on 32 H100: 232.4 / 234.1 = 0.99274.
+  const StandaloneLadder h100 = Qwen3A3bH100RecipeLadder();
+  ASSERT_EQ(h100.steps.size(), 2u);
+  EXPECT_EQ(h100.shape.gpus, 32);
+  EXPECT_EQ(h100.parallel.ep, 8);
+  EXPECT_EQ(h100.steps[1].knobs.precision, planner::Precision::kFp8);
+  g = StepGains(MeasuredThroughput(h100));
+  EXPECT_NEAR(g[1], 0.99274, 1e-5);
 }
 
 TEST(KnobLadderTest, SummaryByHand) {
