@@ -166,7 +166,9 @@ StandaloneLadder Qwen3A3bH100Job() {
   return l;
 }
 
-planner::Knobs Qwen3A3bH100Knobs() {
+// What the Qwen3 MoE recipes here share (Bridge's and Megatron-LM's): BF16,
+// grouped GEMM, no recompute, forced-balanced routing.
+planner::Knobs Qwen3RecipeBaseKnobs() {
   planner::Knobs k;
   k.precision = planner::Precision::kBf16;
   k.grouped_gemm = true;
@@ -186,7 +188,7 @@ StandaloneLadder Qwen3A3bH100HybridEpOverlapLadder() {
       "SKILL.md (HybridEP Production-Shape Benchmark, 2026-07-25)";
   l.generation = planner::StackGeneration::k2606;  // run 2026-07-25: 26.06 or later
   l.assumed = "recompute none (not stated; the recipe's)";
-  planner::Knobs k = Qwen3A3bH100Knobs();
+  planner::Knobs k = Qwen3RecipeBaseKnobs();
   k.dispatcher = planner::Dispatcher::kFusedDedup;
   k.cuda_graphs = true;
   k.overlap.ep_comm = false;
@@ -215,7 +217,7 @@ StandaloneLadder Qwen3A3bH100AllToAllOverlapLadder() {
   l.generation = planner::StackGeneration::k2602;  // run by 2026-05-18: before 26.06
   l.shape.objective = planner::Objective::kFinetune;
   l.assumed = "seq 4096, TP1 PP1 MBS1, recompute none (not stated; the pretrain recipe's)";
-  planner::Knobs k = Qwen3A3bH100Knobs();
+  planner::Knobs k = Qwen3RecipeBaseKnobs();
   k.dispatcher = planner::Dispatcher::kAllToAll;
   k.cuda_graphs = false;
   k.overlap.ep_comm = false;
@@ -244,7 +246,7 @@ StandaloneLadder Qwen3A3bH100CudaGraphLadder() {
   l.assumed =
       "16 GPUs EP16 (the skill's 2026-05-17 smoke run), seq 4096 TP1 PP1 MBS1 GBS1024 "
       "recompute none (the pretrain recipe's), permute fusion off (as in that smoke run)";
-  planner::Knobs k = Qwen3A3bH100Knobs();
+  planner::Knobs k = Qwen3RecipeBaseKnobs();
   k.dispatcher = planner::Dispatcher::kAllToAll;
   k.cuda_graphs = false;
   k.overlap.ep_comm = false;
@@ -352,15 +354,11 @@ planner::MegatronFeatures ScopedGraphFeatures() {
 }
 
 planner::Knobs RecipeIndexKnobs(planner::Precision precision, bool cuda_graphs, bool ep_overlap) {
-  planner::Knobs k;
+  planner::Knobs k = Qwen3RecipeBaseKnobs();
   k.precision = precision;
-  k.grouped_gemm = true;
-  k.dispatcher = planner::Dispatcher::kFusedDedup;
+  k.dispatcher = planner::Dispatcher::kFusedDedup;  // flex, HybridEP backend
   k.cuda_graphs = cuda_graphs;
   k.overlap.ep_comm = ep_overlap;
-  k.recompute.mode = planner::RecomputeMode::kNone;
-  k.recompute.modules = 0;
-  k.moe_load_imbalance = 1.0;  // forced balance
   return k;
 }
 
