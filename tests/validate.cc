@@ -1446,6 +1446,7 @@ int main(int argc, char** argv) {
         *model, *cluster, g.shape, row_model.Cost(*cluster, default_constants), s);
     if (!sm.ok()) continue;
     std::vector<std::optional<double>> pred_step(g.cases.size());
+    std::vector<std::optional<double>> meas_step(g.cases.size());
     for (size_t i = 0; i < g.cases.size(); ++i) {
       const mt::LayoutCase& lc = g.cases[i];
       // The published recompute, else the lightest that fits (ChooseKnobs'
@@ -1468,6 +1469,9 @@ int main(int argc, char** argv) {
         continue;
       }
       pred_step[i] = p->step_time_s;
+      // Model FLOPs per step per GPU: the same for every layout of the group.
+      meas_step[i] =
+          mt::MeasuredCaseStepSeconds(lc, p->model_tflops_per_gpu * 1e12 * p->step_time_s);
       double pp_exposed = 0, ep_exposed = 0, bubble = 0;
       for (const mp::Term& t : p->breakdown) {
         const std::string kind(mp::TermKindName(t.kind));
@@ -1476,10 +1480,10 @@ int main(int argc, char** argv) {
         if (t.kind == mp::TermKind::kPipelineBubble) bubble += t.seconds;
       }
       const std::string meas =
-          lc.measured_step_s
-              ? absl::StrFormat("meas %6.2f s (%5.0f tok/s/GPU) err %+6.1f%%", *lc.measured_step_s,
-                                mt::StepTokensPerSecPerGpu(g.shape, *lc.measured_step_s),
-                                100 * (*lc.measured_step_s / p->step_time_s - 1))
+          meas_step[i]
+              ? absl::StrFormat("meas %6.2f s (%5.0f tok/s/GPU) err %+6.1f%%", *meas_step[i],
+                                mt::StepTokensPerSecPerGpu(g.shape, *meas_step[i]),
+                                100 * (*meas_step[i] / p->step_time_s - 1))
               : std::string("meas   (none)");
       std::printf("  %-30s pred %6.2f s (%5.0f tok/s/GPU) %s | pp exposed %5.2f s, ep exposed "
                   "%5.2f s, bubble %5.2f s, peak %5.1f GiB%s rc=%s%s | %s\n",
@@ -1494,9 +1498,9 @@ int main(int argc, char** argv) {
         if (!pred_step[i] || !pred_step[j]) continue;
         const mt::LayoutCase& a = g.cases[i];
         const mt::LayoutCase& b = g.cases[j];
-        if (a.measured_step_s && b.measured_step_s) {
+        if (meas_step[i] && meas_step[j]) {
           ++pairs;
-          right += (*pred_step[i] < *pred_step[j]) == (*a.measured_step_s < *b.measured_step_s);
+          right += (*pred_step[i] < *pred_step[j]) == (*meas_step[i] < *meas_step[j]);
         } else {
           std::printf("  predicted faster: %s (%.2f s vs %.2f s for %s)\n",
                       (*pred_step[i] <= *pred_step[j] ? a : b).name.c_str(),

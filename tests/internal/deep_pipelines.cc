@@ -32,6 +32,14 @@ double TokensPerSecPerGpu(const planner::TrainingShape& shape, double step_s) {
   return double(shape.global_batch) * shape.seq_len / (step_s * shape.gpus);
 }
 
+std::optional<double> MeasuredCaseStepSeconds(const LayoutCase& c, double model_flops_per_gpu) {
+  if (c.measured_step_s) return c.measured_step_s;
+  if (c.measured_tflops && *c.measured_tflops > 0) {
+    return model_flops_per_gpu / (*c.measured_tflops * 1e12);
+  }
+  return std::nullopt;
+}
+
 std::vector<LayoutGroup> H100DeepPipelineGroups() {
   std::vector<LayoutGroup> groups;
   const uint32_t norm_act = planner::kRecomputeLayerNorm | planner::kRecomputeMoeAct;
@@ -88,6 +96,44 @@ std::vector<LayoutGroup> H100DeepPipelineGroups() {
                        Bf16Knobs(deepep, up_mlp, false), false, std::nullopt, "alternative"});
     g.cases.push_back({"tp2 pp8 vp4", Layout(2, 8, 4, 64, 1024),
                        Bf16Knobs(deepep, up_mlp, false), true, std::nullopt, "Bridge H100 recipe"});
+    groups.push_back(g);
+  }
+  {
+    // Llama3-70B SFT (packed SQuAD, seq 4096), 32 H100, FP8 current
+    // scaling, MBS 1, GBS 32: Megatron-Bridge's memory-tuning skill,
+    // skills/nemo-mbridge-perf-memory-tuning/card.yaml measured_results
+    // (NVIDIA-NeMo/Megatron-Bridge@9e12bbd5c6, experiments of PR #3107,
+    // 2026-04): the recipe's TP4 PP4 VP5 DP2 at 704 TFLOP/s/GPU (with
+    // expandable segments), PP doubled to 8 (DP1) 668.0, TP doubled to 8
+    // (DP1) 508.7. Knobs as the recipe (llama3_70b_sft_config_h100 in
+    // scripts/performance/configs/llama/llama3_llm_finetune.py and
+    // LLAMA3_70B_SFT_CONFIG_H100_FP8_CS_V1): TP comm overlap on for TP > 1
+    // (CommOverlapConfig(tp_comm_overlap=TP > 1), no tuned userbuffers
+    // config), TE-scoped CUDA graphs (scope mlp), selective recompute of
+    // core attention (PR #3107's "baseline"), distributed optimizer with
+    // DP overlap. The card's container is not stated; PR #3107 ran in April
+    // 2026, the 26.02-26.04 generation.
+    LayoutGroup g;
+    g.title = "Llama3-70B SFT, 32 H100, FP8 current scaling, seq 4096, GBS 32 (TP / PP resizing)";
+    g.source =
+        "NVIDIA-NeMo/Megatron-Bridge@9e12bbd5c6 skills/nemo-mbridge-perf-memory-tuning/card.yaml "
+        "(PR #3107 experiments, TFLOP/s/GPU)";
+    g.model_preset = "llama3-70b";
+    g.cluster_preset = "h100-sxm";
+    g.shape.gpus = 32, g.shape.seq_len = 4096, g.shape.global_batch = 32;
+    g.shape.objective = planner::Objective::kFinetune;
+    planner::Knobs k;
+    k.precision = planner::Precision::kFp8;
+    k.cuda_graphs = true;
+    k.recompute.mode = planner::RecomputeMode::kSelective;
+    k.recompute.modules = planner::kRecomputeCoreAttn;
+    auto dense = [](int tp, int pp, int vp) { return Layout(tp, pp, vp, 1, 32); };
+    g.cases.push_back({"tp4 pp4 vp5 (recipe)", dense(4, 4, 5), k, true, std::nullopt,
+                       "704 TF, dp 2", 704.0});
+    g.cases.push_back({"tp4 pp8 vp5", dense(4, 8, 5), k, true, std::nullopt,
+                       "668.0 TF, dp 1", 668.0});
+    g.cases.push_back({"tp8 pp4 vp5", dense(8, 4, 5), k, true, std::nullopt,
+                       "508.7 TF, dp 1", 508.7});
     groups.push_back(g);
   }
   return groups;

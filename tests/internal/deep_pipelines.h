@@ -1,8 +1,8 @@
 // Public layout comparisons of deep pipelines on H100 (8 GPUs per node: with
 // pp >= gpus / 8 every stage boundary is an InfiniBand hop), printed by
 // //tests:validate. Each case carries its published layout and knobs and,
-// where published, its measured step time; the sources are in
-// deep_pipelines.cc.
+// where published, its measured step time or its measured model TFLOP/s per
+// GPU; the sources are in deep_pipelines.cc.
 #pragma once
 
 #include <optional>
@@ -23,7 +23,16 @@ struct LayoutCase {
   bool recompute_published = true;
   std::optional<double> measured_step_s;  // nullopt: no public measurement
   std::string note;                       // where the layout comes from
+  // The source publishes model TFLOP/s per GPU instead of a step time. The
+  // layouts of a group run the same model, shape and batch, so the step
+  // time is the model FLOPs per step per GPU / this: MeasuredCaseStepSeconds.
+  std::optional<double> measured_tflops;
 };
+
+// The measured step time of `c`: its published step time, else the model
+// FLOPs per step per GPU (model_flops_per_gpu, the same for every layout of
+// a group) / its published TFLOP/s; nullopt when it has neither.
+std::optional<double> MeasuredCaseStepSeconds(const LayoutCase& c, double model_flops_per_gpu);
 
 struct LayoutGroup {
   std::string title;
@@ -37,9 +46,11 @@ struct LayoutGroup {
 };
 
 // Qwen3-235B-A22B on 256 H100 (Megatron-MoE-ModelZoo, four layouts, three
-// of them measured deep pipelines) and DeepSeek-V3 on 1,024 H100 (TP2 PP16,
+// of them measured deep pipelines), DeepSeek-V3 on 1,024 H100 (TP2 PP16,
 // measured by the DGX Cloud recipe; TP1 PP8 VP2 and the Megatron-Bridge
-// TP2 PP8 VP4, no public BF16 measurement).
+// TP2 PP8 VP4, no public BF16 measurement) and Llama3-70B SFT on 32 H100
+// (Megatron-Bridge's memory-tuning experiment: TP4 PP4, PP doubled to 8,
+// TP doubled to 8, all VP5, measured TFLOP/s).
 std::vector<LayoutGroup> H100DeepPipelineGroups();
 
 // tokens/s/GPU of a step: global_batch x seq_len / (step_s x gpus).

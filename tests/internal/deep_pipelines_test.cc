@@ -25,5 +25,38 @@ TEST(DeepPipelines, TokensPerSecondFromStepTime) {
   EXPECT_NEAR(TokensPerSecPerGpu(s, 19.7), 1663.35, 0.01);
 }
 
+TEST(DeepPipelines, MeasuredStepFromTflops) {
+  // A source that publishes TFLOP/s: step = model FLOPs per step per GPU /
+  // (TFLOP/s x 1e12). 1.774e15 FLOP / 704e12 FLOP/s = 2.5199 s.
+  LayoutCase c;
+  c.measured_tflops = 704.0;
+  ASSERT_TRUE(MeasuredCaseStepSeconds(c, 1.774e15).has_value());
+  EXPECT_NEAR(*MeasuredCaseStepSeconds(c, 1.774e15), 2.5199, 1e-4);
+  // A published step time is taken as it is.
+  c.measured_step_s = 3.0;
+  EXPECT_DOUBLE_EQ(*MeasuredCaseStepSeconds(c, 1.774e15), 3.0);
+  // Neither: no measurement.
+  EXPECT_FALSE(MeasuredCaseStepSeconds(LayoutCase{}, 1.774e15).has_value());
+}
+
+TEST(DeepPipelines, Llama70bSftGroupIsOneJob) {
+  // The three layouts of the memory-tuning experiment differ only in TP and
+  // PP (and so DP): same knobs, VP 5, MBS 1, each with a measured TFLOP/s.
+  bool found = false;
+  for (const LayoutGroup& g : H100DeepPipelineGroups()) {
+    if (g.model_preset != "llama3-70b") continue;
+    found = true;
+    ASSERT_EQ(g.cases.size(), 3u);
+    EXPECT_EQ(g.shape.objective, planner::Objective::kFinetune);
+    for (const LayoutCase& c : g.cases) {
+      EXPECT_TRUE(c.measured_tflops.has_value()) << c.name;
+      EXPECT_EQ(c.parallel.vp, 5) << c.name;
+      EXPECT_EQ(c.knobs.precision, planner::Precision::kFp8) << c.name;
+      EXPECT_EQ(c.knobs.recompute.modules, planner::kRecomputeCoreAttn) << c.name;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
 }  // namespace
 }  // namespace moetune::tests
