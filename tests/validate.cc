@@ -1434,6 +1434,7 @@ int main(int argc, char** argv) {
   // public layout with its published knobs; predicted vs measured step time,
   // the bottleneck rank's exposed P2P and EP time and the bubble, and the
   // pairwise order (measured pairs) or the predicted order (the others).
+  int groups_pairs = 0, groups_right = 0;
   for (const mt::LayoutGroup& g : mt::H100DeepPipelineGroups()) {
     absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(g.model_preset);
     absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(g.cluster_preset);
@@ -1511,7 +1512,11 @@ int main(int argc, char** argv) {
       }
     }
     if (pairs > 0) std::printf("  measured pairs in the right order: %d / %d\n", right, pairs);
+    groups_pairs += pairs;
+    groups_right += right;
   }
+  std::printf("\nH100 layout groups outside runs.json: measured pairs in the right order %d / %d\n",
+              groups_right, groups_pairs);
   // --- Public runs outside runs.json whose recipes set knobs the rows
   // never vary (tests/internal/recipe_checks.h): checks, never fitted.
   {
