@@ -105,14 +105,15 @@ std::vector<LayoutGroup> H100DeepPipelineGroups() {
     // (NVIDIA-NeMo/Megatron-Bridge@9e12bbd5c6, experiments of PR #3107,
     // 2026-04): the recipe's TP4 PP4 VP5 DP2 at 704 TFLOP/s/GPU (with
     // expandable segments), PP doubled to 8 (DP1) 668.0, TP doubled to 8
-    // (DP1) 508.7. Knobs as the recipe (llama3_70b_sft_config_h100 in
-    // scripts/performance/configs/llama/llama3_llm_finetune.py and
+    // (DP1) 508.7. Knobs as the recipe (Megatron-Bridge's performance
+    // config llama3_70b_sft_config_h100 and its workload preset
     // LLAMA3_70B_SFT_CONFIG_H100_FP8_CS_V1): TP comm overlap on for TP > 1
-    // (CommOverlapConfig(tp_comm_overlap=TP > 1), no tuned userbuffers
-    // config), TE-scoped CUDA graphs (scope mlp), selective recompute of
-    // core attention (PR #3107's "baseline"), distributed optimizer with
-    // DP overlap. The card's container is not stated; PR #3107 ran in April
-    // 2026, the 26.02-26.04 generation.
+    // (CommOverlapConfig(tp_comm_overlap=TP > 1, ...) with no userbuffers
+    // config, so TE's default one), TE-scoped CUDA graphs (scope mlp; priced
+    // as the model's scoped graphs), selective recompute of core attention
+    // (PR #3107's "baseline"), distributed optimizer with DP overlap. The
+    // card's container is not stated; PR #3107 ran in April 2026, the
+    // 26.02-26.04 generation.
     LayoutGroup g;
     g.title = "Llama3-70B SFT, 32 H100, FP8 current scaling, seq 4096, GBS 32 (TP / PP resizing)";
     g.source =

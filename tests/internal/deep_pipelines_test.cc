@@ -51,6 +51,8 @@ TEST(DeepPipelines, Llama70bSftGroupIsOneJob) {
     for (const LayoutCase& c : g.cases) {
       EXPECT_TRUE(c.measured_tflops.has_value()) << c.name;
       EXPECT_EQ(c.parallel.vp, 5) << c.name;
+      EXPECT_EQ(c.parallel.mbs, 1) << c.name;
+      EXPECT_EQ(c.parallel.tp * c.parallel.pp * c.parallel.dp, 32) << c.name;
       EXPECT_EQ(c.knobs.precision, planner::Precision::kFp8) << c.name;
       EXPECT_EQ(c.knobs.recompute.modules, planner::kRecomputeCoreAttn) << c.name;
     }
