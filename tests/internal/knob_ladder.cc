@@ -362,24 +362,35 @@ planner::Knobs RecipeIndexKnobs(planner::Precision precision, bool cuda_graphs, 
   return k;
 }
 
+// A recipe-index ladder's job: seq 4096, TP = PP = CP = ETP = 1 (every
+// Qwen3 recipe of the index), the given GPUs, global batch, EP and MBS.
+StandaloneLadder RecipeIndexLadder(const char* title, const char* model_preset,
+                                   const char* cluster_preset, planner::StackGeneration generation,
+                                   int gpus, int global_batch, int ep, int mbs) {
+  StandaloneLadder l;
+  l.title = title;
+  l.source = kMoeRecipesSource;
+  l.model_preset = model_preset;
+  l.cluster_preset = cluster_preset;
+  l.generation = generation;
+  l.shape.gpus = gpus;
+  l.shape.seq_len = 4096;
+  l.shape.global_batch = global_batch;
+  planner::ParallelConfig& p = l.parallel;
+  p.tp = 1, p.cp = 1, p.ep = ep, p.pp = 1, p.vp = 1, p.etp = 1, p.mbs = mbs;
+  return l;
+}
+
 }  // namespace
 
 StandaloneLadder Qwen3A3bGb200RecipeLadder() {
-  StandaloneLadder l;
-  l.title = "Qwen3-30B-A3B, 16 GB200, TP1 PP1 EP16, MBS4 GBS512, HybridEP, no EP overlap "
-            "(recipe index)";
-  l.source = kMoeRecipesSource;
-  l.model_preset = "qwen3-30b-a3b";
-  l.cluster_preset = "gb200-nvl72";
   // The first two recipes name pytorch:26.03 / TE 2.14, the third 26.04 /
   // TE 2.15: the 2026 software with full-iteration graphs (priced as the
   // 26.06 generation, as the MLPerf v6.0 anchors on 26.04 containers are).
-  l.generation = planner::StackGeneration::k2606;
-  l.shape.gpus = 16;
-  l.shape.seq_len = 4096;
-  l.shape.global_batch = 512;
-  planner::ParallelConfig& p = l.parallel;
-  p.tp = 1, p.cp = 1, p.ep = 16, p.pp = 1, p.vp = 1, p.etp = 1, p.mbs = 4;
+  StandaloneLadder l = RecipeIndexLadder(
+      "Qwen3-30B-A3B, 16 GB200, TP1 PP1 EP16, MBS4 GBS512, HybridEP, no EP overlap "
+      "(recipe index)",
+      "qwen3-30b-a3b", "gb200-nvl72", planner::StackGeneration::k2606, 16, 512, 16, 4);
   planner::MegatronFeatures f = ScopedGraphFeatures();
   planner::Knobs k = RecipeIndexKnobs(planner::Precision::kBf16, false, false);
   l.steps.push_back({"mlm-recipe-qwen3-30b-gb200-bf16", "BF16, no CUDA graphs", k, f,
@@ -400,18 +411,11 @@ StandaloneLadder Qwen3A3bGb200RecipeLadder() {
 }
 
 StandaloneLadder Qwen3A22bGb200RecipeLadder() {
-  StandaloneLadder l;
-  l.title = "Qwen3-235B-A22B, 128 GB200, TP1 PP1 EP64, MBS1 GBS8192, MXFP8, HybridEP, EP overlap "
-            "(recipe index)";
-  l.source = kMoeRecipesSource;
-  l.model_preset = "qwen3-235b-a22b";
-  l.cluster_preset = "gb200-nvl72";
-  l.generation = planner::StackGeneration::k2606;  // as the 30B ladder
-  l.shape.gpus = 128;
-  l.shape.seq_len = 4096;
-  l.shape.global_batch = 8192;
-  planner::ParallelConfig& p = l.parallel;
-  p.tp = 1, p.cp = 1, p.ep = 64, p.pp = 1, p.vp = 1, p.etp = 1, p.mbs = 1;
+  StandaloneLadder l = RecipeIndexLadder(
+      "Qwen3-235B-A22B, 128 GB200, TP1 PP1 EP64, MBS1 GBS8192, MXFP8, HybridEP, EP overlap "
+      "(recipe index)",
+      "qwen3-235b-a22b", "gb200-nvl72", planner::StackGeneration::k2606,  // as the 30B ladder
+      128, 8192, 64, 1);
   planner::MegatronFeatures f = ScopedGraphFeatures();
   const planner::Knobs k = RecipeIndexKnobs(planner::Precision::kMxfp8, true, true);
   l.steps.push_back({"mlm-recipe-qwen3-235b-gb200-partialcg", "TE graphs (partial)", k, f,
@@ -429,17 +433,11 @@ StandaloneLadder Qwen3A22bGb200RecipeLadder() {
 }
 
 StandaloneLadder Qwen3A3bH100RecipeLadder() {
-  StandaloneLadder l;
-  l.title = "Qwen3-30B-A3B, 32 H100, TP1 PP1 EP8, MBS1 GBS256, HybridEP (recipe index)";
-  l.source = kMoeRecipesSource;
-  l.model_preset = "qwen3-30b-a3b";
-  l.cluster_preset = "h100-sxm";
-  l.generation = planner::StackGeneration::k2602;  // pytorch:26.03 recipes, scoped graphs
-  l.shape.gpus = 32;
-  l.shape.seq_len = 4096;
-  l.shape.global_batch = 256;
-  planner::ParallelConfig& p = l.parallel;
-  p.tp = 1, p.cp = 1, p.ep = 8, p.pp = 1, p.vp = 1, p.etp = 1, p.mbs = 1;
+  StandaloneLadder l = RecipeIndexLadder(
+      "Qwen3-30B-A3B, 32 H100, TP1 PP1 EP8, MBS1 GBS256, HybridEP (recipe index)",
+      "qwen3-30b-a3b", "h100-sxm",
+      planner::StackGeneration::k2602,  // pytorch:26.03 recipes, scoped graphs
+      32, 256, 8, 1);
   const planner::MegatronFeatures f = ScopedGraphFeatures();
   planner::Knobs k = RecipeIndexKnobs(planner::Precision::kBf16, false, false);
   l.steps.push_back({"mlm-recipe-qwen3-30b-h100-bf16", "BF16, no CUDA graphs", k, f,
