@@ -62,6 +62,57 @@ TEST(RecipeChecksTest, Qwen3CardRunsAsTheirRecipes) {
   EXPECT_EQ(sft.knobs.dispatcher, planner::Dispatcher::kAllToAll);
 }
 
+// The August 2026 performance cards, as their recipes read (Megatron-Bridge
+// perf_recipes/{deepseek,qwen,gpt_oss}/* at the cards' bridge commits).
+TEST(RecipeChecksTest, AugustCardsRunAsTheirRecipes) {
+  const std::map<std::string, RecipeCheck> m = ById();
+  // DeepSeek-V3: 256 GB200 TP1 PP4 VP4 EP64 with mla_up_proj recompute, 256
+  // GB300 TP1 PP2 VP8 EP32 without; both the "Et*4|(t*4|)*14tmL" layout.
+  const RecipeCheck& gb200 = m.at("dsv3-gb200-card-performance");
+  EXPECT_EQ(gb200.shape.gpus, 256);
+  EXPECT_EQ(gb200.shape.global_batch, 4096);
+  EXPECT_EQ(gb200.parallel.pp * gb200.parallel.vp, 16);
+  EXPECT_EQ(gb200.parallel.ep, 64);
+  EXPECT_EQ(gb200.knobs.recompute.modules, planner::kRecomputeMlaUpProj);
+  const RecipeCheck& gb300 = m.at("dsv3-gb300-card-performance");
+  EXPECT_EQ(gb300.parallel.pp * gb300.parallel.vp, 16);
+  EXPECT_EQ(gb300.parallel.ep, 32);
+  EXPECT_EQ(gb300.knobs.recompute.mode, planner::RecomputeMode::kNone);
+  for (const RecipeCheck* c : {&gb200, &gb300}) {
+    // 4 + 14 x 4 + 1 = 61 decoder layers over pp x vp stages.
+    EXPECT_EQ(*c->parallel.first_stage_layers, 4);
+    EXPECT_EQ(*c->parallel.last_stage_layers, 1);
+    EXPECT_TRUE(c->features.graph_full_iteration);
+    EXPECT_TRUE(c->knobs.overlap.ep_comm);
+    EXPECT_EQ(c->knobs.precision, planner::Precision::kMxfp8);
+  }
+  // DeepSeek-V3 on 1,024 H100: ETP1 (the card's topology), no graphs, no
+  // EP / grad-reduce overlap, "Et|(tt|)*30mL": 1 + 30 x 2 + 0 = 61.
+  const RecipeCheck& h100 = m.at("dsv3-h100-card-performance");
+  EXPECT_EQ(h100.parallel.tp * h100.parallel.pp * h100.parallel.vp, 64);
+  EXPECT_EQ(h100.parallel.etp, 1);
+  EXPECT_EQ(*h100.parallel.first_stage_layers + 30 * 2 + *h100.parallel.last_stage_layers, 61);
+  EXPECT_FALSE(h100.knobs.cuda_graphs);
+  EXPECT_FALSE(h100.knobs.overlap.ep_comm);
+  EXPECT_FALSE(h100.knobs.overlap.dp_comm);
+  // GPT-OSS-120B: the GB200 BF16 card and the H100 functional card run the
+  // NCCL all-to-all without CUDA graphs; only the functional one routes
+  // naturally.
+  EXPECT_EQ(m.at("gpt-oss-120b-gb200-card-performance").knobs.dispatcher,
+            planner::Dispatcher::kAllToAll);
+  EXPECT_EQ(m.at("gpt-oss-120b-gb200-card-performance").knobs.routing,
+            planner::Routing::kBalanced);
+  EXPECT_EQ(m.at("gpt-oss-120b-h100-card-functional").knobs.routing, planner::Routing::kNatural);
+  EXPECT_FALSE(m.at("gpt-oss-120b-h100-card-functional").knobs.cuda_graphs);
+  // Every card id names a card; no summary-table row is counted as one.
+  int cards = 0;
+  for (const auto& [id, c] : m) {
+    EXPECT_EQ(c.verification_card, id.find("-card-") != std::string::npos) << id;
+    cards += c.verification_card;
+  }
+  EXPECT_EQ(cards, 14);
+}
+
 TEST(RecipeChecksTest, EveryCheckHasASourceAndAMeasurement) {
   for (const RecipeCheck& c : PublicRecipeChecks()) {
     EXPECT_FALSE(c.source.empty()) << c.id;
