@@ -1524,14 +1524,19 @@ int main(int argc, char** argv) {
                 "attention), shipped constants ==\n");
     std::printf("  %-34s %9s %9s %8s %9s  %s\n", "run", "meas", "pred", "err", "attn s",
                 "recipe / not modelled");
-    // The verification cards' errors (tokens/s/GPU, pred / meas - 1) and
-    // the cards' performance runs per model and cluster, for the summary.
-    std::vector<std::pair<std::string, double>> card_errors;
+    // Per published set (verification cards, recipe index): each run's
+    // error (tokens/s/GPU, pred / meas - 1) and its performance runs per
+    // model and cluster, for the summaries.
+    using Set = mt::RecipeCheck::Set;
     struct CardPerf {
       double meas = 0, pred = 0;
       mp::Precision precision = mp::Precision::kBf16;
     };
-    std::map<std::pair<std::string, std::string>, CardPerf> card_perf;
+    struct SetResults {
+      std::vector<std::pair<std::string, double>> errors;
+      std::map<std::pair<std::string, std::string>, CardPerf> perf;
+    };
+    std::map<Set, SetResults> sets;
     for (const mt::RecipeCheck& c : mt::PublicRecipeChecks()) {
       absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(c.model_preset);
       absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(c.cluster_preset);
@@ -1561,12 +1566,18 @@ int main(int argc, char** argv) {
         std::printf("  %-34s %s\n", c.id.c_str(), std::string(p.status().message()).c_str());
         continue;
       }
-      const double meas = c.measured_tokens_per_sec_per_gpu;
-      if (c.verification_card) {
-        card_errors.emplace_back(c.id, p->tokens_per_sec_per_gpu / meas - 1);
-        if (absl::StrContains(c.id, "-card-performance")) {
-          card_perf[{c.model_preset, c.cluster_preset}] = {meas, p->tokens_per_sec_per_gpu,
-                                                           c.knobs.precision};
+      // TFLOP/s/GPU published: tokens with the prediction's FLOPs per token.
+      const double meas = c.measured_tflops_per_gpu > 0
+                              ? c.measured_tflops_per_gpu * p->tokens_per_sec_per_gpu /
+                                    p->model_tflops_per_gpu
+                              : c.measured_tokens_per_sec_per_gpu;
+      if (c.set != Set::kOther) {
+        SetResults& r = sets[c.set];
+        r.errors.emplace_back(c.id, p->tokens_per_sec_per_gpu / meas - 1);
+        // A card's performance run, or any recipe-index run (all are).
+        if (c.set == Set::kRecipeIndex || absl::StrContains(c.id, "-card-performance")) {
+          r.perf[{c.model_preset, c.cluster_preset}] = {meas, p->tokens_per_sec_per_gpu,
+                                                        c.knobs.precision};
         }
       }
       std::printf("  %-34s %9.0f %9.0f %+7.1f%% %9.3f  %s%s%s%s\n", c.id.c_str(), meas,
@@ -1629,31 +1640,34 @@ int main(int argc, char** argv) {
         }
       }
     }
-    // The verification cards as one out-of-sample set: every card of a
-    // model with a preset whose recipe the step model can be told (the
-    // SFT-long-context and PEFT cards are not among them).
-    if (!card_errors.empty()) {
+    // Each published set as one out-of-sample figure: the verification
+    // cards (every card of a model with a preset whose recipe the step
+    // model can be told; the SFT-long-context and PEFT cards are not among
+    // them) and the recipe-index runs no knob ladder holds.
+    for (const auto& [set, r] : sets) {
+      if (r.errors.empty()) continue;
       double abs_sum = 0, signed_sum = 0;
-      const std::pair<std::string, double>* worst = &card_errors.front();
-      for (const auto& e : card_errors) {
+      const std::pair<std::string, double>* worst = &r.errors.front();
+      for (const auto& e : r.errors) {
         abs_sum += std::fabs(e.second);
         signed_sum += e.second;
         if (std::fabs(e.second) > std::fabs(worst->second)) worst = &e;
       }
-      const double n = double(card_errors.size());
-      std::printf("  Megatron-Bridge verification cards (Jul-Aug 2026): %zu runs, MAPE %.1f%%, "
-                  "signed %+.1f%%, worst %s %+.1f%%\n",
-                  card_errors.size(), 100 * abs_sum / n, 100 * signed_sum / n,
-                  worst->first.c_str(), 100 * worst->second);
+      const double n = double(r.errors.size());
+      std::printf("  %s: %zu runs, MAPE %.1f%%, signed %+.1f%%, worst %s %+.1f%%\n",
+                  set == Set::kVerificationCard
+                      ? "Megatron-Bridge verification cards (Jul-Aug 2026)"
+                      : "Megatron-LM recipe index (Aug 2026, runs outside the knob ladders)",
+                  r.errors.size(), 100 * abs_sum / n, 100 * signed_sum / n, worst->first.c_str(),
+                  100 * worst->second);
       // Same model, same precision (each cluster's own recipe layout).
-      for (const auto& [key, gb300] : card_perf) {
+      for (const auto& [key, gb300] : r.perf) {
         if (key.second != "gb300-nvl72") continue;
-        auto gb200 = card_perf.find({key.first, "gb200-nvl72"});
-        if (gb200 == card_perf.end() || gb200->second.precision != gb300.precision) continue;
+        auto gb200 = r.perf.find({key.first, "gb200-nvl72"});
+        if (gb200 == r.perf.end() || gb200->second.precision != gb300.precision) continue;
         const double meas = gb300.meas / gb200->second.meas;
         const double pred = gb300.pred / gb200->second.pred;
-        std::printf("  ratio GB300 / GB200 tokens/s/GPU, %-16s performance cards: meas %.3f pred "
-                    "%.3f err %+.1f%%\n",
+        std::printf("    ratio GB300 / GB200 tokens/s/GPU, %-16s meas %.3f pred %.3f err %+.1f%%\n",
                     key.first.c_str(), meas, pred, 100 * (pred / meas - 1));
       }
     }

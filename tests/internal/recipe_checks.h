@@ -81,18 +81,31 @@ struct RecipeCheck {
   // for (empty: everything it sets is modelled).
   std::string not_modelled;
   double measured_tokens_per_sec_per_gpu = 0;
-  // A Megatron-Bridge model verification card (examples/
-  // model_verification_cards/*/card.yaml): //tests:validate sums these up
-  // as one out-of-sample set and compares each model's GB300 and GB200
-  // performance cards.
-  bool verification_card = false;
+  // Published as model TFLOP/s per GPU instead (Megatron-LM's count, which
+  // halves causal attention as the model does): compared as TFLOP/s, i.e.
+  // converted to tokens with the prediction's own FLOPs per token.
+  double measured_tflops_per_gpu = 0;
+  // Which published set the run belongs to: //tests:validate sums each set
+  // up as one out-of-sample figure and compares each model's GB300 and
+  // GB200 runs within a set.
+  enum class Set {
+    kOther,
+    // Megatron-Bridge model verification cards (examples/
+    // model_verification_cards/*/card.yaml).
+    kVerificationCard,
+    // Megatron-LM's MoE recipe index (examples/moe_recipes/README.md).
+    kRecipeIndex,
+  };
+  Set set = Set::kOther;
 };
 
 // Qwen3-30B-A3B on 8 GB200 / 16 H100 (Megatron-Bridge model verification
 // card, scoped vs full-iteration CUDA graphs), GPT-OSS-120B MXFP8 on 64
-// GB200 / GB300 (Megatron-Bridge performance summary, 26.06 - 26.08), and
-// the DeepSeek-V3 (256 GB200 / GB300, 1,024 H100) and Qwen3-235B-A22B (256
-// GB200 / GB300) performance cards (August 2026).
+// GB200 / GB300 (Megatron-Bridge performance summary, 26.06 - 26.08), the
+// DeepSeek-V3 (256 GB200 / GB300, 1,024 H100), Qwen3-235B-A22B (256 GB200 /
+// GB300) and GPT-OSS-120B performance cards (August 2026), and the
+// DeepSeek-V3 and Qwen3-235B-A22B runs of Megatron-LM's MoE recipe index
+// that no knob ladder holds.
 std::vector<RecipeCheck> PublicRecipeChecks();
 
 }  // namespace moetune::tests

@@ -107,17 +107,47 @@ TEST(RecipeChecksTest, AugustCardsRunAsTheirRecipes) {
   // Every card id names a card; no summary-table row is counted as one.
   int cards = 0;
   for (const auto& [id, c] : m) {
-    EXPECT_EQ(c.verification_card, id.find("-card-") != std::string::npos) << id;
-    cards += c.verification_card;
+    const bool card = c.set == RecipeCheck::Set::kVerificationCard;
+    EXPECT_EQ(card, id.find("-card-") != std::string::npos) << id;
+    cards += card;
   }
   EXPECT_EQ(cards, 14);
+}
+
+// The recipe-index runs as their YAML ARGS read (Megatron-LM
+// examples/moe_recipes at 9c5258f109): DeepSeek-V3's layout fills 16
+// virtual stages with 4 + 14 x 4 + 1 = 61 layers; Qwen3-235B's virtual
+// stages hold 3 (H100) or 2 (B200) layers of 94 + embedding + loss.
+TEST(RecipeChecksTest, RecipeIndexRunsAsTheirYaml) {
+  const std::map<std::string, RecipeCheck> m = ById();
+  for (const char* id : {"mlm-index-dsv3-gb200", "mlm-index-dsv3-gb300", "mlm-index-dsv3-b200"}) {
+    const RecipeCheck& c = m.at(id);
+    EXPECT_EQ(c.parallel.pp * c.parallel.vp, 16) << id;
+    EXPECT_EQ(*c.parallel.first_stage_layers, 4) << id;
+    EXPECT_EQ(*c.parallel.last_stage_layers, 1) << id;
+    EXPECT_TRUE(c.knobs.overlap.ep_comm) << id;
+    EXPECT_EQ(c.set, RecipeCheck::Set::kRecipeIndex) << id;
+  }
+  EXPECT_TRUE(m.at("mlm-index-dsv3-gb200").knobs.offload_activations);
+  EXPECT_FALSE(m.at("mlm-index-dsv3-gb300").knobs.offload_activations);
+  EXPECT_FALSE(m.at("mlm-index-dsv3-b200").knobs.cuda_graphs);
+  const RecipeCheck& h100 = m.at("mlm-index-qwen3-235b-h100");
+  EXPECT_EQ((94 + 2) / (h100.parallel.pp * h100.parallel.vp), 3);
+  EXPECT_FALSE(h100.features.graph_attn);
+  const RecipeCheck& b200 = m.at("mlm-index-qwen3-235b-b200");
+  EXPECT_EQ((94 + 2) / (b200.parallel.pp * b200.parallel.vp), 2);
+  EXPECT_EQ(b200.parallel.mbs, 3);
+  const RecipeCheck& gb300 = m.at("mlm-index-qwen3-235b-gb300");
+  EXPECT_TRUE(gb300.features.graph_full_iteration);
+  EXPECT_EQ(gb300.generation, planner::StackGeneration::k2606);
 }
 
 TEST(RecipeChecksTest, EveryCheckHasASourceAndAMeasurement) {
   for (const RecipeCheck& c : PublicRecipeChecks()) {
     EXPECT_FALSE(c.source.empty()) << c.id;
     EXPECT_FALSE(c.recipe.empty()) << c.id;
-    EXPECT_GT(c.measured_tokens_per_sec_per_gpu, 0) << c.id;
+    // Exactly one measurement: tokens/s/GPU or (the recipe index) TFLOP/s/GPU.
+    EXPECT_NE(c.measured_tokens_per_sec_per_gpu > 0, c.measured_tflops_per_gpu > 0) << c.id;
     EXPECT_GT(c.shape.gpus, 0) << c.id;
   }
 }
