@@ -79,12 +79,35 @@ double BusFactor(CollectiveKind kind, int n) {
 
 // Expected number of distinct bins hit by k uniform picks among n bins:
 // n (1 - (1 - 1/n)^k).
-double DistinctHits(double n, int k) {
+double DistinctHits(double n, double k) {
   if (n <= 1) return std::min<double>(n, 1.0);
   return n * (1.0 - std::pow(1.0 - 1.0 / n, k));
 }
 
+// C(n, r) / C(m, r) for n <= m: the chance that r picks without
+// replacement from m avoid m - n given items.
+double ChooseRatio(int n, int m, int r) {
+  if (r > n) return 0.0;
+  double ratio = 1.0;
+  for (int i = 0; i < r; ++i) ratio *= double(n - i) / double(m - i);
+  return ratio;
+}
+
 }  // namespace
+
+double DistinctDestinations(double units, int top_k, int groups, int group_topk) {
+  if (groups <= 1 || group_topk <= 0 || group_topk >= groups || top_k < group_topk) {
+    return DistinctHits(units, top_k);
+  }
+  if (units <= 1) return std::min(units, 1.0);
+  if (units < groups) {
+    // q whole groups per destination (units divides groups in every
+    // Megatron layout: EP divides the experts and groups divide them).
+    const int q = std::max(1, int(std::lround(groups / units)));
+    return units * (1.0 - ChooseRatio(groups - q, groups, group_topk));
+  }
+  return group_topk * DistinctHits(units / groups, double(top_k) / group_topk);
+}
 
 std::string_view CostSourceName(CostSource source) {
   return source == CostSource::kCalibrated ? "calibrated" : "datasheet_prior";
@@ -347,8 +370,12 @@ DispatchLinkTimes DispatchLinks(const ClusterSpec& cluster, const PriorConstants
   if (s.dedup) {
     // Fused dispatch sends a token once per destination GPU in the domain
     // and once per destination domain (forwarded inside it over NVLink).
-    nvlink_copies = DistinctHits(s.ep, s.top_k) * (g - 1) / s.ep;
-    remote_copies = DistinctHits(domains, s.top_k) * (domains - 1) / domains;
+    // By symmetry the token's own GPU (domain) is as likely a destination
+    // as any other: (g - 1) / ep of the distinct GPUs are its domain's
+    // others, (domains - 1) / domains of the distinct domains are remote.
+    const int groups = s.router_groups, gk = s.router_group_topk;
+    nvlink_copies = DistinctDestinations(s.ep, s.top_k, groups, gk) * (g - 1) / s.ep;
+    remote_copies = DistinctDestinations(domains, s.top_k, groups, gk) * (domains - 1) / domains;
   } else {
     // All-to-all sends one copy per (token, expert); 1/ep stay local.
     nvlink_copies = s.top_k * (g - 1) / s.ep;
@@ -743,9 +770,17 @@ Cost CalibratedCostModel::Dispatch(const DispatchShape& s) const {
   for (const DispatchTable& d : tables_.dispatch) {
     if (d.dedup == s.dedup && d.ep == s.ep &&
         d.ep_gpus_per_domain == s.ep_gpus_per_domain) {
-      return {InterpolateSeconds(d.bytes_curve,
-                                 s.tokens * s.top_k * s.bytes_per_token),
-              CostSource::kCalibrated};
+      double seconds = InterpolateSeconds(d.bytes_curve, s.tokens * s.top_k * s.bytes_per_token);
+      if (s.dedup && s.router_groups > 1) {
+        // The probe routes every token to uniform experts; a group-limited
+        // router sends it to fewer destinations. Scaled by the prior's
+        // ratio of the two.
+        DispatchShape uniform = s;
+        uniform.router_groups = uniform.router_group_topk = 0;
+        const double u = prior_->Dispatch(uniform).seconds;
+        if (u > 0) seconds *= prior_->Dispatch(s).seconds / u;
+      }
+      return {seconds, CostSource::kCalibrated};
     }
   }
   return prior_->Dispatch(s);

@@ -60,12 +60,37 @@ struct DispatchShape {
   int ep = 1;                // EP group size
   int ep_gpus_per_domain = 1;  // EP ranks inside one NVLink domain
   bool dedup = false;        // fused de-duplicated dispatch (DeepEP/HybridEP)
+  // Group-limited routing (Megatron --moe-router-num-groups / -group-topk,
+  // DeepSeek-V3's node-limited routing: 8 groups, 4 per token): experts in
+  // router_groups equal contiguous groups, each token's top-k drawn from
+  // router_group_topk of them. 0: every expert eligible. Read by the
+  // de-duplicated dispatch only (DistinctDestinations).
+  int router_groups = 0;
+  int router_group_topk = 0;
   // Ceiling on the achieved NVLink rate of this dispatcher implementation
   // (bytes/s per GPU), below the prior's; 0 = none. The step model sets it
   // from the software stack (StackConstants::features); measured tables
   // already include it.
   double nvlink_rate_cap_bytes_per_sec = 0;
 };
+
+// Expected number of distinct destinations (EP ranks, or NVLink domains of
+// EP ranks) of one token's top_k experts when the E experts lie
+// contiguously over `units` equal destinations. Without group-limited
+// routing (groups <= 1, or group_topk >= groups) each pick is uniform:
+// units (1 - (1 - 1/units)^top_k). With it the token's experts lie in
+// group_topk of the `groups` contiguous groups, and each chosen group
+// receives top_k / group_topk of them (Megatron-Core group_limited_topk
+// picks groups by the sum of their top top_k/group_topk scores, so every
+// chosen group holds its share of the top-k):
+//  - a destination holding q = groups / units whole groups is hit when one
+//    of them is chosen: units (1 - C(groups - q, group_topk) /
+//    C(groups, group_topk));
+//  - a group spread over s = units / groups destinations: group_topk
+//    DistinctHits(s, top_k / group_topk).
+// Example, DeepSeek-V3 (256 experts, 8 groups, 4 per token, top 8) over 8
+// domains: 8 (1 - C(7,4)/C(8,4)) = 4 domains, against 5.25 uniform.
+double DistinctDestinations(double units, int top_k, int groups, int group_topk);
 
 // Expert tensor parallelism (ETP > 1): each expert's FFN is split over etp
 // GPUs, so after the EP dispatch every ETP rank needs every routed row of its

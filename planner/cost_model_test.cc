@@ -128,14 +128,21 @@ TEST(DatasheetCostModelTest, ScaleOutNeverFasterThanNvlink) {
   }
 }
 
-TEST(DatasheetCostModelTest, DispatchByHand) {
-  const DatasheetCostModel cm(RoundCluster());
+// 4,096 tokens of 1,000 bytes, top 8, over `ep` ranks in domains of
+// `gpus_per_domain`.
+DispatchShape TopEightShape(int ep, int gpus_per_domain) {
   DispatchShape d;
   d.tokens = 4096;
   d.bytes_per_token = 1000;
   d.top_k = 8;
-  d.ep = 8;
-  d.ep_gpus_per_domain = 8;
+  d.ep = ep;
+  d.ep_gpus_per_domain = gpus_per_domain;
+  return d;
+}
+
+TEST(DatasheetCostModelTest, DispatchByHand) {
+  const DatasheetCostModel cm(RoundCluster());
+  DispatchShape d = TopEightShape(8, 8);
   // All-to-all inside one domain: 8 copies per token, 7/8 leave the GPU:
   // 4096 x 7 x 1000 = 28,672,000 bytes at 1e11 x 0.75 = 382.29 us;
   // + 2 x 1 us latency = 384.29 us.
@@ -149,6 +156,43 @@ TEST(DatasheetCostModelTest, DispatchByHand) {
   // EP 1 moves nothing.
   d.ep = 1;
   EXPECT_EQ(cm.Dispatch(d).seconds, 0.0);
+}
+
+// Group-limited routing (DeepSeek-V3: 256 experts in 8 groups, 4 groups
+// per token, top 8), by hand.
+TEST(DistinctDestinationsTest, GroupLimitedRoutingByHand) {
+  // Uniform: 8 (1 - (7/8)^8) = 5.2511 of 8 destinations.
+  EXPECT_NEAR(DistinctDestinations(8, 8, 0, 0), 5.2511, 1e-4);
+  EXPECT_NEAR(DistinctDestinations(8, 8, 8, 8), 5.2511, 1e-4);  // every group eligible
+  // One group per destination (EP 64 over eight 8-GPU nodes; or EP 8 over
+  // GPUs): the 4 chosen groups are 4 destinations.
+  EXPECT_NEAR(DistinctDestinations(8, 8, 8, 4), 4.0, 1e-12);
+  // Two groups per destination (EP 32 over four nodes): a node is missed
+  // when both its groups are: 4 (1 - C(6,4) / C(8,4)) = 4 (1 - 15/70).
+  EXPECT_NEAR(DistinctDestinations(4, 8, 8, 4), 4.0 * (1.0 - 15.0 / 70.0), 1e-12);
+  // A group over 8 GPUs (EP 64 over GPUs): 2 picks per chosen group,
+  // 4 x 8 (1 - (7/8)^2) = 4 x 1.875.
+  EXPECT_NEAR(DistinctDestinations(64, 8, 8, 4), 7.5, 1e-12);
+  // One destination: always itself.
+  EXPECT_EQ(DistinctDestinations(1, 8, 8, 4), 1.0);
+}
+
+// The de-duplicated dispatch sends a token once per destination domain:
+// node-limited routing cuts the NIC copies of EP 64 over eight 8-GPU
+// domains from 5.2511 x 7/8 to 4 x 7/8 per token; all-to-all is unchanged.
+TEST(DatasheetCostModelTest, GroupLimitedRoutingCutsDedupNicCopies) {
+  const DatasheetCostModel cm(RoundCluster());
+  DispatchShape d = TopEightShape(64, 8);
+  d.dedup = true;
+  DispatchShape g = d;
+  g.router_groups = 8;
+  g.router_group_topk = 4;
+  const double lat = 2 * RoundCluster().scaleout_latency_s;
+  // Both NIC-bound: the time past the latency scales with the copies.
+  EXPECT_NEAR((cm.Dispatch(g).seconds - lat) / (cm.Dispatch(d).seconds - lat), 4.0 / 5.2511,
+              1e-3);
+  d.dedup = g.dedup = false;
+  EXPECT_EQ(cm.Dispatch(g).seconds, cm.Dispatch(d).seconds);
 }
 
 // Every GPU generation has a complete built-in prior table

@@ -437,6 +437,8 @@ void ExpertKindCosts(const Context& c, bool grouped, bool dedup, double imbalanc
     d.ep = c.ep;
     d.ep_gpus_per_domain = c.ep_gpus_per_domain;
     d.dedup = dedup;
+    d.router_groups = m.arch.router_num_groups;
+    d.router_group_topk = m.arch.router_group_topk;
     d.bytes_per_token = h * (c.low_precision ? c.operand_bytes : 2.0);
     const DispatcherNvlinkCaps caps = NvlinkDispatchCaps(*c.stack, dedup, c.ep_gpus_per_domain, c.low_precision);
     d.nvlink_rate_cap_bytes_per_sec = caps.dispatch_bytes_per_sec;

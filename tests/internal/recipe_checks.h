@@ -39,9 +39,11 @@
 //   unfused.
 // - The August 2026 performance cards (Megatron-Bridge model verification,
 //   nemo:26.08, each priced as its recipe reads): DeepSeek-V3 256 GB200
-//   +3.8%, 256 GB300 +0.1%, 1,024 H100 -11.0%; Qwen3-235B-A22B 256 GB200
-//   +2.0%, 256 GB300 -2.2%. GB300 / GB200 per GPU, each cluster's recipe:
-//   DeepSeek-V3 measured 1.298, priced 1.251; Qwen3-235B 1.200 vs 1.151.
+//   +4.1%, 256 GB300 +0.9%, 1,024 H100 -1.6% (-11.0% before the dispatch
+//   counted group-limited routing, DistinctDestinations); Qwen3-235B-A22B
+//   256 GB200 +2.0%, 256 GB300 -2.2%. GB300 / GB200 per GPU, each
+//   cluster's recipe: DeepSeek-V3 measured 1.298, priced 1.257; Qwen3-235B
+//   1.200 vs 1.151.
 //   GPT-OSS-120B: GB300 MXFP8 +36% (FP8 attention, as above); GB200 BF16
 //   -9.1% and "does not fit" -- the recipe recomputes only layernorm and
 //   moe_act, and the stack's unfused sliding-window sink layers keep S x S
@@ -49,6 +51,9 @@
 //   prices unfused cannot have run unfused with saved probabilities (the
 //   mechanism behind their slow time is not known); H100 functional (TP2
 //   PP4 EP16, NCCL all-to-all, natural routing on real data) +69%.
+// - Megatron-LM's recipe index, the runs no knob ladder holds: DeepSeek-V3
+//   GB200 +0.8%, GB300 -3.4%, B200 -4.1%; Qwen3-235B-A22B H100 +51%, B200
+//   +33% (both cross-node EP with the A2A overlap), B300 +8%, GB300 -8%.
 #pragma once
 
 #include <string>
