@@ -101,8 +101,10 @@ double DistinctDestinations(double units, int top_k, int groups, int group_topk)
   }
   if (units <= 1) return std::min(units, 1.0);
   if (units < groups) {
-    // q whole groups per destination (units divides groups in every
-    // Megatron layout: EP divides the experts and groups divide them).
+    // q whole groups per destination. EP divides the experts and the
+    // groups divide them, so with power-of-two EP and domain sizes units
+    // divides groups; a fractional domain count (EP 128 over 72-GPU
+    // racks: 1.78) rounds.
     const int q = std::max(1, int(std::lround(groups / units)));
     return units * (1.0 - ChooseRatio(groups - q, groups, group_topk));
   }
