@@ -1,5 +1,8 @@
 #include "tests/internal/recipe_checks.h"
 
+#include <string>
+#include <utility>
+
 namespace moetune::tests {
 
 namespace planner = ::moetune::planner;
@@ -111,6 +114,29 @@ RecipeCheck GptOss(const char* id, const char* cluster, int ep, const char* cont
 // read at (below, per check).
 constexpr char kCardsDir[] = "NVIDIA-NeMo/Megatron-Bridge examples/model_verification_cards/";
 
+// The job of an August 2026 check: seq 4096, forced balancing, the flex
+// dispatcher and CUDA graphs (RecipeKnobs), no recompute, no TP comm
+// overlap; the callers set the rest of what their recipe runs.
+RecipeCheck Aug2026Check(const char* id, std::string source, const char* recipe,
+                         const char* model, const char* cluster, int gpus, int gbs,
+                         planner::Precision precision, RecipeCheck::Set set) {
+  RecipeCheck c;
+  c.id = id;
+  c.source = std::move(source);
+  c.recipe = recipe;
+  c.model_preset = model;
+  c.cluster_preset = cluster;
+  c.shape.gpus = gpus;
+  c.shape.seq_len = 4096;
+  c.shape.global_batch = gbs;
+  c.generation = planner::StackGeneration::k2606;  // nemo:26.06 / 26.08 containers
+  c.knobs = RecipeKnobs(precision);
+  c.knobs.recompute.mode = planner::RecomputeMode::kNone;
+  c.knobs.overlap.tp_comm = false;
+  c.set = set;
+  return c;
+}
+
 // The Blackwell DeepSeek-V3 and Qwen3-235B-A22B performance recipes turn
 // on, with full-iteration graphs, what the step model has no mechanism
 // for: paged stashing with a static expert-rank capacity (factor 1.5) and
@@ -125,23 +151,12 @@ constexpr char kFullIterationNotModelled[] =
 RecipeCheck FullIterationCard(const char* id, const char* model, const char* source,
                               const char* recipe, const char* cluster, int gpus, int gbs,
                               double measured) {
-  RecipeCheck c;
-  c.id = id;
-  c.source = std::string(kCardsDir) + source;
-  c.recipe = recipe;
-  c.model_preset = model;
-  c.cluster_preset = cluster;
-  c.shape.gpus = gpus;
-  c.shape.seq_len = 4096;
-  c.shape.global_batch = gbs;
-  c.generation = planner::StackGeneration::k2606;  // nemo:26.08 containers
-  c.knobs = RecipeKnobs(planner::Precision::kMxfp8);
-  c.knobs.recompute.mode = planner::RecomputeMode::kNone;
-  c.knobs.overlap.tp_comm = false;
+  RecipeCheck c = Aug2026Check(id, std::string(kCardsDir) + source, recipe, model, cluster, gpus,
+                               gbs, planner::Precision::kMxfp8,
+                               RecipeCheck::Set::kVerificationCard);
   c.features.graph_full_iteration = true;
   c.not_modelled = kFullIterationNotModelled;
   c.measured_tokens_per_sec_per_gpu = measured;
-  c.set = RecipeCheck::Set::kVerificationCard;
   return c;
 }
 
@@ -173,22 +188,11 @@ constexpr char kRecipeIndexSource[] =
 RecipeCheck RecipeIndexCheck(const char* id, const char* yaml, const char* recipe,
                              const char* model, const char* cluster, int gpus, int gbs,
                              planner::Precision precision, double measured_tflops) {
-  RecipeCheck c;
-  c.id = id;
-  c.source = std::string(kRecipeIndexSource) + yaml;
-  c.recipe = recipe;
-  c.model_preset = model;
-  c.cluster_preset = cluster;
-  c.shape.gpus = gpus;
-  c.shape.seq_len = 4096;
-  c.shape.global_batch = gbs;
-  c.generation = planner::StackGeneration::k2602;
-  c.knobs = RecipeKnobs(precision);
-  c.knobs.recompute.mode = planner::RecomputeMode::kNone;
-  c.knobs.overlap.tp_comm = false;
+  RecipeCheck c = Aug2026Check(id, std::string(kRecipeIndexSource) + yaml, recipe, model,
+                               cluster, gpus, gbs, precision, RecipeCheck::Set::kRecipeIndex);
+  c.generation = planner::StackGeneration::k2602;  // pytorch:26.03
   c.knobs.overlap.ep_comm = true;
   c.measured_tflops_per_gpu = measured_tflops;
-  c.set = RecipeCheck::Set::kRecipeIndex;
   return c;
 }
 
@@ -350,17 +354,13 @@ std::vector<RecipeCheck> PublicRecipeChecks() {
     // (embedding and one layer first, MTP and loss alone last), recompute
     // mla_up_proj + mlp, HybridEP, cuda_graph_impl none, no TP or EP comm
     // overlap, overlap_grad_reduce False; 61,756 ms, 1,061.206 tokens/s/GPU.
-    RecipeCheck c;
-    c.id = "dsv3-h100-card-performance";
-    c.source = std::string(kCardsDir) + "deepseek-v3/card.yaml (recipes at 79308d0d99)";
-    c.recipe =
+    RecipeCheck c = Aug2026Check(
+        "dsv3-h100-card-performance",
+        std::string(kCardsDir) + "deepseek-v3/card.yaml (recipes at 79308d0d99)",
         "no CUDA graphs, HybridEP, no EP / TP / grad-reduce overlap, forced balancing, "
-        "recompute mla_up_proj+mlp";
-    c.model_preset = "deepseek-v3";
-    c.cluster_preset = "h100-sxm";
-    c.shape.gpus = 1024;
-    c.shape.seq_len = 4096;
-    c.shape.global_batch = 16384;
+        "recompute mla_up_proj+mlp",
+        "deepseek-v3", "h100-sxm", 1024, 16384, planner::Precision::kBf16,
+        RecipeCheck::Set::kVerificationCard);
     c.parallel.tp = 2;
     c.parallel.pp = 8;
     c.parallel.vp = 4;
@@ -368,16 +368,12 @@ std::vector<RecipeCheck> PublicRecipeChecks() {
     c.parallel.etp = 1;
     c.parallel.first_stage_layers = 1;
     c.parallel.last_stage_layers = 0;
-    c.generation = planner::StackGeneration::k2606;
-    c.knobs = RecipeKnobs(planner::Precision::kBf16);
     c.knobs.cuda_graphs = false;
     c.knobs.recompute.mode = planner::RecomputeMode::kSelective;
     c.knobs.recompute.modules = planner::kRecomputeMlaUpProj | planner::kRecomputeMlp;
-    c.knobs.overlap.tp_comm = false;
     c.knobs.overlap.ep_comm = false;
     c.knobs.overlap.dp_comm = false;
     c.measured_tokens_per_sec_per_gpu = 1061.206;
-    c.set = RecipeCheck::Set::kVerificationCard;
     v.push_back(c);
   }
   {
@@ -433,28 +429,20 @@ std::vector<RecipeCheck> PublicRecipeChecks() {
     // tokens/s/GPU. runs.json's rows of this recipe (26.02 - 26.04.01) are
     // priced with the validator's stack knobs (flex dispatcher, scoped
     // graphs) instead; the card is priced as its recipe reads.
-    RecipeCheck c;
-    c.id = "gpt-oss-120b-gb200-card-performance";
-    c.source = std::string(kCardsDir) + "gpt-oss-120b/card.yaml (recipe at a8038f6d99)";
-    c.recipe =
+    RecipeCheck c = Aug2026Check(
+        "gpt-oss-120b-gb200-card-performance",
+        std::string(kCardsDir) + "gpt-oss-120b/card.yaml (recipe at a8038f6d99)",
         "no CUDA graphs, NCCL all-to-all, EP overlap, forced balancing, recompute "
-        "layernorm+moe_act";
-    c.model_preset = "gpt-oss-120b";
-    c.cluster_preset = "gb200-nvl72";
-    c.shape.gpus = 64;
-    c.shape.seq_len = 4096;
-    c.shape.global_batch = 1280;
+        "layernorm+moe_act",
+        "gpt-oss-120b", "gb200-nvl72", 64, 1280, planner::Precision::kBf16,
+        RecipeCheck::Set::kVerificationCard);
     c.parallel.ep = 64;
     c.parallel.mbs = 4;
-    c.generation = planner::StackGeneration::k2606;
-    c.knobs = RecipeKnobs(planner::Precision::kBf16);
     c.knobs.cuda_graphs = false;
     c.knobs.dispatcher = planner::Dispatcher::kAllToAll;
-    c.knobs.overlap.tp_comm = false;
     c.knobs.recompute.mode = planner::RecomputeMode::kSelective;
     c.knobs.recompute.modules = planner::kRecomputeLayerNorm | planner::kRecomputeMoeAct;
     c.measured_tokens_per_sec_per_gpu = 16398.332;
-    c.set = RecipeCheck::Set::kVerificationCard;
     v.push_back(c);
     // pretrain.H100 (2026-08-11): the base recipe itself,
     // gpt_oss_120b_pretrain_64gpu_h100_bf16_config, on 64 H100: TP2 (SP) PP4
