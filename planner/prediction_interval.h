@@ -6,8 +6,10 @@
 // a held-out row's signed error e = predicted / measured - 1, from
 // leave-one-container-out cross-validation on the megatron-core-2026 rows of
 // shared/validation/runs.json (the data-set constants refit without the
-// row's container). For a class of rows (dense, MoE) the 10th and 90th
-// percentiles q10, q90 of e give measured in [predicted / (1 + q90),
+// row's container). For a class of rows (dense, MoE) the errors at the
+// split-conformal ranks (tests/internal/intervals.h ConformalRanksFor: of
+// n errors the floor((n + 1) x 0.1)-th and ceil((n + 1) x 0.9)-th
+// smallest), q10 and q90 below, give measured in [predicted / (1 + q90),
 // predicted / (1 + q10)]. Plans using a setting none of those rows used
 // (UnmeasuredSettings) get the percentiles of the errors on the other-stack
 // rows of runs.json instead (older containers and other frameworks, never
@@ -29,8 +31,8 @@ namespace moetune::planner {
 inline constexpr double kIntervalCoverage = 0.8;
 
 struct ErrorPercentiles {
-  double q10 = 0;  // signed error e = predicted / measured - 1
-  double q90 = 0;
+  double q10 = 0;  // signed error e = predicted / measured - 1, lower rank
+  double q90 = 0;  // upper rank
   int rows = 0;    // held-out rows behind them
 };
 

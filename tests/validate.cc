@@ -1229,7 +1229,7 @@ int main(int argc, char** argv) {
       const mt::ErrorQuantiles wide = other_errors.empty()
                                           ? mt::ErrorQuantiles{}
                                           : mt::QuantilesOf(other_errors, cov);
-      std::printf("\n== 80%% intervals: error percentiles (q10 q90 rows) ==\n");
+      std::printf("\n== 80%% intervals: errors at the split-conformal ranks (low high rows) ==\n");
       std::printf("  dense      %+.4f %+.4f %d  (leave-one-container-out)\n", q[0].q_lo,
                   q[0].q_hi, q[0].rows);
       std::printf("  moe        %+.4f %+.4f %d  (leave-one-container-out)\n", q[1].q_lo,
@@ -1584,6 +1584,13 @@ int main(int argc, char** argv) {
                   p->tokens_per_sec_per_gpu, 100 * (p->tokens_per_sec_per_gpu / meas - 1),
                   attention_s(*p), c.recipe.c_str(), p->fits ? "" : " [does not fit]",
                   c.not_modelled.empty() ? "" : " | not modelled: ", c.not_modelled.c_str());
+      if (absl::GetFlag(FLAGS_verbose)) {
+        std::printf("      step %.3f s\n", p->step_time_s);
+        for (const mp::Term& t : p->breakdown) {
+          std::printf("      %-32s %-22s %9.3f s\n", t.name.c_str(),
+                      std::string(mp::TermKindName(t.kind)).c_str(), t.seconds);
+        }
+      }
       // What-ifs: each setting the check's error depends on, changed alone
       // (graph scope and routing for the Qwen3-30B-A3B card, EP overlap for
       // every run that has it).

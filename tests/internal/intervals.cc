@@ -15,12 +15,27 @@ double Quantile(std::vector<double> v, double q) {
   return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
 }
 
+ConformalRanks ConformalRanksFor(int n, double coverage) {
+  ConformalRanks r;
+  const double tail = (1 - coverage) / 2;
+  // A small epsilon keeps exact products (e.g. 45 x 0.1 = 4.5000000001)
+  // from moving a rank.
+  r.lo = int(std::floor((n + 1) * tail + 1e-9));
+  r.hi = int(std::ceil((n + 1) * (1 - tail) - 1e-9));
+  r.lo = std::clamp(r.lo, 1, std::max(1, n));
+  r.hi = std::clamp(r.hi, 1, std::max(1, n));
+  return r;
+}
+
 ErrorQuantiles QuantilesOf(const std::vector<double>& errors, double coverage) {
   ErrorQuantiles q;
   q.rows = int(errors.size());
   if (errors.empty()) return q;
-  q.q_lo = Quantile(errors, (1 - coverage) / 2);
-  q.q_hi = Quantile(errors, (1 + coverage) / 2);
+  std::vector<double> sorted = errors;
+  std::sort(sorted.begin(), sorted.end());
+  const ConformalRanks r = ConformalRanksFor(q.rows, coverage);
+  q.q_lo = sorted[size_t(r.lo - 1)];
+  q.q_hi = sorted[size_t(r.hi - 1)];
   return q;
 }
 

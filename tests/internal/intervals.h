@@ -3,8 +3,9 @@
 //
 // A held-out row's signed error is e = (predicted - measured) / measured,
 // so measured = predicted / (1 + e). An interval of coverage c from errors
-// of comparable rows: the (1-c)/2 and (1+c)/2 empirical quantiles of e,
-// q_lo and q_hi, give measured in [predicted / (1 + q_hi), predicted /
+// of comparable rows: the split-conformal order statistics of e
+// (ConformalRanksFor: about the (1-c)/2 and (1+c)/2 quantiles, one rank
+// further out), q_lo and q_hi, give measured in [predicted / (1 + q_hi), predicted /
 // (1 + q_lo)].
 //
 // NestedIntervalCoverage checks that honestly: for each outer group, the
@@ -27,11 +28,29 @@ namespace moetune::tests {
 // (Hyndman-Fan type 7, as numpy's default). Requires a non-empty vector.
 double Quantile(std::vector<double> values, double q);
 
+// The order statistics of n held-out errors that bound an interval of
+// coverage c (split conformal prediction; Vovk et al. 2005, Lei et al. 2018,
+// "Distribution-free predictive inference for regression", JASA): with
+// alpha = (1 - c) / 2 in each tail, the lower bound is the
+// floor((n + 1) alpha)-th smallest error and the upper the
+// ceil((n + 1)(1 - alpha))-th, 1-based, clamped to 1..n. If the new row's
+// error is exchangeable with the n, each tail holds at most alpha of the
+// probability, so the interval covers at least c whatever the error
+// distribution -- which plain percentiles (Quantile at (1 -/+ c) / 2) miss
+// by about (1 - c) / n at the sample sizes here. Example: n = 45, c = 0.8:
+// ranks floor(4.6) = 4 and ceil(41.4) = 42 (percentiles: 5.4 and 40.6).
+struct ConformalRanks {
+  int lo = 1;
+  int hi = 1;
+};
+ConformalRanks ConformalRanksFor(int n, double coverage);
+
 struct ErrorQuantiles {
   double q_lo = 0;
   double q_hi = 0;
   int rows = 0;
 };
+// The errors at ConformalRanksFor(errors.size(), coverage).
 ErrorQuantiles QuantilesOf(const std::vector<double>& errors, double coverage);
 
 // [predicted / (1 + q_hi), predicted / (1 + q_lo)].
