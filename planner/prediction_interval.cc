@@ -67,8 +67,8 @@ PredictionInterval IntervalFor(double tokens, bool moe, const std::vector<std::s
                                const IntervalTable& table) {
   PredictionInterval r;
   const ErrorPercentiles& measured = moe ? table.moe : table.dense;
-  // Settings no published run measured: the other-stack rows' percentiles,
-  // never narrower than the measured class's on either side.
+  // Settings no published run measured: the other-stack rows' errors at
+  // the same ranks, never narrower than the measured class's on either side.
   ErrorPercentiles q = measured;
   if (!unmeasured.empty()) {
     q = table.unmeasured;

@@ -11,7 +11,7 @@
 // n errors the floor((n + 1) x 0.1)-th and ceil((n + 1) x 0.9)-th
 // smallest), q10 and q90 below, give measured in [predicted / (1 + q90),
 // predicted / (1 + q10)]. Plans using a setting none of those rows used
-// (UnmeasuredSettings) get the percentiles of the errors on the other-stack
+// (UnmeasuredSettings) get the same ranks of the errors on the other-stack
 // rows of runs.json instead (older containers and other frameworks, never
 // used to set any constant): the model's error where it was not tuned.
 // tests/validate also checks, on held-out folds, that such intervals cover

@@ -1202,9 +1202,10 @@ int main(int argc, char** argv) {
       }
       if (any) std::printf("  %-64s%s\n", specs[i].id.substr(0, 64).c_str(), line.c_str());
     }
-    // --- 80% intervals (planner/prediction_interval.h): the percentiles of
-    // the leave-one-container-out errors per class (dense, MoE), and of the
-    // other-stack rows' errors for settings no published row measured.
+    // --- 80% intervals (planner/prediction_interval.h): the split-conformal
+    // ranks (mt::QuantilesOf) of the leave-one-container-out errors per class
+    // (dense, MoE), and of the other-stack rows' errors for settings no
+    // published row measured.
     {
       const mt::CrossValidation& container_cv = results[1].second;
       std::vector<int> classes;
