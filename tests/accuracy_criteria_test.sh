@@ -1,0 +1,32 @@
+#!/bin/bash
+# Issue 16's done criteria that the model meets on the public rows
+# (tests/validate.cc --check: cross-validated MAPE <= 10% per scheme, 80%
+# interval coverage 70-90% per scheme, layout order >= 85%, the DeepSeek-V3
+# ladder's cumulative gain within 10%, shipped constants and interval table
+# equal to what the data give). Needs the shared tree beside the repository
+# (../shared/validation/runs.json) or MOETUNE_SHARED naming it; missing it is
+# a failure, not a skip.
+set -u
+RUNFILES="${TEST_SRCDIR:-$(dirname "$0")}/${TEST_WORKSPACE:-moetune}"
+HERE="$RUNFILES/tests"
+if [ -z "${MOETUNE_SHARED:-}" ]; then
+  # Runfiles are links into the source tree: the repository is two levels
+  # above the real script, and shared/ sits beside it.
+  REPO="$(dirname "$(dirname "$(readlink -f "$HERE/accuracy_criteria_test.sh")")")"
+  MOETUNE_SHARED="$(dirname "$REPO")/shared"
+fi
+RUNS="$MOETUNE_SHARED/validation/runs.json"
+if [ ! -f "$RUNS" ]; then
+  echo "FAIL: no $RUNS (set MOETUNE_SHARED)"
+  exit 1
+fi
+OUT="${TEST_UNDECLARED_OUTPUTS_DIR:-${TEST_TMPDIR:-/tmp}}/validate.txt"
+"$HERE/validate" --runs "$RUNS" --check > "$OUT" 2>&1
+rc=$?
+grep -E "CHECK FAILED|^== --check|^  leave-one-.*-out \(|coverage on held-out|Layout ranking, stack megatron-core-2026, shipped|cumulative: measured|expected [0-9]+ criteria" "$OUT"
+if [ $rc -ne 0 ]; then
+  echo "FAIL: validate --check exited $rc (full output: $OUT)"
+  tail -20 "$OUT"
+  exit 1
+fi
+echo "PASS"
