@@ -103,7 +103,7 @@ ABSL_FLAG(std::string, row, "",
 ABSL_FLAG(bool, cv, true, "run the cross-validation (a few seconds)");
 ABSL_FLAG(bool, check, false,
           "exit 1 when a done criterion of issue 16 that the model meets on the public "
-          "rows is broken (CheckCriteria below); needs --cv and no --set");
+          "rows is broken (CriteriaCheck below); needs --cv and no --set");
 
 namespace mp = moetune::planner;
 namespace mt = moetune::tests;
