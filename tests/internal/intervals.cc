@@ -18,8 +18,9 @@ double Quantile(std::vector<double> v, double q) {
 ConformalRanks ConformalRanksFor(int n, double coverage) {
   ConformalRanks r;
   const double tail = (1 - coverage) / 2;
-  // A small epsilon keeps exact products (e.g. 45 x 0.1 = 4.5000000001)
-  // from moving a rank.
+  // A small epsilon keeps products that are whole numbers from moving a
+  // rank through rounding: (9 + 1) x 0.9 is 9.000000000000002 in doubles,
+  // whose ceiling would be 10.
   r.lo = int(std::floor((n + 1) * tail + 1e-9));
   r.hi = int(std::ceil((n + 1) * (1 - tail) - 1e-9));
   r.lo = std::clamp(r.lo, 1, std::max(1, n));
