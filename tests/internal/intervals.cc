@@ -19,8 +19,8 @@ ConformalRanks ConformalRanksFor(int n, double coverage) {
   ConformalRanks r;
   const double tail = (1 - coverage) / 2;
   // A small epsilon keeps products that are whole numbers from moving a
-  // rank through rounding: (9 + 1) x 0.9 is 9.000000000000002 in doubles,
-  // whose ceiling would be 10.
+  // rank through rounding: with tail = (1 - 0.8) / 2 in doubles,
+  // (9 + 1) x tail is 0.9999999999999998, whose floor would be 0.
   r.lo = int(std::floor((n + 1) * tail + 1e-9));
   r.hi = int(std::ceil((n + 1) * (1 - tail) - 1e-9));
   r.lo = std::clamp(r.lo, 1, std::max(1, n));
