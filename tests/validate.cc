@@ -926,6 +926,14 @@ mt::RankingSummary PrintRanking(const char* title, const std::vector<const RowSp
   return s;
 }
 
+// A prediction's terms, one line each, under a check's line (--verbose).
+void PrintBreakdown(const mp::Prediction& p) {
+  for (const mp::Term& t : p.breakdown) {
+    std::printf("      %-32s %-22s %9.3f s\n", t.name.c_str(),
+                std::string(mp::TermKindName(t.kind)).c_str(), t.seconds);
+  }
+}
+
 void PrintSummaryLine(const char* what, const mt::ErrorSummary& s) {
   std::printf("  %-44s rows %3d  MAPE %5.1f%%  mean signed %+6.1f%%  > 10%%: %2d  > 25%%: %2d"
               "  worst %+6.1f%%%s\n",
@@ -1396,10 +1404,7 @@ int main(int argc, char** argv) {
       found.push_back(&step);
       if (absl::GetFlag(FLAGS_verbose)) {
         std::printf("  ladder %s: step %.3f s\n", step.id.c_str(), p->step_time_s);
-        for (const mp::Term& t : p->breakdown) {
-          std::printf("      %-32s %-22s %9.3f s\n", t.name.c_str(),
-                      std::string(mp::TermKindName(t.kind)).c_str(), t.seconds);
-        }
+        PrintBreakdown(*p);
       }
     }
     if (!found.empty()) {
@@ -1472,10 +1477,7 @@ int main(int argc, char** argv) {
       priced_imbalance.push_back(p->moe_load_imbalance_priced);
       if (absl::GetFlag(FLAGS_verbose)) {
         std::printf("  ladder %s: step %.3f s\n", step.id.c_str(), p->step_time_s);
-        for (const mp::Term& t : p->breakdown) {
-          std::printf("      %-32s %-22s %9.3f s\n", t.name.c_str(),
-                      std::string(mp::TermKindName(t.kind)).c_str(), t.seconds);
-        }
+        PrintBreakdown(*p);
       }
     }
     if (pred.size() != l.steps.size()) continue;
@@ -1662,10 +1664,7 @@ int main(int argc, char** argv) {
                   c.not_modelled.empty() ? "" : " | not modelled: ", c.not_modelled.c_str());
       if (absl::GetFlag(FLAGS_verbose)) {
         std::printf("      step %.3f s\n", p->step_time_s);
-        for (const mp::Term& t : p->breakdown) {
-          std::printf("      %-32s %-22s %9.3f s\n", t.name.c_str(),
-                      std::string(mp::TermKindName(t.kind)).c_str(), t.seconds);
-        }
+        PrintBreakdown(*p);
       }
       // What-ifs: each setting the check's error depends on, changed alone
       // (graph scope and routing for the Qwen3-30B-A3B card, EP overlap for
@@ -1837,10 +1836,7 @@ int main(int argc, char** argv) {
                     100 * (pt.pred_tps / pt.meas_tps - 1), pt.meas_tps, pt.pred_tps, band.c_str(),
                     bubble, dp_exposed, pp_exposed, optimizer, p->fits ? "" : " [does not fit]");
         if (absl::GetFlag(FLAGS_verbose)) {
-          for (const mp::Term& t : p->breakdown) {
-            std::printf("      %-32s %-22s %9.3f s\n", t.name.c_str(),
-                        std::string(mp::TermKindName(t.kind)).c_str(), t.seconds);
-          }
+          PrintBreakdown(*p);
         }
       }
       return points;
