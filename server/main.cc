@@ -142,14 +142,18 @@ int main(int argc, char** argv) {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) return Fail(absl::StrCat("cannot listen on ", absl::GetFlag(FLAGS_listen)));
 
+  // The start-up line goes out in one write, before the port file appears:
+  // whoever waits on the port file (scripts, tests) then finds the whole line
+  // in the log. std::cerr is unbuffered and would write it piece by piece.
+  std::cerr << absl::StrCat("moetune-server: serving on port ", port, " (", absl::GetFlag(FLAGS_listen),
+                            "), db ", absl::GetFlag(FLAGS_db), ", epoch ", epoch, "; ",
+                            (*security)->Describe(), "\n")
+            << std::flush;
   if (const std::string pf = absl::GetFlag(FLAGS_port_file); !pf.empty()) {
     const std::string tmp = pf + ".tmp";
     { std::ofstream(tmp) << port << "\n"; }
     std::rename(tmp.c_str(), pf.c_str());
   }
-  std::cerr << "moetune-server: serving on port " << port << " (" << absl::GetFlag(FLAGS_listen)
-            << "), db " << absl::GetFlag(FLAGS_db) << ", epoch " << epoch << "; "
-            << (*security)->Describe() << std::endl;
 
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
