@@ -120,8 +120,15 @@ TEST(AgentDeadLetterTest, OversizedResultsAreDeadLetteredAndTheRestIsDelivered) 
   EXPECT_EQ((*dead)[1].result.result_id(), "too-big");
   EXPECT_EQ((*dead)[1].result.measurements_size(), 300);
   EXPECT_THAT((*dead)[1].reason, HasSubstr("the server accepts at most 262144 bytes"));
-  // ... and logged.
-  const std::string agent_log = ReadFile(agent.log());
+  // ... and logged. The agent logs after the spool has let go of a result,
+  // so the line may still be on its way: wait for it.
+  std::string agent_log;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        agent_log = ReadFile(agent.log());
+        return absl::StrContains(agent_log, "too-big for good");
+      },
+      absl::Seconds(30)));
   EXPECT_THAT(agent_log, HasSubstr("server refused result too-many-samples for good"));
   EXPECT_THAT(agent_log, HasSubstr("server refused result too-big for good"));
   EXPECT_THAT(agent_log, HasSubstr("moved to dead-letter file " + spool_path + ".dead"));
