@@ -14,7 +14,7 @@ using ::testing::HasSubstr;
 
 TEST(ModelSpecTest, EveryPresetLoads) {
   const std::vector<std::string> names = ModelPresetNames();
-  EXPECT_EQ(names.size(), 11u);
+  EXPECT_EQ(names.size(), 14u);
   for (const std::string& name : names) {
     absl::StatusOr<ModelSpec> spec = LoadModelPreset(name);
     ASSERT_TRUE(spec.ok()) << name << ": " << spec.status();
@@ -68,6 +68,43 @@ TEST(ModelSpecTest, DenseAndSlidingModels) {
   EXPECT_FALSE(gpt3->gated_mlp);
   EXPECT_TRUE(gpt3->tie_word_embeddings);
   EXPECT_NEAR(gpt3->TotalParams() / 1e9, 174.6, 1.0);
+}
+
+// The presets added for the Megatron-Bridge verification cards' models
+// (tests/internal/recipe_checks.cc), each checked against a published size.
+TEST(ModelSpecTest, VerificationCardModels) {
+  // Moonlight-16B-A3B (DeepseekV3ForCausalLM, no q LoRA): the card's SFT
+  // export holds 31,920,240,256 bytes of BF16 tensors with vocab 163,842
+  // (Megatron-Bridge examples/model_verification_cards/moonlight-16b-a3b),
+  // i.e. 15,960,120,128 parameters; the preset's HF vocab is 163,840 (two
+  // rows x 2 x 2,048 fewer), and TotalParams leaves out the ~0.13M norm
+  // weights. By hand: embeddings 2 x 163,840 x 2,048 = 671.1M; attention
+  // 27 x (2,048 x 3,072 + 2,048 x 576 + 512 x 4,096 + 2,048 x 2,048) =
+  // 27 x 13.76M = 371.5M; the dense layer's MLP 3 x 2,048 x 11,264 =
+  // 69.2M; 26 MoE layers x (64 + 2 shared) x 3 x 2,048 x 1,408 plus the
+  // 64 x 2,048 router = 26 x 571.0M = 14,846.6M: 15,958.4M.
+  absl::StatusOr<ModelSpec> moonlight = LoadModelPreset("moonlight-16b-a3b");
+  ASSERT_TRUE(moonlight.ok()) << moonlight.status();
+  EXPECT_EQ(moonlight->q_lora_rank, 0);  // "q_lora_rank": null
+  EXPECT_EQ(moonlight->NumMoeLayers(), 26);
+  EXPECT_NEAR(moonlight->TotalParams() / 1e9, 15.960, 0.003);
+
+  // Qwen3-8B: 8.19B in the model card (Qwen/Qwen3-8B).
+  absl::StatusOr<ModelSpec> qwen = LoadModelPreset("qwen3-8b");
+  ASSERT_TRUE(qwen.ok()) << qwen.status();
+  EXPECT_FALSE(qwen->IsMoe());
+  EXPECT_NEAR(qwen->TotalParams() / 1e9, 8.19, 0.02);
+
+  // GPT-OSS-20B: 20.91B total, 3.61B active in OpenAI's model card, which
+  // counts the unembedding but not the input embedding (a lookup):
+  // ActiveParamsPerToken counts both, 201,088 x 2,880 = 0.58B more.
+  absl::StatusOr<ModelSpec> oss = LoadModelPreset("gpt-oss-20b");
+  ASSERT_TRUE(oss.ok()) << oss.status();
+  EXPECT_EQ(oss->NumMoeLayers(), 24);
+  EXPECT_TRUE(oss->IsSlidingLayer(22));
+  EXPECT_FALSE(oss->IsSlidingLayer(23));
+  EXPECT_NEAR(oss->TotalParams() / 1e9, 20.91, 0.03);
+  EXPECT_NEAR((oss->ActiveParamsPerToken() - 201088.0 * 2880) / 1e9, 3.61, 0.03);
 }
 
 TEST(ModelSpecTest, PaddedVocab) {

@@ -1,6 +1,8 @@
 #include "planner/parallel_for.h"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -26,14 +28,19 @@ TEST(ParallelForTest, RunsEveryTaskExactlyOnce) {
 
 TEST(ParallelForTest, WorkerIndexIsInRangeAndUsesSeveralThreads) {
   std::mutex mu;
+  std::condition_variable both_started;
   std::set<int> workers;
   std::set<std::thread::id> thread_ids;
+  // Every task waits until both workers have taken one, so one worker
+  // cannot run all the tasks before the other starts (however loaded the
+  // machine); the shared deadline bounds the wait if a worker never comes.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   ParallelFor(2, 64, [&](std::size_t, int worker) {
-    // Long enough that the second worker gets a task before the first ends.
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::lock_guard<std::mutex> lock(mu);
+    std::unique_lock<std::mutex> lock(mu);
     workers.insert(worker);
     thread_ids.insert(std::this_thread::get_id());
+    both_started.notify_all();
+    both_started.wait_until(lock, deadline, [&] { return workers.size() >= 2; });
   });
   EXPECT_THAT(workers, ::testing::ElementsAre(0, 1));
   EXPECT_EQ(thread_ids.size(), 2u);

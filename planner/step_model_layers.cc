@@ -342,6 +342,16 @@ double MoeActRecomputeHostSeconds(double launch_s, double host_factor) {
          kMoeActRecomputeLightOps * (kTorchCallHostS + launch_s) * host_factor;
 }
 
+int RecomputedNormsPerLayer(const ModelSpec& m, bool moe_layer) {
+  return (m.attention == AttentionType::kMla ? 1 : 0) + (moe_layer ? 1 : 0);
+}
+
+double NormRecomputeHostSeconds(double launch_s, double host_factor) {
+  return CheckpointWithoutOutputHostSeconds(kNormRecomputeInputs, kNormRecomputeOutputs, launch_s,
+                                            host_factor) +
+         kTeModuleLightOps * (kTorchCallHostS + launch_s) * host_factor;
+}
+
 double MlaUpProjRecomputeMacsPerToken(const ModelSpec& m) {
   if (m.attention != AttentionType::kMla) return 0;
   const double n = m.num_attention_heads;
@@ -564,6 +574,16 @@ double StaticHostSeconds(const LayerKindTables& k, const Context& c) {
       (c.knobs->recompute.modules & kRecomputeMlaUpProj) && !attn_captured) {
     host += UpProjRecomputeHostSeconds(c.cost->KernelLaunchSeconds(false), HostFactor(*c.stack)) +
             QuantizationsHostSeconds(c, f, 2, 2) / passes;
+  }
+  // Selective recompute of the norms (RecomputedNormsPerLayer): the input
+  // norm's checkpoint runs inside the attention graph where attention is
+  // captured, a MoE layer's pre-MLP norm's inside the router graph.
+  if (c.knobs->recompute.mode == RecomputeMode::kSelective &&
+      (c.knobs->recompute.modules & kRecomputeLayerNorm)) {
+    const int ungraphed = (mla && !attn_captured ? 1 : 0) +
+                          (k.moe && !(graphs && f.graph_moe_router) ? 1 : 0);
+    host += ungraphed *
+            NormRecomputeHostSeconds(c.cost->KernelLaunchSeconds(false), HostFactor(*c.stack));
   }
   if (!k.moe) {
     // Dense MLP: captured with the layer under CUDA graphs (dense models
@@ -935,7 +955,10 @@ std::optional<double> RecomputeSeconds(const LayerKindTables& k, const Context& 
     }
     t += c.cost->MemoryBound(c.tokens_rank * bytes).seconds;
   }
-  if (rc.modules & kRecomputeLayerNorm) t += mb_per_elem * 4.0 * h;  // 2 norms
+  if (rc.modules & kRecomputeLayerNorm) {
+    // Each recomputed norm reads h and writes h (RecomputedNormsPerLayer).
+    t += mb_per_elem * 2.0 * h * RecomputedNormsPerLayer(m, k.moe);
+  }
   if ((rc.modules & kRecomputeMoeAct) && k.moe) {
     // Per rank: etp x the rows (ETP gather) at ffn / etp columns each: the
     // activation re-run (read gate x ffn, write ffn) and the restore copy
@@ -1054,7 +1077,11 @@ double LayerActivationBytes(const LayerKindTables& k,
                  core_out * ((r & kRecomputeCoreAttn)
                                  ? gemm_in
                                  : CoreOutputSavedBytes(c.low_precision, c.operand_bytes));
-  if (!(r & kRecomputeLayerNorm)) bytes += k.act_norm * gemm_in;
+  // The norm outputs, less those the layernorm recompute frees (only norms
+  // that are modules of their own, RecomputedNormsPerLayer: a norm fused
+  // into the next linear saves its output there).
+  bytes += (k.act_norm - ((r & kRecomputeLayerNorm) ? RecomputedNormsPerLayer(m, k.moe) * h : 0.0)) *
+           gemm_in;
   if (!(r & kRecomputeMlaUpProj)) bytes += k.act_mla_up * kActivationBytes;
   if (!k.moe) {
     // The activation output (ffn wide) is linear_fc2's input, saved in the

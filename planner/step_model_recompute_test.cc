@@ -15,6 +15,8 @@ using step_model_internal::CheckpointWithoutOutputHostSeconds;
 using step_model_internal::MlaUpProjRecomputeMacsPerToken;
 using step_model_internal::MlaUpProjRecomputeMemoryElemsPerToken;
 using step_model_internal::MoeActRecomputeHostSeconds;
+using step_model_internal::NormRecomputeHostSeconds;
+using step_model_internal::RecomputedNormsPerLayer;
 using step_model_internal::UpProjRecomputeHostSeconds;
 
 // DeepSeek-V3's attention (config.json): hidden 7168, 128 heads, q LoRA
@@ -79,6 +81,28 @@ TEST(MoeActRecomputeHostSecondsTest, CheckpointPlusActivation) {
 // q up 1536 x 128 x (128 + 64) = 37,748,736 plus kv up 512 x 128 x
 // (128 + 128) = 16,777,216: 54,525,952 MACs per token -- 0.783 of the QKV
 // projections' 7168 x (1536 + 576) + 54,525,952 = 69,664,768.
+// One norm (1 input, 1 output): 19 + 2 + 6 = 27 calls x 3 us = 81 us, one
+// restore copy (3 + 4) us = 7 us, and the TENorm re-run as 99.66 / 37.08 =
+// 2.6877 light ops of 7 us = 18.814 us: 106.814 us.
+TEST(NormRecomputeHostSecondsTest, CheckpointPlusTeNorm) {
+  EXPECT_NEAR(NormRecomputeHostSeconds(4e-6, 1.0), 106.814e-6, 1e-9);
+  EXPECT_NEAR(NormRecomputeHostSeconds(4e-6, 1.5), 1.5 * NormRecomputeHostSeconds(4e-6, 1.0),
+              1e-12);
+}
+
+// Which norms "layernorm" recomputes: MLA's input norm is a TENorm of its
+// own, GQA's is fused into linear_qkv; a MoE layer's pre-MLP norm is its
+// own, a dense MLP's is fused into linear_fc1.
+TEST(RecomputedNormsPerLayerTest, OnlyNormsThatAreModulesOfTheirOwn) {
+  const ModelSpec mla = DeepSeekV3Attention();
+  EXPECT_EQ(RecomputedNormsPerLayer(mla, /*moe_layer=*/true), 2);
+  EXPECT_EQ(RecomputedNormsPerLayer(mla, /*moe_layer=*/false), 1);
+  ModelSpec gqa;
+  gqa.attention = AttentionType::kGqa;
+  EXPECT_EQ(RecomputedNormsPerLayer(gqa, /*moe_layer=*/true), 1);
+  EXPECT_EQ(RecomputedNormsPerLayer(gqa, /*moe_layer=*/false), 0);
+}
+
 TEST(MlaUpProjRecomputeMacsPerTokenTest, DeepSeekV3) {
   const ModelSpec m = DeepSeekV3Attention();
   EXPECT_DOUBLE_EQ(MlaUpProjRecomputeMacsPerToken(m), 54525952.0);

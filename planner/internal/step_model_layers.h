@@ -102,6 +102,13 @@ inline constexpr double kTeModuleLightOps = 99.66 / 37.08;
 inline constexpr double kMoeActRecomputeInputs = 2;
 inline constexpr double kMoeActRecomputeOutputs = 1;
 inline constexpr double kMoeActRecomputeLightOps = 1;
+// The layernorm recompute (transformer_layer.py: recompute_input_layernorm
+// and recompute_pre_mlp_layernorm): each norm that is a module of its own
+// runs under CheckpointWithoutOutput, input the block's hidden states,
+// output the norm's; re-run in backward: the norm's TE module (TENorm),
+// priced as kTeModuleLightOps light ops.
+inline constexpr double kNormRecomputeInputs = 1;
+inline constexpr double kNormRecomputeOutputs = 1;
 // Host time per op of a process that bindpcie has not pinned to its GPU's
 // NUMA node, over a pinned one. An assumption, not a measured GB200 figure:
 // the usual remote/local memory latency ratio of two-socket servers
@@ -196,6 +203,19 @@ double UpProjRecomputeHostSeconds(double launch_s, double host_factor);
 // Host seconds of one moe_act recompute, its re-quantizations excluded:
 // the checkpoint's calls (2 inputs, 1 output) + 1 light op.
 double MoeActRecomputeHostSeconds(double launch_s, double host_factor);
+// Norms of one layer that recompute_modules "layernorm" checkpoints:
+// Megatron-Core recomputes a norm only where it is a module of its own
+// (transformer_layer.py: not an IdentityOp; gpt_layer_specs.py): MLA's
+// input norm (TENorm before the separate down projections) and a MoE
+// layer's pre-MLP norm (TENorm before the router). GQA's input norm is
+// fused into linear_qkv (TE LayerNormColumnParallelLinear) and a dense
+// MLP's into linear_fc1 (LayerNormLinear): there the input_layernorm /
+// pre_mlp_layernorm is an IdentityOp and nothing is recomputed or freed.
+// So: (MLA ? 1 : 0) + (MoE layer ? 1 : 0).
+int RecomputedNormsPerLayer(const ModelSpec& m, bool moe_layer);
+// Host seconds of one norm's recompute: the checkpoint's calls (1 input,
+// 1 output) + the TENorm re-run (kTeModuleLightOps light ops).
+double NormRecomputeHostSeconds(double launch_s, double host_factor);
 // MACs per token that the mla_up_proj recompute re-runs: the query up
 // projection [q_lora_rank x n (qk_nope + qk_rope)] (without q LoRA the
 // query projection from hidden, which the same function holds) and the

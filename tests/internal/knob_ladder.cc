@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <string>
 
 namespace moetune::tests {
 
@@ -327,6 +329,69 @@ std::vector<StandaloneLadder> Qwen3H100LongContextBalanceLadders() {
   return out;
 }
 
+std::vector<StandaloneLadder> MoonlightH100RecomputeLadders() {
+  // The study's table: the control and five variants, each a separate
+  // 20-step run changing only recompute_modules; mean step time (ms) over
+  // iterations 11-20.
+  struct Variant {
+    const char* name;  // the recompute_modules list as the source writes it
+    uint32_t modules;
+    double step_ms;
+  };
+  const double control_ms = 457.18;
+  const Variant variants[] = {
+      {"core_attn", planner::kRecomputeCoreAttn, 474.80},
+      {"mla_up_proj", planner::kRecomputeMlaUpProj, 480.89},
+      {"mla_up_proj, mlp", planner::kRecomputeMlaUpProj | planner::kRecomputeMlp, 496.73},
+      {"moe_act", planner::kRecomputeMoeAct, 466.26},
+      {"layernorm, moe_act", planner::kRecomputeLayerNorm | planner::kRecomputeMoeAct, 506.53},
+  };
+  std::vector<StandaloneLadder> out;
+  for (const Variant& v : variants) {
+    StandaloneLadder l;
+    l.title = std::string("Moonlight-16B-A3B, 8 H100, TP2 PP1 EP8, BF16, GBS 4: recompute [] -> [") +
+              v.name + "]";
+    l.source =
+        "NVIDIA-NeMo/Megatron-Bridge@067f987d skills/nemo-mbridge-perf-activation-recompute/"
+        "SKILL.md (Matched H100 Evidence: Moonlight 16B, 2026-08-12; card.yaml measured_results)";
+    l.model_preset = "moonlight-16b-a3b";
+    l.cluster_preset = "h100-sxm";
+    l.generation = planner::StackGeneration::k2606;  // Bridge 600d069b8, MCore 24bad8e6 (Aug 2026)
+    l.shape.gpus = 8;
+    l.shape.seq_len = 4096;
+    l.shape.global_batch = 4;
+    planner::ParallelConfig& p = l.parallel;
+    p.tp = 2, p.cp = 1, p.ep = 8, p.pp = 1, p.vp = 1, p.etp = 1, p.mbs = 1;
+    l.assumed =
+        "the recipe whose defaults the study's layout is (moonlight_16b_pretrain_8gpu_h100_bf16_"
+        "config at 600d069b8: NCCL all-to-all, no CUDA graphs, no EP / TP comm overlap, router "
+        "fusion off); mock data priced with natural routing (force balancing off)";
+    planner::Knobs k;
+    k.precision = planner::Precision::kBf16;
+    k.dispatcher = planner::Dispatcher::kAllToAll;
+    k.grouped_gemm = true;
+    k.cuda_graphs = false;
+    k.overlap.tp_comm = false;
+    k.overlap.ep_comm = false;
+    k.routing = planner::Routing::kNatural;
+    k.recompute.mode = planner::RecomputeMode::kNone;
+    planner::MegatronFeatures f;
+    f.router_fusion = false;  // moe_router_fusion = False
+    f.delay_wgrad_compute = false;
+    const std::string tag = "bridge-moonlight-h100-recompute";
+    l.steps.push_back({tag + "-control", "recompute_modules []", k, f, "recompute none", true});
+    k.recompute.mode = planner::RecomputeMode::kSelective;
+    k.recompute.modules = v.modules;
+    l.steps.push_back({tag + "-" + planner::RecomputeModulesName(v.modules),
+                       std::string("recompute_modules [") + v.name + "]", k, f,
+                       "recompute none -> selective " + planner::RecomputeModulesName(v.modules),
+                       true});
+    l.measured_step_s = {control_ms / 1000, v.step_ms / 1000};
+    out.push_back(l);
+  }
+  return out;
+}
+
 namespace {
 
 // Megatron-LM examples/moe_recipes/README.md "Recipe Index" (dev branch,
@@ -462,6 +527,7 @@ std::vector<StandaloneLadder> StandaloneLadders() {
   all.push_back(Qwen3A3bGb200RecipeLadder());
   all.push_back(Qwen3A22bGb200RecipeLadder());
   all.push_back(Qwen3A3bH100RecipeLadder());
+  for (StandaloneLadder& l : MoonlightH100RecomputeLadders()) all.push_back(std::move(l));
   return all;
 }
 

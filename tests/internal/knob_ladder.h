@@ -107,6 +107,18 @@ StandaloneLadder Qwen3A22bGb200RecipeLadder();
 // FP8 blockwise with TE graphs 232.4.
 StandaloneLadder Qwen3A3bH100RecipeLadder();
 
+// Moonlight-16B-A3B on 8 H100 (Megatron-Bridge skills/nemo-mbridge-perf-
+// activation-recompute/SKILL.md, "Matched H100 Evidence: Moonlight 16B",
+// 2026-08-12, Bridge 600d069b8): TP2 PP1 CP1 EP8, seq 4096, MBS1 GBS4,
+// BF16, mock data, 20 steps; each run changes only recompute_modules. Step
+// time (mean of iterations 11-20): [] 457.18 ms; core_attn 474.80;
+// mla_up_proj 480.89; mla_up_proj + mlp 496.73; moe_act 466.26;
+// layernorm + moe_act 506.53. One two-step ladder per variant: control ->
+// variant. The runs are short and separate: adding mlp, which re-runs one
+// dense layer's MLP (~0.5 ms of GPU work here), measured +15.8 ms, so
+// differences of a few percent are within the runs' spread.
+std::vector<StandaloneLadder> MoonlightH100RecomputeLadders();
+
 // Every standalone ladder, the first-added (Qwen3H100EpOverlapLadder) first.
 std::vector<StandaloneLadder> StandaloneLadders();
 

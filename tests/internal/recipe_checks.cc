@@ -476,6 +476,62 @@ std::vector<RecipeCheck> PublicRecipeChecks() {
                      "without load balancing (moe_router_load_balancing_type none)";
     h.measured_tokens_per_sec_per_gpu = 1966.285;
     v.push_back(h);
+    // gpt-oss-20b/card.yaml pretrain.H100 (2026-08-09, bridge 6799f0997,
+    // nemo:26.06): gpt_oss_20b_pretrain_16gpu_h100_bf16_config (recipes/
+    // gpt_oss/h100/gpt_oss.py) on 16 H100: TP2 (SP) PP4 EP4 ETP1, GBS 512,
+    // MBS 1, BF16, NCCL all-to-all, no CUDA graphs, no recompute, no
+    // CommOverlapConfig (no TP or EP comm overlap), real data with natural
+    // routing, grad_reduce_in_fp32, NaN / large-gradient checks; 22,401 ms,
+    // 5,851.199 tokens/s/GPU. The 120B recipe's shape at 32 experts.
+    RecipeCheck o = h;
+    o.id = "gpt-oss-20b-h100-card-functional";
+    o.source = std::string(kCardsDir) + "gpt-oss-20b/card.yaml (recipe at 6799f0997)";
+    o.model_preset = "gpt-oss-20b";
+    o.shape.gpus = 16;
+    o.parallel.ep = 4;
+    o.measured_tokens_per_sec_per_gpu = 5851.199;
+    v.push_back(o);
+  }
+  {
+    // moonlight-16b-a3b/card.yaml pretrain.H100 (2026-07-22, bridge
+    // 411c6b1dc, pytorch:26.04 with Bridge's Megatron-Core):
+    // moonlight_16b_pretrain_16gpu_h100_bf16_config (recipes/moonlight/h100/
+    // moonlight_16b.py) on 16 H100: TP1 PP1 CP1 EP8 ETP1 (two expert-data
+    // replicas, each EP group inside one node), GBS 1024, MBS 2, BF16, no
+    // recompute, flex dispatcher with HybridEP (32 SMs), no CUDA graphs
+    // (cuda_graph_impl none), EP overlap with delayed wgrad, router fusion,
+    // real data with natural routing (aux loss 1e-3), NaN / large-gradient
+    // checks; 11,636 ms, 22,528.026 tokens/s/GPU.
+    RecipeCheck c = Aug2026Check(
+        "moonlight-16b-h100-card-functional",
+        std::string(kCardsDir) + "moonlight-16b-a3b/card.yaml (recipe at 411c6b1dc)",
+        "no CUDA graphs, HybridEP, EP overlap, natural routing, no recompute",
+        "moonlight-16b-a3b", "h100-sxm", 16, 1024, planner::Precision::kBf16,
+        RecipeCheck::Set::kVerificationCard);
+    c.parallel.ep = 8;
+    c.parallel.etp = 1;
+    c.parallel.mbs = 2;
+    c.knobs.cuda_graphs = false;
+    c.knobs.routing = planner::Routing::kNatural;
+    c.knobs.overlap.ep_comm = true;
+    c.not_modelled = kSafetyChecks;
+    c.measured_tokens_per_sec_per_gpu = 22528.026;
+    v.push_back(c);
+    // qwen3-8b/card.yaml pretrain.H100 (2026-07-21, bridge 619cc20bd,
+    // pytorch:26.04): qwen3_8b_pretrain_16gpu_h100_bf16_config (recipes/
+    // qwen/h100/qwen3.py) on 16 H100: TP1 PP1 CP1 DP16, GBS 1024, MBS 1,
+    // BF16, no CUDA graphs, no recompute, DP overlap, NaN / large-gradient
+    // checks; 25,070 ms, 10,456.348 tokens/s/GPU. A dense model.
+    RecipeCheck d = Aug2026Check(
+        "qwen3-8b-h100-card-functional",
+        std::string(kCardsDir) + "qwen3-8b/card.yaml (recipe at 619cc20bd)", "no CUDA graphs, no recompute",
+        "qwen3-8b", "h100-sxm", 16, 1024, planner::Precision::kBf16,
+        RecipeCheck::Set::kVerificationCard);
+    d.parallel.mbs = 1;
+    d.knobs.cuda_graphs = false;
+    d.not_modelled = kSafetyChecks;
+    d.measured_tokens_per_sec_per_gpu = 10456.348;
+    v.push_back(d);
   }
   {
     // deepseek_v3/gb200/mxfp8_256GPU_TP1PP4EP64.yaml: EP64, GBS 8192,

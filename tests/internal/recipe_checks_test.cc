@@ -111,7 +111,44 @@ TEST(RecipeChecksTest, AugustCardsRunAsTheirRecipes) {
     EXPECT_EQ(card, id.find("-card-") != std::string::npos) << id;
     cards += card;
   }
-  EXPECT_EQ(cards, 14);
+  EXPECT_EQ(cards, 17);
+}
+
+// The pretraining cards of the three further models (GPT-OSS-20B,
+// Moonlight-16B-A3B, Qwen3-8B), all 16 H100 without CUDA graphs, each as
+// its recipe at the card's commit reads.
+TEST(RecipeChecksTest, FurtherModelCardsRunAsTheirRecipes) {
+  const std::map<std::string, RecipeCheck> m = ById();
+  // gpt_oss_20b_pretrain_16gpu_h100_bf16_config: TP2 PP4 EP4 ETP1 (DP 2:
+  // 2 x 2 = EP 4 x ETP 1), GBS 512, the 120B H100 recipe's knobs.
+  const RecipeCheck& oss = m.at("gpt-oss-20b-h100-card-functional");
+  EXPECT_EQ(oss.model_preset, "gpt-oss-20b");
+  EXPECT_EQ(oss.shape.gpus, 16);
+  EXPECT_EQ(oss.shape.global_batch, 512);
+  EXPECT_EQ(oss.parallel.tp * oss.parallel.pp, 8);
+  EXPECT_EQ(oss.parallel.ep, 4);
+  EXPECT_EQ(oss.knobs.dispatcher, planner::Dispatcher::kAllToAll);
+  EXPECT_FALSE(oss.knobs.overlap.ep_comm);
+  EXPECT_EQ(oss.knobs.routing, planner::Routing::kNatural);
+  // moonlight_16b_pretrain_16gpu_h100_bf16_config: TP1 EP8 (two expert-data
+  // replicas), MBS 2, flex HybridEP with the EP overlap, no graphs, no
+  // recompute, natural routing.
+  const RecipeCheck& ml = m.at("moonlight-16b-h100-card-functional");
+  EXPECT_EQ(ml.shape.global_batch, 1024);
+  EXPECT_EQ(ml.parallel.tp, 1);
+  EXPECT_EQ(ml.parallel.ep, 8);
+  EXPECT_EQ(ml.parallel.mbs, 2);
+  EXPECT_EQ(ml.knobs.dispatcher, planner::Dispatcher::kFusedDedup);
+  EXPECT_TRUE(ml.knobs.overlap.ep_comm);
+  EXPECT_FALSE(ml.knobs.cuda_graphs);
+  EXPECT_EQ(ml.knobs.recompute.mode, planner::RecomputeMode::kNone);
+  EXPECT_EQ(ml.knobs.routing, planner::Routing::kNatural);
+  // qwen3_8b_pretrain_16gpu_h100_bf16_config: TP1 PP1 DP16, MBS 1, dense.
+  const RecipeCheck& q = m.at("qwen3-8b-h100-card-functional");
+  EXPECT_EQ(q.parallel.tp * q.parallel.pp * q.parallel.ep, 1);
+  EXPECT_EQ(q.parallel.mbs, 1);
+  EXPECT_FALSE(q.knobs.cuda_graphs);
+  EXPECT_EQ(q.knobs.precision, planner::Precision::kBf16);
 }
 
 // The recipe-index runs as their YAML ARGS read (Megatron-LM
