@@ -237,6 +237,10 @@ void ModelShapeFlags(const Prediction& p, ArgWriter& a) {
       }
     } else {
       a.Flag("--rope-type", "rope");
+      // Megatron-Core fuses the RoPE of MLA only for YaRN
+      // (TransformerConfig.__post_init__: "apply_rope_fusion for MLA only
+      // works with YARN RoPE"), and --apply-rope-fusion is on by default.
+      a.Flag("--no-rope-fusion");
     }
   } else if (arch.rope_scaling == RopeScaling::kYarn) {
     a.Flag("--position-embedding-type", "yarn");

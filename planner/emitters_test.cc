@@ -156,6 +156,22 @@ std::vector<GoldenCase> Cases() {
     p.knobs.overlap.tp_comm = false;
     cases.push_back({"llama31_405b_gb200_512_dp_outermost", p, c});
   }
+  {
+    // Moonlight-16B-A3B on 16 H100, the verification card's layout (TP1 EP8
+    // MBS2): MLA without q LoRA and with plain RoPE (no YaRN), so the file
+    // turns Megatron's RoPE fusion off (MLA fuses only YaRN); no recompute,
+    // no CUDA graphs, BF16.
+    const ClusterSpec c = Cluster("h100-sxm");
+    Prediction p = BasePrediction("moonlight-16b-a3b", c, {16, 4096, 1024});
+    p.parallel.ep = 8;
+    p.parallel.etp = 1;
+    p.parallel.dp = 16;
+    p.parallel.mbs = 2;
+    p.knobs.cuda_graphs = false;
+    p.knobs.overlap.tp_comm = false;
+    p.knobs.precision = Precision::kBf16;
+    cases.push_back({"moonlight_16b_h100_16", p, c});
+  }
   return cases;
 }
 
@@ -279,7 +295,8 @@ TEST(EmittersTest, DpOutermostIsWrittenOnlyWhenSet) {
       EXPECT_EQ(j["plan"]["parallel"]["rank_order"], "tp-cp-ep-dp-pp") << c.name;
     }
   }
-  const GoldenCase& l405 = cases.back();
+  const GoldenCase& l405 = cases[3];
+  ASSERT_EQ(l405.name, "llama31_405b_gb200_512_dp_outermost");
   ASSERT_TRUE(l405.prediction.parallel.dp_outermost);
   const std::string sh = EmitMegatronArgs(l405.prediction, {});
   // Dense, pp 8, cp 2: expert grid 4 x 2 = 8, so its pipeline groups (stride

@@ -335,7 +335,15 @@ void ReadHfArchitecture(FieldReader& r, const std::string& type,
   a.norm_epsilon = r.Optional<double>("rms_norm_eps", 1e-5);
   a.max_position_embeddings = r.Optional<int>("max_position_embeddings", 0);
   a.rope_theta = r.Optional<double>("rope_theta", 10000.0);
-  a.qk_layernorm = type == "qwen3_moe" || type == "qwen3";
+  // Qwen3: RMSNorm on each head's q and k. DeepSeek-V2/V3-style MLA
+  // (deepseek_v2, deepseek_v3, kimi_k2): RMSNorm on the q and kv latents
+  // (q_a_layernorm, kv_a_layernorm), which Megatron-Core builds with the
+  // same flag (linear_q_up_proj / linear_kv_up_proj become
+  // TELayerNormColumnParallelLinear; Megatron-Bridge's DeepSeek bridges set
+  // qk_layernorm = True, Megatron-LM's DeepSeek-R1 / Kimi-K2 configs pass
+  // --qk-layernorm).
+  a.qk_layernorm = type == "qwen3_moe" || type == "qwen3" || type == "deepseek_v2" ||
+                   type == "deepseek_v3" || type == "kimi_k2";
   a.gpt_oss_activation = type == "gpt_oss";
   a.router_sigmoid = r.Optional<std::string>("scoring_func", "softmax") == "sigmoid";
   a.router_expert_bias = r.Optional<std::string>("topk_method", "") == "noaux_tc";

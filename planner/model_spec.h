@@ -61,7 +61,7 @@ struct ArchitectureDetails {
   int rope_original_max_positions = 0;
   double yarn_beta_fast = 32, yarn_beta_slow = 1;
   double yarn_mscale = 1, yarn_mscale_all_dim = 0;
-  bool qk_layernorm = false;  // Qwen3: RMSNorm on q and k per head
+  bool qk_layernorm = false;  // Qwen3: RMSNorm on q and k per head; MLA: on the latents
   // Router: sigmoid scores with a load-balancing expert bias (DeepSeek-V3
   // "noaux_tc"), top-k weights scaled by routed_scaling_factor, experts in
   // groups of which the top group_topk are eligible per token.

@@ -20,6 +20,7 @@ MEGATRON_ARGS=(
   --qk-pos-emb-head-dim 64
   --v-head-dim 128
   --disable-bias-linear
+  --qk-layernorm
   --ffn-hidden-size 18432
   --swiglu
   --vocab-size 129280
