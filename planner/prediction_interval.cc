@@ -14,7 +14,7 @@ const IntervalTable& ShippedIntervalTable() {
     IntervalTable t;
     t.dense = {-0.0798, 0.0769, 43};
     t.moe = {-0.0821, 0.1091, 45};
-    t.unmeasured = {-0.1405, 0.4726, 83};
+    t.unmeasured = {-0.1393, 0.4726, 83};
     return t;
   }();
   return kTable;

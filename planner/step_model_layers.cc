@@ -342,8 +342,13 @@ double MoeActRecomputeHostSeconds(double launch_s, double host_factor) {
          kMoeActRecomputeLightOps * (kTorchCallHostS + launch_s) * host_factor;
 }
 
-int RecomputedNormsPerLayer(const ModelSpec& m, bool moe_layer) {
-  return (m.attention == AttentionType::kMla ? 1 : 0) + (moe_layer ? 1 : 0);
+int RecomputedNormsPerLayer(const ModelSpec& m, bool pre_mlp_norm) {
+  return (m.attention == AttentionType::kMla ? 1 : 0) + (pre_mlp_norm ? 1 : 0);
+}
+
+bool PreMlpNormRecomputed(bool cuda_graphs, const MegatronFeatures& f, Dispatcher dispatcher) {
+  if (!cuda_graphs || !f.graph_moe_router || f.graph_full_iteration) return true;
+  return f.graph_moe_preprocess && dispatcher == Dispatcher::kAllToAll;
 }
 
 double NormRecomputeHostSeconds(double launch_s, double host_factor) {
@@ -577,7 +582,9 @@ double StaticHostSeconds(const LayerKindTables& k, const Context& c) {
   }
   // Selective recompute of the norms (RecomputedNormsPerLayer): the input
   // norm's checkpoint runs inside the attention graph where attention is
-  // captured, a MoE layer's pre-MLP norm's inside the router graph.
+  // captured; a MoE layer's pre-MLP norm is recomputed outside the graphs
+  // only where the router is not captured (captured, the recompute runs in
+  // the graph or Megatron-Core turns it off: PreMlpNormRecomputed).
   if (c.knobs->recompute.mode == RecomputeMode::kSelective &&
       (c.knobs->recompute.modules & kRecomputeLayerNorm)) {
     const int ungraphed = (mla && !attn_captured ? 1 : 0) +
@@ -957,7 +964,9 @@ std::optional<double> RecomputeSeconds(const LayerKindTables& k, const Context& 
   }
   if (rc.modules & kRecomputeLayerNorm) {
     // Each recomputed norm reads h and writes h (RecomputedNormsPerLayer).
-    t += mb_per_elem * 2.0 * h * RecomputedNormsPerLayer(m, k.moe);
+    const bool pre_mlp = k.moe && PreMlpNormRecomputed(c.knobs->cuda_graphs, c.stack->features,
+                                                       c.knobs->dispatcher);
+    t += mb_per_elem * 2.0 * h * RecomputedNormsPerLayer(m, pre_mlp);
   }
   if ((rc.modules & kRecomputeMoeAct) && k.moe) {
     // Per rank: etp x the rows (ETP gather) at ffn / etp columns each: the
@@ -1080,8 +1089,13 @@ double LayerActivationBytes(const LayerKindTables& k,
   // The norm outputs, less those the layernorm recompute frees (only norms
   // that are modules of their own, RecomputedNormsPerLayer: a norm fused
   // into the next linear saves its output there).
-  bytes += (k.act_norm - ((r & kRecomputeLayerNorm) ? RecomputedNormsPerLayer(m, k.moe) * h : 0.0)) *
-           gemm_in;
+  if (r & kRecomputeLayerNorm) {
+    const bool pre_mlp = k.moe && PreMlpNormRecomputed(c.knobs->cuda_graphs, c.stack->features,
+                                                       c.knobs->dispatcher);
+    bytes += (k.act_norm - RecomputedNormsPerLayer(m, pre_mlp) * h) * gemm_in;
+  } else {
+    bytes += k.act_norm * gemm_in;
+  }
   if (!(r & kRecomputeMlaUpProj)) bytes += k.act_mla_up * kActivationBytes;
   if (!k.moe) {
     // The activation output (ffn wide) is linear_fc2's input, saved in the

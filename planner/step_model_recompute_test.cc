@@ -16,6 +16,7 @@ using step_model_internal::MlaUpProjRecomputeMacsPerToken;
 using step_model_internal::MlaUpProjRecomputeMemoryElemsPerToken;
 using step_model_internal::MoeActRecomputeHostSeconds;
 using step_model_internal::NormRecomputeHostSeconds;
+using step_model_internal::PreMlpNormRecomputed;
 using step_model_internal::RecomputedNormsPerLayer;
 using step_model_internal::UpProjRecomputeHostSeconds;
 
@@ -95,12 +96,30 @@ TEST(NormRecomputeHostSecondsTest, CheckpointPlusTeNorm) {
 // own, a dense MLP's is fused into linear_fc1.
 TEST(RecomputedNormsPerLayerTest, OnlyNormsThatAreModulesOfTheirOwn) {
   const ModelSpec mla = DeepSeekV3Attention();
-  EXPECT_EQ(RecomputedNormsPerLayer(mla, /*moe_layer=*/true), 2);
-  EXPECT_EQ(RecomputedNormsPerLayer(mla, /*moe_layer=*/false), 1);
+  EXPECT_EQ(RecomputedNormsPerLayer(mla, /*pre_mlp_norm=*/true), 2);
+  EXPECT_EQ(RecomputedNormsPerLayer(mla, /*pre_mlp_norm=*/false), 1);
   ModelSpec gqa;
   gqa.attention = AttentionType::kGqa;
-  EXPECT_EQ(RecomputedNormsPerLayer(gqa, /*moe_layer=*/true), 1);
-  EXPECT_EQ(RecomputedNormsPerLayer(gqa, /*moe_layer=*/false), 0);
+  EXPECT_EQ(RecomputedNormsPerLayer(gqa, /*pre_mlp_norm=*/true), 1);
+  EXPECT_EQ(RecomputedNormsPerLayer(gqa, /*pre_mlp_norm=*/false), 0);
+}
+
+// Megatron-Core keeps the pre-MLP norm's recompute without graphs, without
+// a router graph and under full-iteration graphs; with TE-scoped graphs
+// capturing the router only when the preprocess is captured too and the
+// dispatcher is the NCCL all-to-all.
+TEST(PreMlpNormRecomputedTest, TheCudaGraphRule) {
+  MegatronFeatures f;  // scopes attn, moe_router, moe_preprocess
+  EXPECT_TRUE(PreMlpNormRecomputed(false, f, Dispatcher::kFusedDedup));
+  EXPECT_TRUE(PreMlpNormRecomputed(true, f, Dispatcher::kAllToAll));
+  EXPECT_FALSE(PreMlpNormRecomputed(true, f, Dispatcher::kFusedDedup));
+  f.graph_moe_preprocess = false;
+  EXPECT_FALSE(PreMlpNormRecomputed(true, f, Dispatcher::kAllToAll));
+  f.graph_moe_router = false;
+  EXPECT_TRUE(PreMlpNormRecomputed(true, f, Dispatcher::kFusedDedup));
+  f.graph_moe_router = true;
+  f.graph_full_iteration = true;
+  EXPECT_TRUE(PreMlpNormRecomputed(true, f, Dispatcher::kFusedDedup));
 }
 
 TEST(MlaUpProjRecomputeMacsPerTokenTest, DeepSeekV3) {

@@ -211,8 +211,18 @@ double MoeActRecomputeHostSeconds(double launch_s, double host_factor);
 // fused into linear_qkv (TE LayerNormColumnParallelLinear) and a dense
 // MLP's into linear_fc1 (LayerNormLinear): there the input_layernorm /
 // pre_mlp_layernorm is an IdentityOp and nothing is recomputed or freed.
-// So: (MLA ? 1 : 0) + (MoE layer ? 1 : 0).
-int RecomputedNormsPerLayer(const ModelSpec& m, bool moe_layer);
+// So: (MLA ? 1 : 0) + (pre_mlp_norm ? 1 : 0), pre_mlp_norm: a MoE layer
+// whose pre-MLP norm recompute Megatron-Core keeps (PreMlpNormRecomputed).
+int RecomputedNormsPerLayer(const ModelSpec& m, bool pre_mlp_norm);
+// Whether Megatron-Core keeps a MoE layer's pre-MLP norm recompute under
+// `cuda_graphs` with `f`'s graph scope (transformer_layer.py
+// can_recompute_pre_mlp_layernorm_for_cudagraph): TE-scoped graphs that
+// capture the router would return the norm's output from the graph in a
+// static buffer, so the recompute is turned off unless they capture the
+// preprocess too and the dispatcher is the NCCL all-to-all; full-iteration
+// graphs (cuda_graph_impl local) and no router graph keep it. Not modelled:
+// its shared-expert-overlap exception (no knob here).
+bool PreMlpNormRecomputed(bool cuda_graphs, const MegatronFeatures& f, Dispatcher dispatcher);
 // Host seconds of one norm's recompute: the checkpoint's calls (1 input,
 // 1 output) + the TENorm re-run (kTeModuleLightOps light ops).
 double NormRecomputeHostSeconds(double launch_s, double host_factor);
