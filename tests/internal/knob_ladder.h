@@ -115,7 +115,7 @@ StandaloneLadder Qwen3A3bH100RecipeLadder();
 // mla_up_proj 480.89; mla_up_proj + mlp 496.73; moe_act 466.26;
 // layernorm + moe_act 506.53. One two-step ladder per variant: control ->
 // variant. The runs are short and separate: adding mlp, which re-runs one
-// dense layer's MLP (~0.5 ms of GPU work here), measured +15.8 ms, so
+// dense layer's MLP (about 1 ms of work in the model), measured +15.8 ms, so
 // differences of a few percent are within the runs' spread.
 std::vector<StandaloneLadder> MoonlightH100RecomputeLadders();
 

@@ -51,6 +51,13 @@
 //   prices unfused cannot have run unfused with saved probabilities (the
 //   mechanism behind their slow time is not known); H100 functional (TP2
 //   PP4 EP16, NCCL all-to-all, natural routing on real data) +69%.
+// - The pretraining cards of three further models (16 H100 each, no CUDA
+//   graphs, cards that call their figures untuned sanity checks; added in
+//   the eleventh session, never fitted): GPT-OSS-20B TP2 PP4 EP4 +6.5% (the
+//   120B H100 card's recipe, whose EP 16 crosses nodes: +69%),
+//   Moonlight-16B-A3B TP1 EP8 -17.5% (like Qwen3-30B-A3B, a small-expert
+//   H100 MoE run priced too slow), Qwen3-8B dense TP1 +20.7% (63% MFU
+//   priced, 52% measured: no runs.json row checks H100 BF16 GEMMs).
 // - Megatron-LM's recipe index, the runs no knob ladder holds: DeepSeek-V3
 //   GB200 +0.8%, GB300 -3.4%, B200 -4.1%; Qwen3-235B-A22B H100 +51%, B200
 //   +33% (both cross-node EP with the A2A overlap), B300 +8%, GB300 -8%.
