@@ -11,6 +11,11 @@
 
 namespace moetune::planner::step_model_internal {
 
+double AttentionForwardKernels(const ModelSpec& m) {
+  return 12 + (m.attention == AttentionType::kMla ? 6 : 0) +
+         (m.attention == AttentionType::kGqa && m.arch.qk_layernorm ? 2 : 0);
+}
+
 void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
                          LayerKindTables* t) {
   const double h = double(model.hidden_size);
@@ -45,13 +50,20 @@ void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
       model.attention == AttentionType::kMla
           ? (n + 1) * model.qk_rope_head_dim
           : (n + model.num_kv_heads) * double(model.head_dim);
-  t->mb_attn_elems = 2 * h + 3 * h + 2 * rope_elems + 2 * latents;
+  // Qwen3's per-head q and k RMSNorms (GQA with qk_layernorm: Megatron-
+  // Core's q_layernorm / k_layernorm, TENorm modules of their own): read +
+  // write every q and k element, two kernels. (MLA's qk_layernorm is its
+  // latent norms, counted above.)
+  const double qk_norm_elems = model.attention == AttentionType::kGqa && model.arch.qk_layernorm
+                                   ? (n + model.num_kv_heads) * double(model.head_dim)
+                                   : 0.0;
+  t->mb_attn_elems = 2 * h + 3 * h + 2 * rope_elems + 2 * latents + 2 * qk_norm_elems;
   t->mb_quant_elems = h + core_out + latents;
   t->act_norm = 2 * h;  // attention and MLP norm outputs
   t->act_attn = 2 * h + core_out + latents +
                 (model.attention == AttentionType::kMla ? 0.0 : q_dim + kv_dim);
   t->act_mla_up = model.attention == AttentionType::kMla ? q_dim + kv_dim : 0.0;
-  t->kernels_fwd = 12 + (model.attention == AttentionType::kMla ? 6 : 0);
+  t->kernels_fwd = AttentionForwardKernels(model);
   t->lora_io_elems = (h + t->qkv_out_dim) + (core_out + h);
   if (!t->moe) {
     const double f = double(model.ffn_hidden_size);
@@ -564,7 +576,7 @@ double StaticHostSeconds(const LayerKindTables& k, const Context& c) {
   double host = 0;
   // Attention block: the model's forward kernels of it (kernels_fwd's
   // attention share), one op each.
-  const double attn_ops = 12 + (mla ? 6 : 0);
+  const double attn_ops = AttentionForwardKernels(m);
   const bool attn_captured = graphs && f.graph_attn;
   if (!attn_captured) {
     host += passes * attn_ops * op_s +

@@ -10,7 +10,9 @@
 namespace moetune::planner {
 namespace {
 
+using step_model_internal::AttentionForwardKernels;
 using step_model_internal::AttentionTpGatherWidth;
+using step_model_internal::FillLayerKindTables;
 using step_model_internal::CheckpointWithoutOutputHostSeconds;
 using step_model_internal::MlaUpProjRecomputeMacsPerToken;
 using step_model_internal::MlaUpProjRecomputeMemoryElemsPerToken;
@@ -49,6 +51,30 @@ TEST(AttentionTpGatherWidthTest, MlaGathersTheLatents) {
   gqa.attention = AttentionType::kGqa;
   gqa.hidden_size = 8192;
   EXPECT_DOUBLE_EQ(AttentionTpGatherWidth(gqa), 8192.0);
+}
+
+// Qwen3's per-head q and k RMSNorms (not a recompute term; here with the
+// attention block's other counts): two more forward kernels, and each reads
+// and writes every q and k element. Qwen3-8B (hidden 4,096, 32 heads, 8 kv
+// heads, head dim 128): norm 2h + residual 3h + RoPE 2 x (32 + 8) x 128 +
+// q/k norms 2 x (32 + 8) x 128 = 8,192 + 12,288 + 10,240 + 10,240 = 40,960
+// elements per token; Llama 3 8B, the same shape without them: 30,720.
+TEST(AttentionBlockTest, Qwen3QkNorms) {
+  absl::StatusOr<ModelSpec> qwen = LoadModelPreset("qwen3-8b");
+  absl::StatusOr<ModelSpec> llama = LoadModelPreset("llama3-8b");
+  absl::StatusOr<ModelSpec> dsv3 = LoadModelPreset("deepseek-v3");
+  ASSERT_TRUE(qwen.ok() && llama.ok() && dsv3.ok());
+  EXPECT_EQ(AttentionForwardKernels(*qwen), 14);
+  EXPECT_EQ(AttentionForwardKernels(*llama), 12);
+  EXPECT_EQ(AttentionForwardKernels(*dsv3), 18);  // MLA: its latent norms are in the 6
+  StepModel::LayerKindTables q, l;
+  FillLayerKindTables(*qwen, 0, 4096, &q);
+  FillLayerKindTables(*llama, 0, 4096, &l);
+  EXPECT_DOUBLE_EQ(q.mb_attn_elems, 40960.0);
+  EXPECT_DOUBLE_EQ(l.mb_attn_elems, 30720.0);
+  // The layer's kernels: the attention block's and the dense MLP's 8.
+  EXPECT_DOUBLE_EQ(q.kernels_fwd, 14.0 + 8.0);
+  EXPECT_DOUBLE_EQ(l.kernels_fwd, 12.0 + 8.0);
 }
 
 // 4 inputs, 3 outputs (mla_up_proj): 19 + 2 x 4 + 6 x 3 = 45 calls x 3 us

@@ -203,6 +203,11 @@ double UpProjRecomputeHostSeconds(double launch_s, double host_factor);
 // Host seconds of one moe_act recompute, its re-quantizations excluded:
 // the checkpoint's calls (2 inputs, 1 output) + 1 light op.
 double MoeActRecomputeHostSeconds(double launch_s, double host_factor);
+// Forward kernels of one attention block: 12 (norm, projections, RoPE,
+// core attention, output projection, residual, ...), MLA's down / up
+// projections and latent norms 6 more, Qwen3's per-head q and k norms
+// (GQA with qk_layernorm) 2 more.
+double AttentionForwardKernels(const ModelSpec& m);
 // Norms of one layer that recompute_modules "layernorm" checkpoints:
 // Megatron-Core recomputes a norm only where it is a module of its own
 // (transformer_layer.py: not an IdentityOp; gpt_layer_specs.py): MLA's

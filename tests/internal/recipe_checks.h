@@ -56,7 +56,7 @@
 //   the eleventh session, never fitted): GPT-OSS-20B TP2 PP4 EP4 +6.5% (the
 //   120B H100 card's recipe, whose EP 16 crosses nodes: +69%),
 //   Moonlight-16B-A3B TP1 EP8 -17.5% (like Qwen3-30B-A3B, a small-expert
-//   H100 MoE run priced too slow), Qwen3-8B dense TP1 +20.7% (63% MFU
+//   H100 MoE run priced too slow), Qwen3-8B dense TP1 +19.2% (62% MFU
 //   priced, 52% measured: no runs.json row checks H100 BF16 GEMMs).
 // - Megatron-LM's recipe index, the runs no knob ladder holds: DeepSeek-V3
 //   GB200 +0.8%, GB300 -3.4%, B200 -4.1%; Qwen3-235B-A22B H100 +51%, B200
