@@ -52,11 +52,10 @@ void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
           : (n + model.num_kv_heads) * double(model.head_dim);
   // Qwen3's per-head q and k RMSNorms (GQA with qk_layernorm: Megatron-
   // Core's q_layernorm / k_layernorm, TENorm modules of their own): read +
-  // write every q and k element, two kernels. (MLA's qk_layernorm is its
-  // latent norms, counted above.)
-  const double qk_norm_elems = model.attention == AttentionType::kGqa && model.arch.qk_layernorm
-                                   ? (n + model.num_kv_heads) * double(model.head_dim)
-                                   : 0.0;
+  // write every q and k element -- for GQA the elements RoPE rotates -- two
+  // kernels. (MLA's qk_layernorm is its latent norms, counted above.)
+  const double qk_norm_elems =
+      model.attention == AttentionType::kGqa && model.arch.qk_layernorm ? rope_elems : 0.0;
   t->mb_attn_elems = 2 * h + 3 * h + 2 * rope_elems + 2 * latents + 2 * qk_norm_elems;
   t->mb_quant_elems = h + core_out + latents;
   t->act_norm = 2 * h;  // attention and MLP norm outputs
@@ -936,6 +935,15 @@ void AddEpTerms(const LayerKindTables& k, const Context& c, const KindCosts& kc,
   l->AddSeconds(kSOverlapSlowdown, slowdown, g.ep_src);
 }
 
+// The norms of this layer the layernorm recompute re-runs and frees under
+// the context's graphs and dispatcher (RecomputedNormsPerLayer,
+// PreMlpNormRecomputed).
+int LayerNormsRecomputed(const LayerKindTables& k, const Context& c) {
+  return RecomputedNormsPerLayer(
+      *c.model, k.moe && PreMlpNormRecomputed(c.knobs->cuda_graphs, c.stack->features,
+                                              c.knobs->dispatcher));
+}
+
 // Recompute: forward work repeated before backward. Full: the forward of
 // every compute slot plus core attention, memory-bound kernels and the EP
 // forward. Selective: the chosen modules' forward, memory-bound ones priced
@@ -975,10 +983,8 @@ std::optional<double> RecomputeSeconds(const LayerKindTables& k, const Context& 
     t += c.cost->MemoryBound(c.tokens_rank * bytes).seconds;
   }
   if (rc.modules & kRecomputeLayerNorm) {
-    // Each recomputed norm reads h and writes h (RecomputedNormsPerLayer).
-    const bool pre_mlp = k.moe && PreMlpNormRecomputed(c.knobs->cuda_graphs, c.stack->features,
-                                                       c.knobs->dispatcher);
-    t += mb_per_elem * 2.0 * h * RecomputedNormsPerLayer(m, pre_mlp);
+    // Each recomputed norm reads h and writes h.
+    t += mb_per_elem * 2.0 * h * LayerNormsRecomputed(k, c);
   }
   if ((rc.modules & kRecomputeMoeAct) && k.moe) {
     // Per rank: etp x the rows (ETP gather) at ffn / etp columns each: the
@@ -1101,13 +1107,8 @@ double LayerActivationBytes(const LayerKindTables& k,
   // The norm outputs, less those the layernorm recompute frees (only norms
   // that are modules of their own, RecomputedNormsPerLayer: a norm fused
   // into the next linear saves its output there).
-  if (r & kRecomputeLayerNorm) {
-    const bool pre_mlp = k.moe && PreMlpNormRecomputed(c.knobs->cuda_graphs, c.stack->features,
-                                                       c.knobs->dispatcher);
-    bytes += (k.act_norm - RecomputedNormsPerLayer(m, pre_mlp) * h) * gemm_in;
-  } else {
-    bytes += k.act_norm * gemm_in;
-  }
+  const double freed_norms = (r & kRecomputeLayerNorm) ? LayerNormsRecomputed(k, c) : 0;
+  bytes += (k.act_norm - freed_norms * h) * gemm_in;
   if (!(r & kRecomputeMlaUpProj)) bytes += k.act_mla_up * kActivationBytes;
   if (!k.moe) {
     // The activation output (ffn wide) is linear_fc2's input, saved in the
