@@ -149,7 +149,7 @@ absl::StatusOr<PriorConstants> ParsePriorTable(std::string_view text, const Data
       "attention_efficiency", "attention_bwd_over_fwd", "gemm_fixed_s", "gemm_loop_per_expert_s",
       "hbm_efficiency", "nvlink_efficiency", "scaleout_efficiency", "host_link_efficiency",
       "dispatch_nvlink_efficiency", "dispatch_scaleout_efficiency", "comm_sms", "reference_sm_count",
-      "kernel_launch_s", "kernel_launch_graphs_s"};
+      "kernel_launch_s", "kernel_launch_graphs_s", "bf16_flops_per_exp2"};
   static const char* const kOthers[] = {"generation", "gemm_efficiency", "dispatch_scaleout_ceiling",
                                         "sustained_clock_gain", "sustained_clock_gain_precisions",
                                         "sources"};
@@ -204,6 +204,7 @@ absl::StatusOr<PriorConstants> ParsePriorTable(std::string_view text, const Data
   k.gemm_loop_per_expert_s = number["gemm_loop_per_expert_s"];
   k.attention_efficiency = number["attention_efficiency"];
   k.attention_bwd_over_fwd = number["attention_bwd_over_fwd"];
+  k.bf16_flops_per_exp2 = number["bf16_flops_per_exp2"];
   k.hbm_efficiency = number["hbm_efficiency"];
   k.nvlink_efficiency = number["nvlink_efficiency"];
   k.scaleout_efficiency = number["scaleout_efficiency"];
@@ -290,21 +291,41 @@ Cost DatasheetCostModel::GroupedGemm(const GroupedGemmShape& s) const {
   return {t, CostSource::kDatasheetPrior};
 }
 
+namespace {
+// Fused (flash) attention's two bounds, each at the kernel's efficiency:
+// the tensor cores' QK^T and AV, 2 FLOPs x scores x (d_qk + d_v), and the
+// SFU's one exponential per score, worth bf16_flops_per_exp2 tensor FLOPs
+// of time. The kernel pipelines the two, so the slower bounds:
+// max(mma, exp). Example: head dim 64 (d_qk + d_v = 128, 256 FLOPs per
+// score) on Blackwell (512 FLOPs per exponential) is bound by the
+// exponentials at twice its MMA time; head dim 128 is balanced there, and
+// Hopper and Blackwell Ultra (256 per exponential) are MMA-bound from head
+// dim 64 up (FlashAttention-4, Zadouri et al. 2026: B200's forward is bound
+// by MUFU.EX2 at 16 per clock per SM; NVIDIA, "Making softmax more
+// efficient with Blackwell Ultra": twice the SFU rate).
+struct FusedAttentionBounds {
+  double mma_s = 0;
+  double exp_s = 0;
+};
+FusedAttentionBounds FusedBounds(const AttentionShape& a, double peak_bf16, double efficiency,
+                                 double flops_per_exp) {
+  const double scores = a.queries * a.context * a.heads;
+  const double rate = peak_bf16 * efficiency;
+  return {2.0 * scores * (a.qk_head_dim + a.v_head_dim) / rate, scores * flops_per_exp / rate};
+}
+}  // namespace
+
 Cost DatasheetCostModel::AttentionForward(const AttentionShape& a) const {
-  const double dims = a.qk_head_dim + a.v_head_dim;
   if (a.fused) {
-    // Flash attention: QK^T and AV over the unmasked keys only,
-    // 2 FLOPs x queries x context x heads x (d_qk + d_v).
-    const double flops = 2.0 * a.queries * a.context * a.heads * dims;
-    return {k_.gemm_fixed_s + flops / (peak_flops_[int(Precision::kBf16)] *
-                                       k_.attention_efficiency),
-            CostSource::kDatasheetPrior};
+    const FusedAttentionBounds b = FusedBounds(a, peak_flops_[int(Precision::kBf16)],
+                                               k_.attention_efficiency, k_.bf16_flops_per_exp2);
+    return {k_.gemm_fixed_s + std::max(b.mma_s, b.exp_s), CostSource::kDatasheetPrior};
   }
   // Unfused: batched GEMMs over every key (the mask is applied to the
   // materialised scores), then the score matrix passes through HBM:
   // write scores, read them for softmax, write probabilities, read them for
   // AV = kUnfusedScoreBytesForward per score.
-  const double flops = 2.0 * a.queries * a.keys * a.heads * dims;
+  const double flops = 2.0 * a.queries * a.keys * a.heads * (a.qk_head_dim + a.v_head_dim);
   const double gemm = flops / (peak_flops_[int(Precision::kBf16)] *
                                k_.gemm_efficiency[int(Precision::kBf16)]);
   const double scores = a.queries * a.keys * a.heads;
@@ -315,9 +336,14 @@ Cost DatasheetCostModel::AttentionForward(const AttentionShape& a) const {
 
 Cost DatasheetCostModel::AttentionBackward(const AttentionShape& a) const {
   if (a.fused) {
-    Cost fwd = AttentionForward(a);
-    fwd.seconds *= k_.attention_bwd_over_fwd;
-    return fwd;
+    // attention_bwd_over_fwd x the forward's MMA time (five GEMMs to the
+    // forward's two, at lower efficiency), or the softmax re-computation's
+    // one exponential per score where that is slower.
+    const FusedAttentionBounds b = FusedBounds(a, peak_flops_[int(Precision::kBf16)],
+                                               k_.attention_efficiency, k_.bf16_flops_per_exp2);
+    return {k_.attention_bwd_over_fwd * k_.gemm_fixed_s +
+                std::max(k_.attention_bwd_over_fwd * b.mma_s, b.exp_s),
+            CostSource::kDatasheetPrior};
   }
   // Unfused backward: four batched GEMMs (dV, dP, dQ, dK: twice the
   // forward FLOPs) and the softmax backward reading probabilities and their

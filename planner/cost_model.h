@@ -176,6 +176,10 @@ struct PriorConstants {
   double gemm_loop_per_expert_s = 0;
   double attention_efficiency = 0;     // flash attention fwd vs BF16 peak
   double attention_bwd_over_fwd = 0;   // bwd time / fwd time
+  // Tensor-core BF16 FLOPs per softmax exponential, per SM and clock: the
+  // dense BF16 MMA rate over the SFU's MUFU.EX2 rate (an architecture
+  // fact). Fused attention computes one exponential per unmasked score.
+  double bf16_flops_per_exp2 = 0;
   double hbm_efficiency = 0;           // memory-bound kernels vs HBM peak
   double nvlink_efficiency = 0;        // achieved bus bandwidth / peak
   double scaleout_efficiency = 0;

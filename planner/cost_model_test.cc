@@ -343,6 +343,39 @@ TEST(DatasheetCostModelTest, HostOffloadAndAttention) {
   EXPECT_GT(cm.AttentionForward(a).seconds, 252.89 * kMicrosecond);
 }
 
+TEST(DatasheetCostModelTest, FusedAttentionIsBoundByTheSlowerOfMmaAndExponentials) {
+  absl::StatusOr<ClusterSpec> b200 = LoadClusterPreset("b200");
+  absl::StatusOr<ClusterSpec> b300 = LoadClusterPreset("b300");
+  absl::StatusOr<ClusterSpec> h100 = LoadClusterPreset("h100-sxm");
+  ASSERT_TRUE(b200.ok() && b300.ok() && h100.ok());
+  const DatasheetCostModel blackwell(*b200), ultra(*b300), hopper(*h100);
+  // 4,096 queries x 2,048 keys x 64 heads = 5.3687e8 scores.
+  AttentionShape d64{4096, 2048, 4096, 64, 64, 64, true};
+  AttentionShape d128 = d64;
+  d128.qk_head_dim = d128.v_head_dim = 128;
+  const double fixed = blackwell.constants().gemm_fixed_s;
+  // B200, head dim 64: MMA 2 x 5.3687e8 x 128 = 1.3744e11 FLOPs; the
+  // exponentials 5.3687e8 x 512 = 2.7488e11 FLOP-equivalents bound it:
+  // / (2.25e15 x 0.55) = 222.13 us.
+  EXPECT_NEAR((blackwell.AttentionForward(d64).seconds - fixed) / kMicrosecond, 222.13, 0.01);
+  // Head dim 128 is balanced on B200 (256 x 2 = 512 FLOPs per score): the
+  // same time, twice the FLOPs.
+  EXPECT_NEAR(blackwell.AttentionForward(d128).seconds, blackwell.AttentionForward(d64).seconds,
+              1e-12);
+  // Backward: 2.7 x the MMA time (111.06 us) = 299.87 us exceeds the
+  // exponentials' 222.13 us, so it stays MMA-bound.
+  EXPECT_NEAR((blackwell.AttentionBackward(d64).seconds - 2.7 * fixed) / kMicrosecond, 299.87,
+              0.01);
+  // Blackwell Ultra's doubled SFU rate and Hopper's slower tensor cores
+  // leave head dim 64 bound by the MMA: twice as fast as head dim 128.
+  for (const DatasheetCostModel* cm : {&ultra, &hopper}) {
+    const double f = cm->constants().gemm_fixed_s;
+    EXPECT_NEAR((cm->AttentionForward(d128).seconds - f) /
+                    (cm->AttentionForward(d64).seconds - f),
+                2.0, 1e-9);
+  }
+}
+
 TEST(InterpolateTest, PiecewiseLinearRateInLogSize) {
   // (1 MB, 100 us) -> 10 GB/s; (100 MB, 2 ms) -> 50 GB/s. At 10 MB, halfway
   // in log size: 30 GB/s -> 333.33 us. Outside: the edge rate.
