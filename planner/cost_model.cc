@@ -138,9 +138,10 @@ std::string_view LinkSpanName(LinkSpan span) {
 // The efficiency constants: one table per GPU generation, data in
 // planner/data/priors/<generation>.json, each value with its public source
 // in the file's "sources". Global per generation (never per model or per
-// run). Two entries name a DataSetPriors value instead of a number
-// ("fitted"): Blackwell's dispatch ceiling and Blackwell Ultra's sustained
-// clock gain; gemm_efficiency_scale multiplies every GEMM efficiency.
+// run). Three entries name a DataSetPriors value instead of a number
+// ("fitted"): Blackwell's dispatch ceiling, Blackwell Ultra's sustained
+// clock gain and its sustained share of the NVFP4 peak;
+// gemm_efficiency_scale multiplies every GEMM efficiency.
 absl::StatusOr<PriorConstants> ParsePriorTable(std::string_view text, const DataSetPriors& fitted) {
   using nlohmann::json;
   const json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
@@ -152,6 +153,7 @@ absl::StatusOr<PriorConstants> ParsePriorTable(std::string_view text, const Data
       "kernel_launch_s", "kernel_launch_graphs_s", "bf16_flops_per_exp2"};
   static const char* const kOthers[] = {"generation", "gemm_efficiency", "dispatch_scaleout_ceiling",
                                         "sustained_clock_gain", "sustained_clock_gain_precisions",
+                                        "nvfp4_sustained_fraction",
                                         "sources"};
   for (const auto& [key, value] : j.items()) {
     const bool known = std::any_of(std::begin(kNumbers), std::end(kNumbers), [&](const char* k) { return key == k; }) ||
@@ -199,6 +201,11 @@ absl::StatusOr<PriorConstants> ParsePriorTable(std::string_view text, const Data
       if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat("prior table: sustained_clock_gain_precisions: ", p.status().message()));
       k.gemm_efficiency[int(*p)] *= fitted.blackwell_ultra_clock_gain;
     }
+  }
+  absl::StatusOr<bool> nvfp4_sustained = fitted_or_none("nvfp4_sustained_fraction");
+  if (!nvfp4_sustained.ok()) return nvfp4_sustained.status();
+  if (*nvfp4_sustained) {
+    k.gemm_efficiency[int(Precision::kNvfp4)] *= fitted.blackwell_ultra_nvfp4_sustained;
   }
   k.gemm_fixed_s = number["gemm_fixed_s"];
   k.gemm_loop_per_expert_s = number["gemm_loop_per_expert_s"];

@@ -225,6 +225,17 @@ struct DataSetPriors {
   // 1.02 once NVFP4 GEMMs no longer hide their TP collectives, 1.04 with
   // each step's host time priced as well (StackConstants::step_host_s).
   double gemm_efficiency_scale = 1.04;
+  // Fraction of its nominal NVFP4 peak (GB300 14.7 PF, B300 13.5 PF dense:
+  // 1.5x Blackwell's, raised by more FP4 tensor throughput at the same
+  // clocks) that Blackwell Ultra sustains under dense GEMM load at its power
+  // limit. Range 0.70-1.00 (1.00: the datasheet; GB200 sustains 0.918 of
+  // its nominal BF16/FP8 peak, gb200-nvl72 sustained_tensor_fraction). The
+  // rule's choice: 0.90 on the GB300 NVFP4 rows (Llama3-70B, Llama3.1-405B),
+  // which at 1.00 came out -4.5..+15.0% (mean +6%) while GB200's NVFP4 rows
+  // sat at -5.0..+4.5% (mean -1%).
+  // Applied by the "nvfp4_sustained_fraction": "fitted" entry of
+  // planner/data/priors/blackwell_ultra.json.
+  double blackwell_ultra_nvfp4_sustained = 0.90;
 };
 PriorConstants PriorConstantsFor(const GpuSpec& gpu, const DataSetPriors& fitted);
 // One generation's table (planner/data/priors/*.json) with the data-set

@@ -203,6 +203,7 @@ TEST(PriorTableTest, EveryGenerationHasATableAndFittedEntriesFollowDataSetPriors
   fitted.blackwell_ultra_clock_gain = 1.1;
   fitted.blackwell_dispatch_scaleout_max_bytes_per_sec = 12e9;
   fitted.gemm_efficiency_scale = 0.5;
+  fitted.blackwell_ultra_nvfp4_sustained = 0.8;
   for (GpuGeneration g : kGpuGenerations) {
     GpuSpec gpu;
     gpu.generation = g;
@@ -221,6 +222,15 @@ TEST(PriorTableTest, EveryGenerationHasATableAndFittedEntriesFollowDataSetPriors
     EXPECT_NEAR(k.gemm_efficiency[int(Precision::kBf16)],
                 base.gemm_efficiency[int(Precision::kBf16)] / shipped.gemm_efficiency_scale * 0.5 * clock, 1e-12);
     EXPECT_EQ(k.dispatch_scaleout_max_bytes_per_sec, g == GpuGeneration::kHopper ? 0.0 : 12e9);
+    // NVFP4 GEMMs (no clock gain): the shipped scale replaced by 0.5
+    // always, the shipped sustained NVFP4 share by 0.8 on Blackwell Ultra.
+    if (g != GpuGeneration::kHopper) {
+      const double nvfp4 = ultra ? 0.8 / shipped.blackwell_ultra_nvfp4_sustained : 1.0;
+      EXPECT_NEAR(k.gemm_efficiency[int(Precision::kNvfp4)],
+                  base.gemm_efficiency[int(Precision::kNvfp4)] / shipped.gemm_efficiency_scale * 0.5 *
+                      nvfp4,
+                  1e-12);
+    }
     EXPECT_EQ(k.hbm_efficiency, base.hbm_efficiency);
   }
   GpuSpec hopper;

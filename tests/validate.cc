@@ -355,6 +355,7 @@ enum FitIndex : int {
   kFitUnfusedSinks,
   kFitPpVisit,
   kFitStepHost,
+  kFitUltraNvfp4,
   kNumFit
 };
 
@@ -392,6 +393,9 @@ std::vector<mt::FitParameter> FitParameters() {
   p[kFitPpVisit] = {"pp_stage_visit_us", s.pp_stage_visit_s * 1e6, Grid(0, 400, 25)};
   // Host time per optimizer step the GPU timeline does not hide, ms: 0 .. 400.
   p[kFitStepHost] = {"step_host_ms", s.step_host_s * 1e3, Grid(0, 400, 25)};
+  // Share of its nominal NVFP4 peak Blackwell Ultra sustains: 0.70 .. 1.00.
+  p[kFitUltraNvfp4] = {"blackwell_ultra_nvfp4_sustained", d.blackwell_ultra_nvfp4_sustained,
+                       Grid(0.7, 1.0, 0.025)};
   return p;
 }
 
@@ -406,6 +410,7 @@ FittedConstants FromValues(const std::vector<double>& v) {
   f.unfused_sink_layers = int(v[kFitUnfusedSinks]);
   f.pp_stage_visit_s = v[kFitPpVisit] * 1e-6;
   f.step_host_s = v[kFitStepHost] * 1e-3;
+  f.priors.blackwell_ultra_nvfp4_sustained = v[kFitUltraNvfp4];
   return f;
 }
 
