@@ -319,15 +319,13 @@ struct StackConstants {
   // tests/internal/cross_validation.h (grid 0-400 ms): 175 ms, the folds
   // 125-200 ms; 200 ms (folds 175-225 ms) with NVFP4's TP collectives
   // unhidden (a well identified constant: rows with few micro-batches per
-  // step, e.g. 8 GPUs at GBS 32-512, carry it); 225 ms once the 26.06
-  // Llama3-70B fine-tuning rows run without recompute as their recipes do
-  // (tests/validate.cc RecipeRecompute). Independent check, outside
+  // step, e.g. 8 GPUs at GBS 32-512, carry it). Independent check, outside
   // runs.json: the MLPerf Training v5.1 Llama 3.1 405B runs
   // (tests/internal/scale_anchors.h) split as step = m x t + K with K =
   // 0.376 s per step, of which the bubble, exposed DP and optimizer terms
   // price 0.178 s: 0.198 s left. Megatron steps only (MaxText prices its
   // own step).
-  double step_host_s = 0.225;
+  double step_host_s = 0.200;
   // Which of the optimizations above this stack has.
   MegatronFeatures features;
 };

@@ -210,28 +210,6 @@ const RecipeKnobs* A2aOverlapRecipeFor(const std::string& model_preset,
 
 using mp::RecomputeLadder;
 
-// Recompute the row's recipe sets where runs.json leaves it unpublished
-// and the recipe of the row's container was read (otherwise the lightest
-// set that fits, ChooseKnobs). Llama3-70B fine-tuning in the 26.06 tables:
-// Megatron-Bridge v0.5.0 (2026-06-16, the 26.06 container's),
-// scripts/performance/configs/llama/llama3_workload_base_configs.py
-// _LLAMA3_70B_SFT_CONFIG_{GB300,GB200,H100} and
-// _LLAMA3_70B_LORA_CONFIG_{GB300,GB200,H100} with their FP8 / MXFP8
-// variants set no recompute_modules / recompute_num_layers (only the H100
-// BF16 LoRA preset sets recompute_num_layers=1; no BF16 row here), and
-// their base recipes (src/megatron/bridge/recipes/llama/llama3.py
-// llama3_70b_sft_config, llama3_70b_peft_config) set recompute_granularity
-// None. Each preset's layout is the row's (TP / PP / VP / GBS / MBS).
-std::optional<mp::Recompute> RecipeRecompute(const std::string& model_preset,
-                                             const std::string& container,
-                                             mp::Objective objective) {
-  if (model_preset == "llama3-70b" && absl::StartsWith(container, "26.06") &&
-      (objective == mp::Objective::kLora || objective == mp::Objective::kFinetune)) {
-    return mp::Recompute{};  // none
-  }
-  return std::nullopt;
-}
-
 absl::StatusOr<mp::Recompute> PublishedRecompute(const json& row) {
   if (!row.contains("recompute") || row.at("recompute").is_null()) {
     return absl::NotFoundError("unpublished");
@@ -582,12 +560,6 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
   r.precision = *precision;
   r.generation = RowGeneration(r.container);
   absl::StatusOr<mp::Recompute> published = PublishedRecompute(row);
-  if (!published.ok() && r.stack == "megatron-core-2026") {
-    if (std::optional<mp::Recompute> recipe =
-            RecipeRecompute(r.model_preset, r.container, r.shape.objective)) {
-      published = *recipe;
-    }
-  }
   if (published.ok()) r.published_recompute = *published;
   r.published_offload = PublishedOffload(row);
   r.label = absl::StrFormat(
