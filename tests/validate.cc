@@ -1714,6 +1714,131 @@ int main(int argc, char** argv) {
   }
   std::printf("\nH100 layout groups outside runs.json: measured pairs in the right order %d / %d\n",
               groups_right, groups_pairs);
+  // --- Memory anchors: measured peak allocated memory, outside runs.json
+  // (Megatron-Bridge skill cards at 067f987d), against the predicted peak.
+  // Llama3-70B SFT on 32 H100, FP8 current scaling, the deep-pipeline
+  // group's job and knobs: skills/nemo-mbridge-perf-activation-recompute/
+  // card.yaml (PR #3107: TP4 PP4 VP5 DP2 with recompute_modules
+  // [core_attn] 58.8, [mlp] 55.6, [mlp, core_attn] 55.6, [core_attn,
+  // layernorm] 59.6) and skills/nemo-mbridge-perf-memory-tuning/card.yaml
+  // (the core_attn baseline at TP4 PP8 VP5 DP1 53.2, TP8 PP4 VP5 DP1
+  // 50.2). Moonlight-16B-A3B on 8 H100, BF16, the recompute ladders' job
+  // (activation-recompute card: peak allocated after iteration 2, [] 36.618
+  // ... [layernorm, moe_act] 35.949). The cards write "GB"; compared as
+  // 10^9 bytes (were they GiB, the measured values would be 7.4% larger).
+  {
+    struct MemAnchor {
+      std::string name;
+      double predicted_gb = 0;
+      double measured_gb = 0;
+    };
+    std::vector<MemAnchor> anchors;
+    auto predict_peak = [&](const std::string& model_preset, const std::string& cluster_preset,
+                            const mp::TrainingShape& shape, mp::StackGeneration generation,
+                            const mp::MegatronFeatures& features, const mp::ParallelConfig& p,
+                            mp::Knobs knobs) -> std::optional<double> {
+      absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(model_preset);
+      absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(cluster_preset);
+      if (!model.ok() || !cluster.ok()) return std::nullopt;
+      mp::StackConstants st = row_model.Stack(generation, default_constants);
+      st.features = features;
+      absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
+          *model, *cluster, shape, row_model.Cost(*cluster, default_constants), st);
+      if (!sm.ok()) return std::nullopt;
+      knobs.recompute.modules = ModulesOfModel(*model, p, knobs.recompute.modules);
+      knobs = mp::NormalizeForMegatron(*model, p, {}, knobs).knobs;
+      absl::StatusOr<mp::Prediction> pred = sm->Predict(p, knobs);
+      if (!pred.ok()) return std::nullopt;
+      // torch's peak allocated: the tensors, without the CUDA context /
+      // workspaces / fragmentation reserve and NCCL's buffers.
+      return (pred->peak_memory_bytes - pred->memory.reserve_bytes -
+              pred->memory.comm_buffers_bytes) /
+             1e9;
+    };
+    auto selective = [](uint32_t modules) {
+      mp::Recompute r;
+      r.mode = modules == 0 ? mp::RecomputeMode::kNone : mp::RecomputeMode::kSelective;
+      r.modules = modules;
+      return r;
+    };
+    for (const mt::LayoutGroup& g : mt::H100DeepPipelineGroups()) {
+      if (g.model_preset != "llama3-70b") continue;
+      struct Exp {
+        int tp, pp;
+        uint32_t modules;
+        const char* modules_name;
+        double measured_gb;
+      };
+      const Exp exps[] = {
+          {4, 4, mp::kRecomputeCoreAttn, "core_attn", 58.8},
+          {4, 4, mp::kRecomputeMlp, "mlp", 55.6},
+          {4, 4, mp::kRecomputeMlp | mp::kRecomputeCoreAttn, "mlp, core_attn", 55.6},
+          {4, 4, mp::kRecomputeCoreAttn | mp::kRecomputeLayerNorm, "core_attn, layernorm", 59.6},
+          {4, 8, mp::kRecomputeCoreAttn, "core_attn", 53.2},
+          {8, 4, mp::kRecomputeCoreAttn, "core_attn", 50.2},
+      };
+      for (const Exp& e : exps) {
+        for (const mt::LayoutCase& lc : g.cases) {
+          if (lc.parallel.tp != e.tp || lc.parallel.pp != e.pp) continue;
+          mp::Knobs k = lc.knobs;
+          k.recompute = selective(e.modules);
+          std::optional<double> gb = predict_peak(g.model_preset, g.cluster_preset, g.shape,
+                                                  g.generation, g.features, lc.parallel, k);
+          if (gb) {
+            anchors.push_back({absl::StrFormat("Llama3-70B SFT 32 H100 tp%d pp%d vp5 [%s]", e.tp,
+                                               e.pp, e.modules_name),
+                               *gb, e.measured_gb});
+          }
+        }
+      }
+    }
+    {
+      const struct {
+        uint32_t modules;
+        const char* name;
+        double measured_gb;
+      } moonlight[] = {
+          {0, "", 36.618},
+          {mp::kRecomputeCoreAttn, "core_attn", 36.614},
+          {mp::kRecomputeMlaUpProj, "mla_up_proj", 35.902},
+          {mp::kRecomputeMlaUpProj | mp::kRecomputeMlp, "mla_up_proj, mlp", 35.917},
+          {mp::kRecomputeMoeAct, "moe_act", 35.941},
+          {mp::kRecomputeLayerNorm | mp::kRecomputeMoeAct, "layernorm, moe_act", 35.949},
+      };
+      const std::vector<mt::StandaloneLadder> ladders = mt::MoonlightH100RecomputeLadders();
+      if (!ladders.empty() && !ladders[0].steps.empty()) {
+        const mt::StandaloneLadder& l = ladders[0];
+        for (const auto& v : moonlight) {
+          mp::Knobs k = l.steps[0].knobs;
+          k.recompute = selective(v.modules);
+          std::optional<double> gb = predict_peak(l.model_preset, l.cluster_preset, l.shape,
+                                                  l.generation, l.steps[0].features, l.parallel, k);
+          if (gb) {
+            anchors.push_back(
+                {absl::StrFormat("Moonlight-16B-A3B 8 H100 tp2 ep8 [%s]", v.name), *gb,
+                 v.measured_gb});
+          }
+        }
+      }
+    }
+    std::printf("\n== Memory anchors: measured peak allocated memory (Megatron-Bridge skill "
+                "cards, outside runs.json) against the predicted peak of tensors (peak less the reserve and "
+                "NCCL buffers), shipped constants ==\n");
+    double abs_sum = 0, signed_sum = 0;
+    for (const MemAnchor& a : anchors) {
+      const double err = a.predicted_gb / a.measured_gb - 1;
+      abs_sum += std::fabs(err);
+      signed_sum += err;
+      std::printf("  %-52s meas %6.1f GB  pred %6.1f GB  err %+6.1f%%\n", a.name.c_str(),
+                  a.measured_gb, a.predicted_gb, 100 * err);
+    }
+    if (!anchors.empty()) {
+      std::printf("  %zu runs: mean |error| %.1f%%, signed %+.1f%% (pred / meas - 1: positive = "
+                  "the model over-counts)\n",
+                  anchors.size(), 100 * abs_sum / anchors.size(),
+                  100 * signed_sum / anchors.size());
+    }
+  }
   // --- Public runs outside runs.json whose recipes set knobs the rows
   // never vary (tests/internal/recipe_checks.h): checks, never fitted.
   {
