@@ -1155,7 +1155,16 @@ int main(int argc, char** argv) {
     std::printf(
         "recompute: each row's recipe's (kRecipeRecompute, Megatron-Bridge v0.3.0 - "
         "v0.6.0), not the headline's rule; the constants are refit per fold as usual, "
-        "the 'shipped' figures keep the headline's constants\n\n");
+        "the 'shipped' figures keep the headline's constants\n");
+    for (const RecipeRecomputeFact& f : kRecipeRecompute) {
+      mp::Recompute r;
+      r.mode = f.mode;
+      r.modules = f.modules;
+      std::printf("  %-16s %-12s %-26s %s\n", f.model_preset,
+                  f.cluster_preset != nullptr ? f.cluster_preset : "every GPU",
+                  RecomputeText(r).c_str(), f.source);
+    }
+    std::printf("\n");
   }
   absl::StatusOr<Overrides> overrides = ParseOverrides(absl::GetFlag(FLAGS_set));
   if (!overrides.ok()) {
