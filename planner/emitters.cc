@@ -328,6 +328,14 @@ void LayoutFlags(const Prediction& p, int dp, ArgWriter& a) {
   // Gradients reduced in BF16, as the step model prices them (Megatron
   // would otherwise reduce the FP32 main gradients in FP32).
   a.Flag("--grad-reduce-in-bf16");
+  if (p.knobs.optimizer_states == OptimizerStates::kBf16Moments) {
+    a.Comment("optimizer state: fp32 master weights, BF16 Adam moments and main gradients "
+              "(Transformer Engine's precision-aware FusedAdam), 8 B per parameter");
+    a.Flag("--use-precision-aware-optimizer");
+    a.Flag("--main-grads-dtype", "bf16");
+    a.Flag("--exp-avg-dtype", "bf16");
+    a.Flag("--exp-avg-sq-dtype", "bf16");
+  }
   if (par.shard_params) {
     a.Comment("FSDP: parameters, gradients and optimizer states sharded over dp");
     a.Flag("--use-megatron-fsdp");

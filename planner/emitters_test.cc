@@ -76,7 +76,8 @@ std::vector<GoldenCase> Cases() {
   {
     // DeepSeek-V3 on 256 GB200: MLA, MTP, 61 layers over pp 4 x vp 4 with
     // explicit first/last stages, EP 64 with DeepEP, selective recompute and
-    // MoE activation offload, BF16.
+    // MoE activation offload, BF16, BF16 Adam moments (the Megatron-Bridge
+    // recipe's precision-aware optimizer).
     const ClusterSpec c = Cluster("gb200-nvl72");
     Prediction p = BasePrediction("deepseek-v3", c, {256, 4096, 1024});
     p.parallel.tp = 1;
@@ -96,6 +97,7 @@ std::vector<GoldenCase> Cases() {
     p.knobs.dispatcher = Dispatcher::kFusedDedup;
     p.knobs.overlap.num_comm_streams = 1;
     p.knobs.precision = Precision::kBf16;
+    p.knobs.optimizer_states = OptimizerStates::kBf16Moments;
     cases.push_back({"deepseek_v3_gb200_256", p, c});
   }
   {

@@ -160,6 +160,12 @@ const std::array<FrameworkRuleInfo, kNumFrameworkRules>& Table() {
        "mesh_axes; there is no rank-order key (maxtext_utils.create_device_mesh builds the "
        "hybrid mesh from those two lists)",
        "configs/base.yml", Framework::kMaxText},
+      {"maxtext_optimizer_states_fp32",
+       "optimizer_states=bf16 (BF16 Adam moments and main gradients, Megatron's "
+       "precision-aware optimizer) has no MaxText setting; use optimizer_states=fp32",
+       "optax.adamw keeps nu in the parameters' dtype (weight_dtype float32) and "
+       "takes a dtype only for mu (mu_dtype); gradients follow weight_dtype",
+       "configs/base.yml", Framework::kMaxText},
   }};
   return *table;
 }
@@ -386,6 +392,9 @@ constexpr uint32_t kMaxTextUnnamedOffload = kOffloadMlpNorm | kOffloadMoeAct;
 
 std::optional<FrameworkRule> MaxTextViolation(const ModelSpec& model, const ParallelConfig&,
                                               const Knobs& k) {
+  if (k.optimizer_states != OptimizerStates::kFp32) {
+    return FrameworkRule::kMaxTextOptimizerStatesFp32;
+  }
   const uint32_t always = MaxTextAlwaysRecomputed(model);
   const bool full = k.recompute.mode == RecomputeMode::kFull;
   if (!full && (k.recompute.mode == RecomputeMode::kNone ||

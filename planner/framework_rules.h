@@ -62,9 +62,10 @@ enum class FrameworkRule {
   kMaxTextOffloadNeedsName,      // offload of a tensor without a name
   kMaxTextFullRematNoOffload,    // remat_policy full cannot offload
   kMaxTextNoRankOrder,           // dp_outermost: MaxText has no rank order
+  kMaxTextOptimizerStatesFp32,   // optimizer_states=bf16: no MaxText setting
 };
 inline constexpr int kNumFrameworkRules =
-    static_cast<int>(FrameworkRule::kMaxTextNoRankOrder) + 1;
+    static_cast<int>(FrameworkRule::kMaxTextOptimizerStatesFp32) + 1;
 
 struct FrameworkRuleInfo {
   std::string_view name;     // "ep_overlap_needs_interleaving"

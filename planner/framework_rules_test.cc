@@ -397,5 +397,24 @@ TEST(MaxTextLayoutTest, NoRankOrder) {
   EXPECT_THAT(RuleText(FrameworkRule::kMaxTextNoRankOrder), HasSubstr("MaxText: dp_outermost"));
 }
 
+// BF16 Adam moments are Megatron's precision-aware optimizer; MaxText's
+// optax Adam has no such setting, so the plan is refused by name, while
+// Megatron takes it with any layout (FSDP included).
+TEST(MaxTextKnobsTest, Bf16OptimizerStatesRefused) {
+  Knobs k;
+  k.recompute.mode = RecomputeMode::kFull;  // MaxText's always-remat rule satisfied
+  EXPECT_EQ(MaxTextViolation(Moe(), Layout(1, 1, 8), k), std::nullopt);
+  k.optimizer_states = OptimizerStates::kBf16Moments;
+  EXPECT_THAT(MaxTextViolation(Moe(), Layout(1, 1, 8), k),
+              Optional(FrameworkRule::kMaxTextOptimizerStatesFp32));
+  EXPECT_THAT(RuleText(FrameworkRule::kMaxTextOptimizerStatesFp32),
+              HasSubstr("MaxText: optimizer_states=bf16"));
+  ParallelConfig fsdp = Layout(1, 1, 8);
+  fsdp.shard_params = true;
+  Knobs megatron;
+  megatron.optimizer_states = OptimizerStates::kBf16Moments;
+  EXPECT_EQ(MegatronViolation(Moe(), fsdp, megatron), std::nullopt);
+}
+
 }  // namespace
 }  // namespace moetune::planner

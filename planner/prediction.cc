@@ -106,6 +106,7 @@ nlohmann::json ToJson(const Knobs& k) {
   j["overlap_pp_comm"] = k.overlap.pp_comm;
   j["num_comm_streams"] = k.overlap.num_comm_streams;
   j["cuda_graphs"] = k.cuda_graphs;
+  j["optimizer_states"] = std::string(OptimizerStatesName(k.optimizer_states));
   return j;
 }
 

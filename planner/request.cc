@@ -59,6 +59,7 @@ std::optional<std::pair<ParallelConfig, Knobs>> SingleCandidate(const PlanReques
   ApplyKnobPins(f, &k);  // every knob is pinned
   k.moe_load_imbalance = r.constraints.moe_load_imbalance;
   k.routing = r.constraints.routing;
+  k.optimizer_states = r.constraints.optimizer_states;
   return std::make_pair(p, k);
 }
 

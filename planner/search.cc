@@ -221,6 +221,7 @@ class Searcher {
       std::vector<int8_t>& violations = violations_[size_t(i)];
       violations.assign(ks.combos.size(), -1);
       for (size_t j = 0; j < ks.combos.size(); ++j) {
+        ks.combos[j].optimizer_states = options_.constraints.optimizer_states;
         const NormalizedKnobs n = NormalizeFor(
             options_.framework, problem_.model, rep, options_.constraints.fixed, ks.combos[j]);
         ks.combos[j] = n.knobs;

@@ -118,6 +118,10 @@ struct SpaceConstraints {
   // An explicit routing imbalance (Knobs::moe_load_imbalance; != 1.0
   // overrides what `routing` implies; not searched).
   double moe_load_imbalance = 1.0;
+  // Precision of the Adam state every candidate runs with
+  // (Knobs::optimizer_states; not searched: a numerics choice the user
+  // makes).
+  OptimizerStates optimizer_states = OptimizerStates::kFp32;
 };
 
 // Precisions the GPU has tensor-core modes for, in enum order.

@@ -39,10 +39,11 @@ RankParams ParamsOnRank(const PlanTables& plan, const ParallelConfig& p,
   return rp;
 }
 
-Cost OptimizerStepCost(const CostModel& cost, const RankParams& params, int dp_dense, int dp_expert) {
+Cost OptimizerStepCost(const CostModel& cost, const RankParams& params, int dp_dense, int dp_expert,
+                       double step_bytes_per_param) {
   const double shard =
       params.dense / std::max(1, dp_dense) + params.expert / std::max(1, dp_expert);
-  return cost.MemoryBound(shard * kOptimizerBytesPerParam +
+  return cost.MemoryBound(shard * step_bytes_per_param +
                           (params.dense + params.expert) * kGradNormBytesPerParam);
 }
 
@@ -145,7 +146,9 @@ DpAndOptimizer DataParallelAndOptimizer(const CostModel& cost, const ParallelCon
     }
   }
   // Optimizer over the local shard.
-  const Cost opt = OptimizerStepCost(cost, params, dp_dense, dp_expert);
+  const Cost opt =
+      OptimizerStepCost(cost, params, dp_dense, dp_expert,
+                        AdamBytes(knobs.optimizer_states, knobs.precision).step_traffic);
   // No other term adds to the optimizer slot: it holds exactly opt.
   out.optimizer_s = opt.seconds;
   if (step != nullptr) step->Add(kSOptimizer, opt);

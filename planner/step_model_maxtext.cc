@@ -593,7 +593,10 @@ DpAndOptimizer MaxTextFsdpAndOptimizer(const CostModel& cost, const ParallelConf
       step->AddSeconds(kSEpExposed, contention, src);
     }
   }
-  const Cost opt = OptimizerStepCost(cost, params, DenseDpGroup(p), ExpertDpGroup(p));
+  // MaxText's optax Adam: its own state (MaxTextConstants), Megatron's fp32
+  // traffic per parameter.
+  const Cost opt = OptimizerStepCost(cost, params, DenseDpGroup(p), ExpertDpGroup(p),
+                                     AdamBytesPerParam{}.step_traffic);
   out.optimizer_s = opt.seconds;
   if (step != nullptr) step->Add(kSOptimizer, opt);
   return out;

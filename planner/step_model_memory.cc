@@ -82,10 +82,11 @@ MemoryBreakdown RankMemory(const PlanTables& plan, const Context& c, const Paral
   const double fragmentation = kFragmentationFraction * mem.activations_bytes;
   if (!c.lora) {
     const double shard = dense / std::max(1, dp_dense) + expert / std::max(1, dp_expert);
+    const AdamBytesPerParam adam = AdamBytes(c.knobs->optimizer_states, c.precision);
     mem.grads_bytes = (local + gathered) * plan.stack->grad_buffer_bytes_per_param +
-                      ShardMainGradAtPeakBytes(shard * kShardMainGradBytes,
+                      ShardMainGradAtPeakBytes(shard * adam.shard_main_grad,
                                                mem.activations_bytes + fragmentation);
-    mem.optimizer_bytes = shard * kOptimizerStateBytes;
+    mem.optimizer_bytes = shard * adam.state;
   }
   // NCCL's buffers on top of the fixed reserve (see kNcclBufferBytes).
   mem.comm_buffers_bytes = kNcclBufferBytes;

@@ -1266,3 +1266,56 @@ TEST(StepModelTest, UpProjRecomputeAddsGpuAndUngraphedHostWork) {
 
 }  // namespace
 }  // namespace moetune::planner
+
+namespace moetune::planner {
+namespace {
+
+// BF16 Adam moments (Knobs::optimizer_states, step_model_terms.h AdamBytes)
+// on MemoryByHand's one-GPU dense model: 132,644,864 parameters.
+TEST(StepModelByHandTest, Bf16OptimizerStates) {
+  const StepModel sm = Make(TinyDense(), "h100-sxm", {1, 2048, 8});
+  Knobs fp32;
+  Knobs bf16;
+  bf16.optimizer_states = OptimizerStates::kBf16Moments;
+  absl::StatusOr<Prediction> a = sm.Predict(Layout(1, 1, 1, 1, 1, 1), fp32);
+  absl::StatusOr<Prediction> b = sm.Predict(Layout(1, 1, 1, 1, 1, 1), bf16);
+  ASSERT_TRUE(a.ok() && b.ok());
+  // fp32 master weights + BF16 exp_avg and exp_avg_sq: 4 + 2 + 2 = 8 B,
+  // 132,644,864 x 8 = 1,061,158,912 (fp32: x 12 = 1,591,738,368).
+  EXPECT_EQ(a->memory.optimizer_bytes, 1591738368.0);
+  EXPECT_EQ(b->memory.optimizer_bytes, 1061158912.0);
+  // The gradient buffer is the same BF16 buffer either way.
+  EXPECT_EQ(b->memory.grads_bytes, a->memory.grads_bytes);
+  // The step is memory-bound over the shard (dp = 1: every parameter):
+  // fp32 30 B + grad-norm 4 B = 34 B per parameter; BF16 moments read the
+  // BF16 gradient in place (BF16 training): 20 + 4 = 24 B.
+  const double fp32_s = TermSeconds(*a, "optimizer");
+  const double bf16_s = TermSeconds(*b, "optimizer");
+  ASSERT_GT(fp32_s, 0);
+  EXPECT_NEAR(bf16_s / fp32_s, 24.0 / 34.0, 1e-9);
+  // With an FP8 current-scaling recipe Megatron still copies the shard's
+  // gradients to fp32 (use_precision_aware_optimizer_no_fp8_or_ds_fp8 is
+  // false): 22 + 4 = 26 B against fp32's 34 B.
+  Knobs fp8 = fp32;
+  fp8.precision = Precision::kFp8;
+  Knobs fp8_bf16 = fp8;
+  fp8_bf16.optimizer_states = OptimizerStates::kBf16Moments;
+  absl::StatusOr<Prediction> c = sm.Predict(Layout(1, 1, 1, 1, 1, 1), fp8);
+  absl::StatusOr<Prediction> d = sm.Predict(Layout(1, 1, 1, 1, 1, 1), fp8_bf16);
+  ASSERT_TRUE(c.ok() && d.ok());
+  EXPECT_NEAR(TermSeconds(*d, "optimizer") / TermSeconds(*c, "optimizer"), 26.0 / 34.0, 1e-9);
+  EXPECT_LT(d->peak_memory_bytes, c->peak_memory_bytes);
+}
+
+TEST(AdamBytesTest, PerStatePrecision) {
+  using step_model_internal::AdamBytes;
+  EXPECT_EQ(AdamBytes(OptimizerStates::kFp32, Precision::kBf16).state, 12.0);
+  EXPECT_EQ(AdamBytes(OptimizerStates::kFp32, Precision::kBf16).shard_main_grad, 4.0);
+  EXPECT_EQ(AdamBytes(OptimizerStates::kBf16Moments, Precision::kBf16).state, 8.0);
+  EXPECT_EQ(AdamBytes(OptimizerStates::kBf16Moments, Precision::kBf16).shard_main_grad, 0.0);
+  EXPECT_EQ(AdamBytes(OptimizerStates::kBf16Moments, Precision::kMxfp8).shard_main_grad, 4.0);
+  EXPECT_EQ(AdamBytes(OptimizerStates::kBf16Moments, Precision::kMxfp8).step_traffic, 22.0);
+}
+
+}  // namespace
+}  // namespace moetune::planner

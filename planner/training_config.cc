@@ -161,6 +161,20 @@ absl::StatusOr<Dispatcher> ParseDispatcher(std::string_view name) {
       "unknown dispatcher '", internal::Sv(name), "' (expected alltoall or fused_dedup)"));
 }
 
+std::string_view OptimizerStatesName(OptimizerStates states) {
+  return states == OptimizerStates::kBf16Moments ? "bf16" : "fp32";
+}
+
+absl::StatusOr<OptimizerStates> ParseOptimizerStates(std::string_view name) {
+  const std::string lower = internal::Lower(name);
+  if (lower == "fp32") return OptimizerStates::kFp32;
+  if (lower == "bf16" || lower == "bf16_moments" || lower == "precision_aware") {
+    return OptimizerStates::kBf16Moments;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown optimizer states '", internal::Sv(name), "' (expected fp32 or bf16)"));
+}
+
 std::string_view InfeasibilityName(Infeasibility reason) {
   switch (reason) {
     case Infeasibility::kNone:
@@ -393,7 +407,9 @@ std::string ToString(const Knobs& k) {
       // Only when not the benchmark default, so balanced plans print as before.
       k.routing == Routing::kNatural ? " routing=natural" : "",
       k.moe_load_imbalance != 1.0 ? absl::StrCat(" moe_imbalance=", k.moe_load_imbalance)
-                                  : "");
+                                  : "",
+      // Only when not the default, so fp32-state plans print as before.
+      k.optimizer_states == OptimizerStates::kBf16Moments ? " optimizer_states=bf16" : "");
 }
 
 }  // namespace moetune::planner

@@ -100,6 +100,23 @@ enum class Dispatcher {
   kFusedDedup  // DeepEP/HybridEP: one copy per (token, destination node/GPU)
 };
 
+// Precision of the distributed Adam optimizer's state (not searched: it is a
+// numerics choice of the job; the user states it, default kFp32).
+//   kFp32: fp32 master weights, exp_avg and exp_avg_sq, fp32 main gradients
+//     (Megatron's defaults; Megatron-Bridge's Llama, Qwen3 and GPT-OSS
+//     recipes set them explicitly).
+//   kBf16Moments: Transformer Engine's precision-aware FusedAdam with fp32
+//     master weights and BF16 exp_avg, exp_avg_sq and main gradients
+//     (--use-precision-aware-optimizer --main-grads-dtype bf16
+//     --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16): what Megatron-Bridge's
+//     DeepSeek-V3, Moonlight and OLMoE recipes set (v0.3.0-v0.6.0,
+//     src/megatron/bridge/recipes/deepseek/deepseek_v3.py). 8 B of state per
+//     parameter instead of 12.
+enum class OptimizerStates { kFp32, kBf16Moments };
+// "fp32", "bf16" (also "bf16_moments", "precision_aware").
+std::string_view OptimizerStatesName(OptimizerStates states);
+absl::StatusOr<OptimizerStates> ParseOptimizerStates(std::string_view name);
+
 struct Overlap {
   bool tp_comm = true;  // TP all-gather/reduce-scatter with the GEMMs
   bool ep_comm = true;  // EP dispatch/combine with the other micro-batch
@@ -128,6 +145,7 @@ struct Knobs {
   Overlap overlap;
   bool cuda_graphs = true;
   Precision precision = Precision::kBf16;
+  OptimizerStates optimizer_states = OptimizerStates::kFp32;  // not searched
 };
 
 // Enum <-> string. Parsers are case-insensitive and return InvalidArgument

@@ -10,6 +10,7 @@ namespace {
 using ::moetune::testing::IsOk;
 using ::moetune::testing::StatusIs;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 ModelSpec TinyMoe() {
   ModelSpec m;
@@ -44,6 +45,15 @@ TEST(TrainingConfigTest, EnumRoundTrips) {
                                                     kOffloadMoeAct)),
             kOffloadExpertFc1 | kOffloadMoeAct);
   EXPECT_EQ(*ParseObjective("SFT"), Objective::kFinetune);
+  for (OptimizerStates o : {OptimizerStates::kFp32, OptimizerStates::kBf16Moments}) {
+    EXPECT_EQ(*ParseOptimizerStates(OptimizerStatesName(o)), o);
+  }
+  EXPECT_EQ(*ParseOptimizerStates("Precision_Aware"), OptimizerStates::kBf16Moments);
+  // Printed only when not the default, so fp32 plans print as before.
+  Knobs k;
+  EXPECT_THAT(ToString(k), Not(HasSubstr("optimizer_states")));
+  k.optimizer_states = OptimizerStates::kBf16Moments;
+  EXPECT_THAT(ToString(k), HasSubstr(" optimizer_states=bf16"));
 }
 
 TEST(TrainingConfigTest, ParseErrorsNameTheValue) {
@@ -58,6 +68,8 @@ TEST(TrainingConfigTest, ParseErrorsNameTheValue) {
   EXPECT_THAT(ParseOffloadModules("weights"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("'weights'")));
+  EXPECT_THAT(ParseOptimizerStates("fp8"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'fp8'")));
 }
 
 // Regression (fix_spec_fuzzer): "recompute=\n\n\n+" parsed as a selective

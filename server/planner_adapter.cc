@@ -147,6 +147,18 @@ absl::StatusOr<p::SearchOptions> ToSearchOptions(const v1::PlanConstraints& c,
       return absl::InvalidArgumentError(
           absl::StrCat("constraints.routing: unknown value ", static_cast<int>(c.routing())));
   }
+  switch (c.optimizer_states()) {
+    case v1::OPTIMIZER_STATES_UNSPECIFIED:
+    case v1::OPTIMIZER_STATES_FP32:
+      o.constraints.optimizer_states = p::OptimizerStates::kFp32;
+      break;
+    case v1::OPTIMIZER_STATES_BF16:
+      o.constraints.optimizer_states = p::OptimizerStates::kBf16Moments;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("constraints.optimizer_states: unknown value ",
+                                                     static_cast<int>(c.optimizer_states())));
+  }
   return o;
 }
 

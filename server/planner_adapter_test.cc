@@ -109,6 +109,35 @@ TEST_F(PlannerAdapterTest, PlanRendersItsFrameworksFormatsForEachPlan) {
   }
 }
 
+// PlanConstraints.optimizer_states: the Adam state's precision every plan
+// runs with (never searched), echoed in each plan's knobs and written as
+// Megatron's precision-aware optimizer flags; an unknown value names the
+// field.
+TEST_F(PlannerAdapterTest, OptimizerStatesIsAnInput) {
+  const ProgressFn kNoProgress = [](int64_t, int64_t) {};
+  v1::SubmitPlanRequest r = Request("llama3-8b", "h100-sxm", 8);
+  r.mutable_constraints()->set_top_k(2);
+  r.mutable_constraints()->set_optimizer_states(v1::OPTIMIZER_STATES_BF16);
+  auto out = adapter_->Plan(r, kNoProgress);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_GE(out->plans.size(), 1u);
+  for (size_t i = 1; i <= out->plans.size(); ++i) {
+    EXPECT_EQ(out->plans[i - 1].knobs().at("optimizer_states"), "bf16") << i;
+    EXPECT_THAT(out->configs.at({static_cast<int>(i), v1::CONFIG_FORMAT_MEGATRON}),
+                HasSubstr("  --use-precision-aware-optimizer\n"));
+  }
+  v1::SubmitPlanRequest plain = Request("llama3-8b", "h100-sxm", 8);
+  auto def = adapter_->Plan(plain, kNoProgress);
+  ASSERT_TRUE(def.ok()) << def.status();
+  EXPECT_EQ(def->plans[0].knobs().at("optimizer_states"), "fp32");
+  EXPECT_THAT(def->configs.at({1, v1::CONFIG_FORMAT_MEGATRON}),
+              Not(HasSubstr("--use-precision-aware-optimizer")));
+  r.mutable_constraints()->set_optimizer_states(static_cast<v1::OptimizerStates>(7));
+  EXPECT_THAT(adapter_->ValidatePlan(r),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("constraints.optimizer_states: unknown value 7")));
+}
+
 // ParallelConfig.data_parallel_outermost: a pin of the rank order in
 // constraints.fixed, echoed in each plan's layout, written as
 // --use-tp-pp-dp-mapping; it and constraints.fix must agree.

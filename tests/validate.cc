@@ -563,6 +563,30 @@ mp::StackGeneration RowGeneration(const std::string& container) {
   return g.ok() ? *g : mp::StackGeneration::k2602;
 }
 
+// The precision of the Adam state a row ran with, from its recipe: every
+// Megatron-Bridge DeepSeek-V3 recipe (v0.1.0rc4 = 25.09 through v0.6.0 =
+// 26.08, src/megatron/bridge/recipes/deepseek/deepseek_v3.py, from v0.6.0
+// deepseek/h100/deepseek_v3.py, which the performance scripts' pretrain
+// config aliases) sets use_precision_aware_optimizer with BF16 exp_avg,
+// exp_avg_sq and main grads; the performance scripts turn it off only under
+// Megatron-FSDP (scripts/performance/utils/overrides.py
+// set_megatron_fsdp_overrides). The Megatron-LM DeepSeek-V3 GB200 guide's
+// launch script sets BF16 exp_avg / exp_avg_sq ("BF16 optimizer states";
+// docs/discussions/deepseek-v3-gb200-optimization/
+// deepseek-v3-gb200-reproduce-guide.md). The Llama3, Llama3.1, Qwen3 and
+// GPT-OSS recipes set fp32 state explicitly; the performance scripts'
+// set_post_overrides turns the precision-aware optimizer on for BF16 Adam
+// runs but leaves those fp32 dtypes (no change of state size).
+mp::OptimizerStates RecipeOptimizerStatesFor(const std::string& id, const std::string& source,
+                                             const std::string& model_preset, bool fsdp) {
+  if (model_preset != "deepseek-v3") return mp::OptimizerStates::kFp32;
+  if (absl::StartsWith(id, "mlm-dsv3-gb200-opt-step")) return mp::OptimizerStates::kBf16Moments;
+  if (absl::StartsWith(source, "NVIDIA-NeMo/Megatron-Bridge") && !fsdp) {
+    return mp::OptimizerStates::kBf16Moments;
+  }
+  return mp::OptimizerStates::kFp32;
+}
+
 // ---------------------------------------------------------------------------
 // One published row, parsed once.
 struct RowSpec {
@@ -580,6 +604,9 @@ struct RowSpec {
   mp::TrainingShape shape;
   mp::ParallelConfig parallel;
   mp::Precision precision = mp::Precision::kBf16;
+  // The precision of the Adam state the row's recipe sets
+  // (RecipeOptimizerStatesFor).
+  mp::OptimizerStates optimizer_states = mp::OptimizerStates::kFp32;
   mp::StackGeneration generation = mp::StackGeneration::k2602;
   std::optional<mp::Recompute> published_recompute;
   std::optional<uint32_t> published_offload;  // OffloadModule bits
@@ -652,6 +679,7 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
       mp::ParsePrecision(StrOr(row, "precision_id", "bf16"));
   if (!precision.ok()) return precision.status();
   r.precision = *precision;
+  r.optimizer_states = RecipeOptimizerStatesFor(r.id, r.source, r.model_preset, p.shard_params);
   r.generation = RowGeneration(r.container);
   absl::StatusOr<mp::Recompute> published = PublishedRecompute(row);
   if (!published.ok() && r.stack == "megatron-core-2026" &&
@@ -677,7 +705,8 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
                       : "unpublished") +
           (r.published_offload ? " offload=" + mp::OffloadModulesName(*r.published_offload)
                                : ""),
-      std::string(mp::PrecisionName(r.precision)),
+      std::string(mp::PrecisionName(r.precision)) +
+          (r.optimizer_states == mp::OptimizerStates::kFp32 ? "" : " optimizer_states=bf16"),
       std::string(mp::StackGenerationName(r.generation)));
   return r;
 }
@@ -777,6 +806,7 @@ uint32_t ModulesOfModel(const mp::ModelSpec& m, const mp::ParallelConfig&, uint3
 absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, bool print) {
   RowSetup s;
   s.knobs = StackKnobs(r.precision);
+  s.knobs.optimizer_states = r.optimizer_states;
   // The EP A2A overlap only where the row's recipe or notes say it ran
   // (older stacks predate it or leave it off, like the Bridge default).
   const RecipeKnobs* recipe = r.stack == "megatron-core-2026"
@@ -877,6 +907,7 @@ mp::PlanRequest RowRequest(const RowSpec& r, const mp::Knobs& k) {
   // from 25.11 on, the GB200 guide, mock-data benchmarks: see their notes in
   // runs.json), so they are priced as they ran, not as real training.
   q.constraints.routing = mp::Routing::kBalanced;
+  q.constraints.optimizer_states = k.optimizer_states;
   q.stack.container = r.container.empty() ? std::string("(none)") : r.container;
   q.stack.cuda_graph_scope = RecipeRanFullIterationGraphs(r) ? mp::CudaGraphScope::kFullIteration
                                                           : mp::CudaGraphScope::kModules;
@@ -1091,6 +1122,7 @@ void PrintPublishedLayoutOnly(const std::vector<RowSpec>& specs) {
         f.precision = r.precision;
         q.constraints.precisions = {r.precision};
         q.constraints.routing = routing;
+        q.constraints.optimizer_states = r.optimizer_states;  // the user states it
         q.stack.container = r.container.empty() ? std::string("latest") : r.container;
         q.unpinned_knobs = mode;
         q.cuda_graph_scope_given = false;

@@ -40,9 +40,11 @@ RankParams ParamsOnRank(const PlanTables& plan, const ParallelConfig& p,
 
 // The optimizer step: Adam over the local shard of `params` (dense ones
 // sharded over dp_dense GPUs, expert ones over dp_expert), memory-bound:
-// shard x kOptimizerBytesPerParam + all local params x kGradNormBytesPerParam
-// (the gradient-norm pass reads every local gradient). Both frameworks.
-Cost OptimizerStepCost(const CostModel& cost, const RankParams& params, int dp_dense, int dp_expert);
+// shard x step_bytes_per_param (AdamBytes().step_traffic) + all local params
+// x kGradNormBytesPerParam (the gradient-norm pass reads every local
+// gradient). Both frameworks.
+Cost OptimizerStepCost(const CostModel& cost, const RankParams& params, int dp_dense, int dp_expert,
+                       double step_bytes_per_param);
 
 // Where the data-parallel groups lie (ParallelConfig::dp_outermost picks
 // the rank order): inside one NVLink domain or across domains, and how many
@@ -84,8 +86,8 @@ struct DpAndOptimizer {
 // optimizer: one reduce-scatter + one all-gather per step, hidden (dp_comm)
 // behind one stage time t_max; FSDP: per micro-batch 2 all-gathers + 1
 // reduce-scatter, hidden behind the whole step (m_micro x t_max). Optimizer:
-// memory-bound, shard x kOptimizerBytesPerParam + all local params x
-// kGradNormBytesPerParam. step (if not null) gets the breakdown terms.
+// memory-bound, shard x AdamBytes(knobs.optimizer_states).step_traffic + all
+// local params x kGradNormBytesPerParam. step (if not null) gets the breakdown terms.
 DpAndOptimizer DataParallelAndOptimizer(const CostModel& cost, const ParallelConfig& p,
                                         const Knobs& knobs, int m_micro, double t_max,
                                         const RankParams& params, Slots* step);

@@ -18,9 +18,10 @@ struct PeakMemory {
 //  weights = (local + gathered) params x (2 B + low-precision copy), local =
 //    params / (DP group under FSDP, else 1), gathered = FSDP's two layers;
 //  grads = (local + gathered) x grad_buffer_bytes_per_param + what the
-//    step's fp32 shard grads (shard x 4 B) need beyond the activations
-//    they replace (ShardMainGradAtPeakBytes), optimizer = shard x 12 B
-//    (shard = params / DP group; none for LoRA);
+//    step's fp32 shard grads (shard x AdamBytes().shard_main_grad: 4 B,
+//    none in place) need beyond the activations they replace
+//    (ShardMainGradAtPeakBytes), optimizer = shard x AdamBytes().state
+//    (12 B fp32, 8 B BF16 moments; shard = params / DP group; none for LoRA);
 //  activations = per-micro-batch activations of the rank / vp x in-flight
 //    chunks (InflightChunks), + one layer's full activations under full
 //    recompute, + fp32 logits (x (1 + MTP modules)) on the last rank;

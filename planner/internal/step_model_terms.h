@@ -23,19 +23,39 @@ namespace moetune::planner::step_model_internal {
 
 // BF16 activations: 2 bytes per element.
 inline constexpr double kActivationBytes = 2.0;
-// A distributed Adam optimizer with fp32 master weights and two moments
-// (12 B/param, sharded over the data-parallel group) -- Megatron-LM docs,
-// distributed optimizer. Its step casts the local shard's gradients to fp32
-// (4 B/param of the shard). The gradient buffer itself holds
-// StackConstants::grad_buffer_bytes_per_param per local parameter.
-inline constexpr double kOptimizerStateBytes = 12.0;
-inline constexpr double kShardMainGradBytes = 4.0;
+// The distributed Adam optimizer (Megatron-Core distrib_optimizer.py, TE
+// FusedAdam), bytes per parameter of the data-parallel shard, by the
+// precision of its state (OptimizerStates):
+//   state            fp32 master weights + exp_avg + exp_avg_sq:
+//                    fp32 4 + 4 + 4 = 12; BF16 moments 4 + 2 + 2 = 8
+//                    (Megatron-LM docs, distributed optimizer).
+//   shard_main_grad  the step's fp32 copy of the shard's gradients
+//                    (shard_main_param.grad = shard_model_grad.float()): 4,
+//                    or 0 where the precision-aware optimizer reads the BF16
+//                    gradient buffer in place (decoupled_grad; Megatron-Core
+//                    optimizer_config.py use_precision_aware_optimizer_no_fp8
+//                    _or_ds_fp8: BF16 training, or FP8 delayed scaling --
+//                    the current-scaling, MXFP8 and NVFP4 recipes still copy).
+//   step_traffic     the step reads the gradient (4 fp32 copy, 2 in place)
+//                    and master/m/v, writes master/m/v and the bf16 param
+//                    (2): fp32 4 + 12 + 12 + 2 = 30; BF16 moments
+//                    4 + 8 + 8 + 2 = 22, in place 20.
+// The gradient buffer itself holds StackConstants::grad_buffer_bytes_per_param
+// per local parameter.
+struct AdamBytesPerParam {
+  double state = 12.0;
+  double shard_main_grad = 4.0;
+  double step_traffic = 30.0;
+};
+inline AdamBytesPerParam AdamBytes(OptimizerStates states, Precision precision) {
+  if (states == OptimizerStates::kFp32) return AdamBytesPerParam{};
+  const bool in_place = precision == Precision::kBf16;
+  return AdamBytesPerParam{8.0, in_place ? 0.0 : 4.0, in_place ? 20.0 : 22.0};
+}
 // Gradient reduce-scatter and parameter all-gather in BF16 (Megatron-Bridge
 // performance recipes: grad_reduce_in_fp32 off).
 inline constexpr double kDpCommBytesPerParam = 2.0;
-// Adam step over the local shard: read grad (4) + master/m/v (12), write
-// master/m/v (12) + bf16 param (2) = 30 B/param; grad-norm reads 4 B/param.
-inline constexpr double kOptimizerBytesPerParam = 30.0;
+// The step's grad-norm reads 4 B/param of all local parameters.
 inline constexpr double kGradNormBytesPerParam = 4.0;
 // Cross-entropy over the vocabulary shard per token: write bf16 logits,
 // read them, fp32 softmax statistics and the bf16 gradient: ~10 B/element.

@@ -96,6 +96,9 @@ std::vector<LayoutGroup> H100DeepPipelineGroups() {
                        Bf16Knobs(deepep, up_mlp, false), false, std::nullopt, "alternative"});
     g.cases.push_back({"tp2 pp8 vp4", Layout(2, 8, 4, 64, 1024),
                        Bf16Knobs(deepep, up_mlp, false), true, std::nullopt, "Bridge H100 recipe"});
+    // The Bridge recipe's BF16 Adam moments and main grads
+    // (deepseek/h100/deepseek_v3.py use_precision_aware_optimizer).
+    for (LayoutCase& c : g.cases) c.knobs.optimizer_states = planner::OptimizerStates::kBf16Moments;
     groups.push_back(g);
   }
   {

@@ -25,6 +25,11 @@ std::vector<LadderStep> DeepSeekV3Gb200Ladder() {
   k.overlap.ep_comm = false;
   k.recompute.mode = planner::RecomputeMode::kSelective;
   k.recompute.modules = planner::kRecomputeMlp | planner::kRecomputeMlaUpProj;
+  // "BF16 optimizer states" (the reproduce guide's launch script:
+  // --use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype
+  // bf16, main grads fp32; with MXFP8 the step copies the shard's grads to
+  // fp32 either way, so the state is priced the same).
+  k.optimizer_states = planner::OptimizerStates::kBf16Moments;
   planner::MegatronFeatures f;
   f.mxfp8_fused_allocation = false;
   f.permute_fusion = true;  // the baseline had --moe-permute-fusion (guide 1, item 4.2)
@@ -375,6 +380,9 @@ std::vector<StandaloneLadder> MoonlightH100RecomputeLadders() {
     k.overlap.ep_comm = false;
     k.routing = planner::Routing::kNatural;
     k.recompute.mode = planner::RecomputeMode::kNone;
+    // The recipe's precision-aware optimizer: BF16 exp_avg, exp_avg_sq and
+    // main grads, fp32 master weights (moonlight_16b.py, opt_cfg).
+    k.optimizer_states = planner::OptimizerStates::kBf16Moments;
     planner::MegatronFeatures f;
     f.router_fusion = false;  // moe_router_fusion = False
     f.delay_wgrad_compute = false;

@@ -13,7 +13,7 @@ plan the prediction is for:
      get_num_layers_to_build for the flag forms, the layout string otherwise;
   4. the knobs of --format json are exactly what the flags set (recompute,
      offload, dispatcher, grouped GEMM, each overlap, CUDA graphs, precision,
-     layout sizes, FSDP, rank order, BF16 gradient reduction).
+     optimizer-state precision, layout sizes, FSDP, rank order, BF16 gradient reduction).
 Lines `refuse NAME GPUS ARGS` run `moetune predict` with pins the framework
 forbids: exit 2 with one line naming the Megatron-Core rule.
 
@@ -105,6 +105,11 @@ def expected_flags(plan, model_is_moe, mtp_layers):
         checks.append(("--recompute-modules", k["recompute_modules"].split(",")))
     off = k["offload_modules"] if k["offload_activations"] else ""
     checks.append(("--offload-modules", off.split(",") if off else None))
+    bf16_states = k.get("optimizer_states", "fp32") == "bf16"
+    for flag, value in (("--use-precision-aware-optimizer", []),
+                        ("--main-grads-dtype", ["bf16"]), ("--exp-avg-dtype", ["bf16"]),
+                        ("--exp-avg-sq-dtype", ["bf16"])):
+        checks.append((flag, value if bf16_states else None))
     prec = k["precision"]
     checks.append(("--fp8-recipe", {"fp8": ["tensorwise"], "mxfp8": ["mxfp8"]}.get(prec)))
     checks.append(("--fp4-recipe", ["nvfp4"] if prec == "nvfp4" else None))

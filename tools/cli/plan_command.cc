@@ -8,7 +8,12 @@
 //       [--max-memory-fraction F] [--dispatchers alltoall,fused_dedup]
 //       [--threads N] [--objective pretrain|finetune|lora] [--stack CONTAINER]
 //       [--framework megatron|maxtext] [--routing natural|balanced]
-//       [--moe-imbalance X] [--dp-outermost]
+//       [--moe-imbalance X] [--dp-outermost] [--optimizer-states fp32|bf16]
+//
+// --optimizer-states: the Adam state's precision every candidate runs with
+// (fp32 default; bf16: BF16 moments and main grads, Megatron's
+// --use-precision-aware-optimizer, emitted into the Megatron arguments).
+// Never searched: it changes the numerics, the user decides.
 //
 // --dp-outermost: pins Megatron's rank order with data parallelism
 // outermost (tp-cp-ep-pp-dp, --use-tp-pp-dp-mapping in the emitted
@@ -83,6 +88,7 @@ const std::vector<FlagSpec>& PlanFlags() {
       {"framework", false, "megatron (default) or maxtext: whose rules, search space and config the plan follows"},
       {"routing", false, "MoE routing: natural (default: real training, priced at the busiest expert-parallel rank) or balanced (forced, as the published benchmarks run)"},
       {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean, >= 1 (default: what --routing implies)"},
+      {"optimizer-states", false, "Adam state precision: fp32 (default) or bf16 (BF16 moments and main grads, --use-precision-aware-optimizer; never searched, Megatron only)"},
       {"dp-outermost", true, "pin Megatron's rank order with data parallel outermost, tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping); as --fix dp_outermost=true; default: Megatron's order tp-cp-ep-dp-pp, never searched"},
       {"help", true, "show this help"},
   };
@@ -269,6 +275,12 @@ int RunPlan(const std::vector<std::string>& argv) {
     return Fail(kExitBadInput, absl::StrCat("--routing: ", routing.status().message()));
   }
   options.constraints.routing = *routing;
+  absl::StatusOr<pl::OptimizerStates> states =
+      pl::ParseOptimizerStates(args.GetOr("optimizer-states", "fp32"));
+  if (!states.ok()) {
+    return Fail(kExitBadInput, absl::StrCat("--optimizer-states: ", states.status().message()));
+  }
+  options.constraints.optimizer_states = *states;
   {
     absl::StatusOr<std::optional<double>> imbalance = args.GetDouble("moe-imbalance");
     if (!imbalance.ok()) return Fail(kExitBadInput, OneLine(imbalance.status().message()));

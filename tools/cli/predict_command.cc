@@ -12,7 +12,14 @@
 //       [--first-stage-layers L] [--last-stage-layers L]
 //       [--objective pretrain|finetune|lora] [--stack CONTAINER|latest]
 //       [--framework megatron|maxtext] [--format json|text|maxtext]
-//       [--routing natural|balanced] [--search-knobs]
+//       [--routing natural|balanced] [--optimizer-states fp32|bf16]
+//       [--search-knobs]
+//
+// --optimizer-states: the precision of the distributed Adam optimizer's
+// state (planner/training_config.h OptimizerStates): fp32 (default) or bf16
+// (Megatron's precision-aware optimizer with BF16 moments and main grads, as
+// Megatron-Bridge's DeepSeek-V3 recipe runs; 8 B of state per parameter
+// instead of 12). A numerics choice, never searched. Megatron only.
 //
 // --routing: how the MoE router spreads tokens (planner/routing.h).
 // natural (the default: real training, data and the model's own router)
@@ -118,6 +125,7 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"comm-streams", false, "communication streams (default: the run default; see --search-knobs)"},
       {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean, >= 1 (default: what --routing implies)"},
       {"routing", false, "MoE routing: natural (default: real training, priced at the busiest expert-parallel rank) or balanced (forced, as the published benchmarks run)"},
+      {"optimizer-states", false, "Adam state precision: fp32 (default) or bf16 (BF16 moments and main grads, --use-precision-aware-optimizer; never searched)"},
       {"shard-params", true, "shard parameters and gradients over DP (FSDP)"},
       {"dp-outermost", true, "Megatron rank order with data parallel outermost, tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping: model replicas on consecutive ranks, DP groups across NVLink domains); default: off, Megatron's default order tp-cp-ep-dp-pp (pipeline outermost); never searched; with pp > 1 on a MoE model needs ep x etp = tp x cp; not for --framework maxtext"},
       {"first-stage-layers", false, "layers on the first pipeline stage"},
@@ -435,6 +443,12 @@ int RunPredict(const std::vector<std::string>& argv) {
     return Fail(kExitBadInput, absl::StrCat("--routing: ", routing.status().message()));
   }
   knobs.routing = *routing;
+  absl::StatusOr<pl::OptimizerStates> states =
+      pl::ParseOptimizerStates(args.GetOr("optimizer-states", "fp32"));
+  if (!states.ok()) {
+    return Fail(kExitBadInput, absl::StrCat("--optimizer-states: ", states.status().message()));
+  }
+  knobs.optimizer_states = *states;
   if (args.Has("offload")) {
     const std::string v = absl::AsciiStrToLower(args.GetOr("offload", ""));
     if (v != "none") {
@@ -480,6 +494,7 @@ int RunPredict(const std::vector<std::string>& argv) {
   request.constraints.precisions = {knobs.precision};
   request.constraints.moe_load_imbalance = knobs.moe_load_imbalance;
   request.constraints.routing = knobs.routing;
+  request.constraints.optimizer_states = knobs.optimizer_states;
   request.stack = *stack;
   request.unpinned_knobs =
       args.Has("search-knobs") ? pl::UnpinnedKnobs::kSearch : pl::UnpinnedKnobs::kRunDefaults;

@@ -82,22 +82,29 @@ TEST(PredictCommandTest, KnobsNotGivenAreTheAutotunersChoice) {
                    best["tokens_per_sec_per_gpu"].get<double>());
 }
 
-// --routing: natural (default) prices the busiest EP rank; balanced is the
-// benchmarks' forced balance; an explicit --moe-imbalance replaces both.
-TEST(PredictCommandTest, RoutingIsAnInput) {
-  const std::vector<std::string> base = {
+// Qwen3-30B-A3B on 16 H100 with every layout flag and knob given (one
+// candidate), and its JSON with `extra` flags appended.
+const std::vector<std::string>& Qwen3AllGiven() {
+  static const std::vector<std::string> args = {
       "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm", "--gpus", "16", "--seq", "4096",
       "--gbs", "256", "--precision", "bf16", "--tp", "1", "--pp", "1", "--vp", "1", "--ep", "8",
       "--etp", "1", "--cp", "1", "--mbs", "1", "--recompute", "full", "--offload", "none",
       "--dispatcher", "alltoall", "--grouped-gemm", "true", "--cuda-graphs", "false",
       "--overlap", "none", "--comm-streams", "1"};
-  auto run = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = base;
-    args.insert(args.end(), extra.begin(), extra.end());
-    const Result r = RunPredict(args);
-    EXPECT_EQ(r.code, kExitOk) << r.err;
-    return nlohmann::json::parse(r.out);
-  };
+  return args;
+}
+nlohmann::json Qwen3AllGivenJson(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = Qwen3AllGiven();
+  args.insert(args.end(), extra.begin(), extra.end());
+  const Result r = RunPredict(args);
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+// --routing: natural (default) prices the busiest EP rank; balanced is the
+// benchmarks' forced balance; an explicit --moe-imbalance replaces both.
+TEST(PredictCommandTest, RoutingIsAnInput) {
+  const auto run = Qwen3AllGivenJson;
   const nlohmann::json natural = run({});
   const nlohmann::json balanced = run({"--routing", "balanced"});
   const nlohmann::json explicit_x = run({"--routing", "balanced", "--moe-imbalance", "1.5"});
@@ -112,6 +119,34 @@ TEST(PredictCommandTest, RoutingIsAnInput) {
                                  "16", "--seq", "4096", "--gbs", "256", "--routing", "forced"});
   EXPECT_EQ(bad.code, kExitBadInput);
   EXPECT_THAT(bad.err, HasSubstr("--routing: unknown routing 'forced'"));
+}
+
+// --optimizer-states: fp32 (default) or bf16 Adam moments; the state is
+// 8 B instead of 12 B per parameter, the rest of the memory the same, and
+// MaxText refuses it by name.
+TEST(PredictCommandTest, OptimizerStatesIsAnInput) {
+  const std::vector<std::string>& base = Qwen3AllGiven();
+  const auto run = Qwen3AllGivenJson;
+  const nlohmann::json fp32 = run({});
+  const nlohmann::json bf16 = run({"--optimizer-states", "bf16"});
+  EXPECT_EQ(fp32["config"]["knobs"]["optimizer_states"], "fp32");
+  EXPECT_EQ(bf16["config"]["knobs"]["optimizer_states"], "bf16");
+  EXPECT_DOUBLE_EQ(bf16["memory"]["optimizer_bytes"].get<double>(),
+                   fp32["memory"]["optimizer_bytes"].get<double>() * 8.0 / 12.0);
+  EXPECT_EQ(bf16["memory"]["weights_bytes"], fp32["memory"]["weights_bytes"]);
+  EXPECT_GE(bf16["tokens_per_sec_per_gpu"].get<double>(),
+            fp32["tokens_per_sec_per_gpu"].get<double>());
+  std::vector<std::string> bad = base;
+  bad.insert(bad.end(), {"--optimizer-states", "fp8"});
+  const Result b = RunPredict(bad);
+  EXPECT_EQ(b.code, kExitBadInput);
+  EXPECT_THAT(b.err, HasSubstr("--optimizer-states: unknown optimizer states 'fp8'"));
+  const Result maxtext =
+      RunPredict({"--model", "qwen3-30b-a3b", "--cluster", "h100-sxm", "--gpus", "16", "--seq",
+                  "4096", "--gbs", "256", "--framework", "maxtext", "--optimizer-states", "bf16",
+                  "--tp", "1", "--pp", "1", "--ep", "8", "--mbs", "1"});
+  EXPECT_EQ(maxtext.code, kExitBadInput) << maxtext.out;
+  EXPECT_THAT(maxtext.err, HasSubstr("optimizer_states=bf16"));
 }
 
 TEST(PredictCommandTest, EveryKnobGivenSkipsTheSearch) {

@@ -4,7 +4,7 @@
 # predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 173.2 GiB
 # cost source: datasheet prior
 # layout: tp=1 pp=4 vp=4 ep=64 etp=1 cp=1 dp=64 mbs=1 first_stage_layers=4 last_stage_layers=1 (dp=64)
-# knobs: precision=bf16 recompute=selective(mla_up_proj,layernorm,moe_act) offload=expert_fc1,moe_act dispatcher=fused_dedup grouped_gemm=true overlap(tp,ep,dp,pp)=1111 streams=1 cuda_graphs=true
+# knobs: precision=bf16 recompute=selective(mla_up_proj,layernorm,moe_act) offload=expert_fc1,moe_act dispatcher=fused_dedup grouped_gemm=true overlap(tp,ep,dp,pp)=1111 streams=1 cuda_graphs=true optimizer_states=bf16
 # You add: data (--data-path), tokenizer (--tokenizer-type, --tokenizer-model), training length and learning rate (--train-iters, --lr, ...), checkpoint paths (--save, --load).
 # Then: torchrun ... pretrain_gpt.py "${MEGATRON_ARGS[@]}" <your flags>
 export NVTE_CPU_OFFLOAD_V1=1
@@ -62,6 +62,11 @@ MEGATRON_ARGS=(
   --expert-tensor-parallel-size 1
   --use-distributed-optimizer
   --grad-reduce-in-bf16
+  # optimizer state: fp32 master weights, BF16 Adam moments and main gradients (Transformer Engine's precision-aware FusedAdam), 8 B per parameter
+  --use-precision-aware-optimizer
+  --main-grads-dtype bf16
+  --exp-avg-dtype bf16
+  --exp-avg-sq-dtype bf16
   # recompute and activation offload
   --recompute-granularity selective
   --recompute-modules mla_up_proj layernorm moe_act
