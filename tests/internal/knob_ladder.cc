@@ -490,10 +490,13 @@ StandaloneLadder Qwen3A22bGb200RecipeLadder() {
       "qwen3-235b-a22b", "gb200-nvl72", planner::StackGeneration::k2606,  // as the 30B ladder
       128, 8192, 64, 1);
   planner::MegatronFeatures f = ScopedGraphFeatures();
-  const planner::Knobs k = RecipeIndexKnobs(planner::Precision::kMxfp8, true, true);
+  planner::Knobs k = RecipeIndexKnobs(planner::Precision::kMxfp8, true, true);
+  // Both YAMLs: use_precision_aware_optimizer, exp_avg / exp_avg_sq bf16
+  // (main grads fp32: the MXFP8 step copies them either way).
+  k.optimizer_states = planner::OptimizerStates::kBf16Moments;
   l.steps.push_back({"mlm-recipe-qwen3-235b-gb200-partialcg", "TE graphs (partial)", k, f,
-                     "mxfp8, graphs attn moe_router moe_preprocess, ep_comm overlap on "
-                     "(MXFP8 param gather and BF16 Adam states not priced)",
+                     "mxfp8, graphs attn moe_router moe_preprocess, ep_comm overlap on, BF16 "
+                     "Adam moments (MXFP8 param gather not priced)",
                      true});
   f.graph_full_iteration = true;
   l.steps.push_back({"mlm-recipe-qwen3-235b-gb200-fullcg", "paged stash + full-iteration graphs",
@@ -517,10 +520,13 @@ StandaloneLadder Qwen3A3bH100RecipeLadder() {
                      "bf16, cuda_graphs off", true});
   k.precision = planner::Precision::kFp8;
   k.cuda_graphs = true;
-  l.steps.push_back({"mlm-recipe-qwen3-30b-h100-fp8-cg", "FP8 blockwise + TE graphs (two changes)",
-                     k, f,
-                     "precision bf16 -> fp8 and cuda_graphs on (attn moe_router "
-                     "moe_preprocess); FP8 param gather and BF16 Adam states not priced",
+  // fp8_32GPU_TP1PP1EP8.yaml: use_precision_aware_optimizer with bf16
+  // exp_avg / exp_avg_sq (the BF16 recipe has none).
+  k.optimizer_states = planner::OptimizerStates::kBf16Moments;
+  l.steps.push_back({"mlm-recipe-qwen3-30b-h100-fp8-cg",
+                     "FP8 blockwise + TE graphs + BF16 Adam moments (three changes)", k, f,
+                     "precision bf16 -> fp8, cuda_graphs on (attn moe_router moe_preprocess), "
+                     "optimizer_states fp32 -> bf16; FP8 param gather not priced",
                      true});
   l.measured_tflops = {234.1, 232.4};
   return l;
