@@ -34,8 +34,9 @@ inline constexpr double kActivationBytes = 2.0;
 //                    or 0 where the precision-aware optimizer reads the BF16
 //                    gradient buffer in place (decoupled_grad; Megatron-Core
 //                    optimizer_config.py use_precision_aware_optimizer_no_fp8
-//                    _or_ds_fp8: BF16 training, or FP8 delayed scaling --
-//                    the current-scaling, MXFP8 and NVFP4 recipes still copy).
+//                    _or_ds_fp8: BF16 training, or FP8 delayed scaling,
+//                    which moetune never emits -- its FP8 is current
+//                    scaling; that, MXFP8 and NVFP4 still copy).
 //   step_traffic     the step reads the gradient (4 fp32 copy, 2 in place)
 //                    and master/m/v, writes master/m/v and the bf16 param
 //                    (2): fp32 4 + 12 + 12 + 2 = 30; BF16 moments
