@@ -216,6 +216,12 @@ absl::StatusOr<ClusterSpec> ParseClusterJson(std::string_view text) {
     if (absl::Status s = ReadPositive(g, "sm_count", false, &sms); !s.ok()) {
       return s;
     }
+    // Optional (0: not given); given, a whole number of SMs (a huge value
+    // would overflow the int).
+    if (sms != c.gpu.sm_count && (sms < 1 || sms > 1e6 || sms != std::floor(sms))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cluster JSON: gpu.sm_count=", sms, " must be a whole number between 1 and 1000000"));
+    }
     c.gpu.sm_count = int(sms);
     if (absl::Status s = ReadPositive(g, "tdp_watts", false, &c.gpu.tdp_watts);
         !s.ok())

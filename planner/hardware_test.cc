@@ -186,6 +186,26 @@ TEST(HardwareTest, JsonErrorsNameTheField) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("nvlink_domain_gpus=7.5")));
   EXPECT_THAT(LoadClusterPreset("a100"),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("h100-sxm")));
+  // Found by fuzzing: an SM count beyond int overflowed the conversion
+  // (tests/fuzz/regressions/cluster/sm-count-overflow).
+  const std::string gpu_with_sms =
+      R"({"name": "c", "gpu": {"name": "g", "generation": "hopper",
+          "bf16_dense_flops_per_sec": 9.894e14, "fp8_dense_flops_per_sec": 1.979e15,
+          "hbm_bytes": 8e10, "hbm_bytes_per_sec": 3.35e12, "sm_count": SMS},
+          "gpus_per_node": 8, "nvlink_domain_gpus": 8, "nvlink_bytes_per_sec": 4.5e11,
+          "scaleout_bytes_per_sec": 5e10})";
+  auto with_sms = [&](const std::string& sms) {
+    std::string j = gpu_with_sms;
+    j.replace(j.find("SMS"), 3, sms);
+    return ParseClusterJson(j);
+  };
+  EXPECT_THAT(with_sms("1.3e119"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gpu.sm_count=")));
+  EXPECT_THAT(with_sms("131.5"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gpu.sm_count=131.5")));
+  absl::StatusOr<ClusterSpec> ok = with_sms("132");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->gpu.sm_count, 132);
 }
 
 }  // namespace
