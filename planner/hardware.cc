@@ -49,6 +49,10 @@ absl::Status ReadPositive(const json& j, const char* key, bool required,
   return absl::OkStatus();
 }
 
+// A count read from JSON (GPUs, SMs): a whole number in 1..1e6, so that the
+// int it becomes neither overflows nor rounds to 0.
+bool IsWholeCount(double v) { return v >= 1 && v <= 1e6 && v == std::floor(v); }
+
 }  // namespace
 
 std::string_view GpuGenerationName(GpuGeneration generation) {
@@ -218,7 +222,7 @@ absl::StatusOr<ClusterSpec> ParseClusterJson(std::string_view text) {
     }
     // Optional (0: not given); given, a whole number of SMs (a huge value
     // would overflow the int).
-    if (sms != c.gpu.sm_count && (sms < 1 || sms > 1e6 || sms != std::floor(sms))) {
+    if (sms != c.gpu.sm_count && !IsWholeCount(sms)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "cluster JSON: gpu.sm_count=", sms, " must be a whole number between 1 and 1000000"));
     }
@@ -256,7 +260,7 @@ absl::StatusOr<ClusterSpec> ParseClusterJson(std::string_view text) {
   // become 0 GPUs and divide by zero below).
   for (const auto& [key, count] : {std::pair<const char*, double>{"gpus_per_node", gpus_per_node},
                                    {"nvlink_domain_gpus", domain}}) {
-    if (count < 1 || count > 1e6 || count != std::floor(count)) {
+    if (!IsWholeCount(count)) {
       return absl::InvalidArgumentError(
           absl::StrCat(key, "=", count, " must be a whole number of GPUs between 1 and 1000000"));
     }
