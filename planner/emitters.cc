@@ -368,6 +368,11 @@ void RecomputeOffloadFlags(const Knobs& k, ArgWriter& a) {
   if (k.offload_activations && k.offload_modules != 0) {
     a.Flag("--fine-grained-activation-offloading");
     a.FlagList("--offload-modules", OffloadModuleList(k.offload_modules));
+  } else if (k.offload_layers > 0) {
+    // Turns cpu_offloading on (arguments.py); activations only, the weights
+    // stay (cpu_offloading_weights defaults to False).
+    a.Comment("layer-wise activation offload: the first layers' saved tensors to host memory");
+    a.Flag("--cpu-offloading-num-layers", k.offload_layers);
   } else {
     a.Comment("no activation offload");
   }

@@ -174,6 +174,21 @@ std::vector<GoldenCase> Cases() {
     p.knobs.precision = Precision::kBf16;
     cases.push_back({"moonlight_16b_h100_16", p, c});
   }
+  {
+    // Megatron-Bridge's Llama3-70B GB300 FP8 recipe (llama3_workload_base_
+    // configs.py LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_CS_V2): Megatron-FSDP,
+    // tp 1, pp 1, mbs 2, the first 20 layers' activations offloaded to host
+    // memory, no recompute, no CUDA graphs.
+    const ClusterSpec c = Cluster("gb300-nvl72");
+    Prediction p = BasePrediction("llama3-70b", c, {64, 8192, 256});
+    p.parallel.dp = 64;
+    p.parallel.mbs = 2;
+    p.parallel.shard_params = true;
+    p.knobs.offload_layers = 20;
+    p.knobs.cuda_graphs = false;
+    p.knobs.precision = Precision::kFp8;
+    cases.push_back({"llama3_70b_gb300_64_layer_offload", p, c});
+  }
   return cases;
 }
 
@@ -424,6 +439,18 @@ TEST(EmittersTest, MegatronFlagsFollowThePlan) {
                                  "NVFP4 path\n"));
   EXPECT_THAT(mixtral, HasSubstr("  --use-megatron-fsdp\n"));
   EXPECT_THAT(mixtral, HasSubstr("  --ckpt-format fsdp_dtensor\n"));
+  for (const std::string& other : {dsv3, llama, mixtral}) {
+    EXPECT_THAT(other, Not(HasSubstr("--cpu-offloading")));
+  }
+
+  // Layer-wise offload: the count, and none of what Megatron refuses with it.
+  const std::string l70 = EmitMegatronArgs(cases[5].prediction, {});
+  EXPECT_THAT(l70, HasSubstr("  --cpu-offloading-num-layers 20\n"));
+  EXPECT_THAT(l70, HasSubstr("  --cuda-graph-impl none\n"));
+  EXPECT_THAT(l70, Not(HasSubstr("--recompute-granularity")));
+  EXPECT_THAT(l70, Not(HasSubstr("--fine-grained-activation-offloading")));
+  EXPECT_THAT(l70, Not(HasSubstr("NVTE_CPU_OFFLOAD_V1")));
+  EXPECT_THAT(EmitCanonicalJson(cases[5].prediction, {}), HasSubstr("\"offload_layers\": 20"));
 }
 
 // Forced balance is Megatron's benchmark-only router mode: emitted for a

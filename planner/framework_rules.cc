@@ -84,6 +84,30 @@ const std::array<FrameworkRuleInfo, kNumFrameworkRules>& Table() {
        "otherwise (TE d0067d0da); every Megatron-Bridge NVFP4 recipe sets "
        "tp_comm_overlap=False (planner/precision.h TpCommOverlapSupports)",
        "transformer_engine/pytorch/module/base.py"},
+      {"layer_offload_too_many_layers",
+       "--cpu-offloading-num-layers must be below the model's number of layers",
+       "TransformerConfig.__post_init__: with cpu_offloading, cpu_offloading_num_layers "
+       "must be in [0, num_layers) ('CPU offloading can be done only for layers less than "
+       "num_layers')"},
+      {"layer_offload_needs_pp_1",
+       "--cpu-offloading-num-layers (layer-wise CPU offloading) needs pp = 1",
+       "TransformerConfig.__post_init__: cpu_offloading with pipeline_model_parallel_size > 1 "
+       "raises 'Currently there is no support for Pipeline parallelism with CPU offloading'"},
+      {"layer_offload_with_recompute",
+       "--cpu-offloading-num-layers (layer-wise CPU offloading) cannot be combined with "
+       "activation recompute (--recompute-granularity)",
+       "TransformerConfig.__post_init__: cpu_offloading with recompute_granularity set raises "
+       "'CPU offloading does not work when activation recomputation is enabled'"},
+      {"layer_offload_with_module_offload",
+       "--cpu-offloading-num-layers (layer-wise CPU offloading) cannot be combined with "
+       "--fine-grained-activation-offloading",
+       "TransformerConfig.__post_init__: fine_grained_activation_offloading asserts 'not "
+       "cpu_offloading'"},
+      {"layer_offload_with_graphs",
+       "--cpu-offloading-num-layers (layer-wise CPU offloading) cannot be combined with "
+       "per-layer CUDA graphs (--cuda-graph-impl transformer_engine / local)",
+       "TransformerConfig.__post_init__: with cuda_graph_impl != none, cpu_offloading needs "
+       "cuda_graph_impl full_iteration ('CUDA graphs not supported with CPU offloading.')"},
       {"dp_outermost_expert_grid",
        "--use-tp-pp-dp-mapping (dp_outermost) with pp > 1 needs the expert grid to match the "
        "dense one: expert_model_parallel_size x expert_tensor_parallel_size must equal "
@@ -166,6 +190,12 @@ const std::array<FrameworkRuleInfo, kNumFrameworkRules>& Table() {
        "optax.adamw keeps nu in the parameters' dtype (weight_dtype float32) and "
        "takes a dtype only for mu (mu_dtype); gradients follow weight_dtype",
        "configs/base.yml", Framework::kMaxText},
+      {"maxtext_no_layer_offload",
+       "offload_layers (Megatron's layer-wise CPU offloading) has no MaxText setting; "
+       "MaxText offloads named tensors (--offload modules) through its remat policy",
+       "remat_policy 'custom' places each named checkpoint on device, remat or offload "
+       "(tensors_to_offload); there is no per-layer offload key",
+       "configs/types.py", Framework::kMaxText},
   }};
   return *table;
 }
@@ -236,6 +266,15 @@ std::optional<FrameworkRule> MegatronViolation(const ModelSpec& model,
   if (p.tp > 1 && k.overlap.tp_comm && !TpCommOverlapSupports(k.precision)) {
     return FrameworkRule::kTpCommOverlapWithNvfp4;
   }
+  if (k.offload_layers != 0) {
+    if (k.offload_layers < 0 || k.offload_layers >= model.num_layers) {
+      return FrameworkRule::kLayerOffloadTooManyLayers;
+    }
+    if (p.pp > 1) return FrameworkRule::kLayerOffloadNeedsPp1;
+    if (k.recompute.mode != RecomputeMode::kNone) return FrameworkRule::kLayerOffloadWithRecompute;
+    if (offload != 0) return FrameworkRule::kLayerOffloadWithModuleOffload;
+    if (k.cuda_graphs) return FrameworkRule::kLayerOffloadWithGraphs;
+  }
   return std::nullopt;
 }
 
@@ -270,6 +309,15 @@ NormalizedKnobs NormalizeForMegatron(const ModelSpec& model,
   if (p.pp > 1 && p.vp == 1) k.overlap.pp_comm = false;
   if (p.pp == 2 && p.vp > 1 && !k.overlap.pp_comm && !fixed.overlap) {
     k.overlap.pp_comm = true;
+  }
+  // Layer-wise CPU offloading runs without per-layer graphs or fine-grained
+  // offload (the search's axes already say so; the run defaults need it).
+  if (k.offload_layers > 0) {
+    if (k.cuda_graphs && !fixed.cuda_graphs) k.cuda_graphs = false;
+    if (k.offload_modules != 0 && !fixed.offload_modules) {
+      k.offload_modules = 0;
+      k.offload_activations = false;
+    }
   }
   // TP comm overlap: no userbuffers path for NVFP4 (TpCommOverlapSupports).
   if (p.tp > 1 && k.overlap.tp_comm && !TpCommOverlapSupports(k.precision) && !fixed.overlap) {
@@ -395,6 +443,7 @@ std::optional<FrameworkRule> MaxTextViolation(const ModelSpec& model, const Para
   if (k.optimizer_states != OptimizerStates::kFp32) {
     return FrameworkRule::kMaxTextOptimizerStatesFp32;
   }
+  if (k.offload_layers != 0) return FrameworkRule::kMaxTextNoLayerOffload;
   const uint32_t always = MaxTextAlwaysRecomputed(model);
   const bool full = k.recompute.mode == RecomputeMode::kFull;
   if (!full && (k.recompute.mode == RecomputeMode::kNone ||
@@ -489,6 +538,7 @@ RuleLayoutClass ClassOf(const ParallelConfig& p) {
   c.interleaved_pp2 = p.pp == 2 && p.vp > 1;
   c.expert_tensor_parallel = p.etp > 1;
   c.tensor_parallel = p.tp > 1;
+  c.pipelined = p.pp > 1;
   return c;
 }
 
@@ -500,6 +550,9 @@ ParallelConfig RepresentativeLayout(const RuleLayoutClass& c) {
     p.vp = 1;
   } else if (c.interleaved_pp2) {
     p.pp = 2;
+    p.vp = 2;
+  } else if (c.pipelined) {
+    p.pp = 4;  // interleaved, pp > 2
     p.vp = 2;
   }
   if (c.expert_tensor_parallel) p.etp = 2;

@@ -49,6 +49,12 @@ enum class FrameworkRule {
   kInterleavedPp2NeedsP2pOverlap,
   kMoeBiasNeedsEtp1,             // MoE with linear biases (GPT-OSS), etp > 1
   kTpCommOverlapWithNvfp4,       // --tp-comm-overlap + NVFP4 (no userbuffers path)
+  // Layer-wise CPU offloading (Knobs::offload_layers > 0):
+  kLayerOffloadTooManyLayers,    // offload_layers >= num_layers
+  kLayerOffloadNeedsPp1,         // with pp > 1
+  kLayerOffloadWithRecompute,    // with any activation recompute
+  kLayerOffloadWithModuleOffload,  // with --fine-grained-activation-offloading
+  kLayerOffloadWithGraphs,       // with per-layer CUDA graphs
   // Layout rule (MegatronLayoutViolations): --use-tp-pp-dp-mapping with
   // pp > 1 needs ep x etp == tp x cp on a MoE model.
   kDpOutermostExpertGrid,
@@ -63,9 +69,10 @@ enum class FrameworkRule {
   kMaxTextFullRematNoOffload,    // remat_policy full cannot offload
   kMaxTextNoRankOrder,           // dp_outermost: MaxText has no rank order
   kMaxTextOptimizerStatesFp32,   // optimizer_states=bf16: no MaxText setting
+  kMaxTextNoLayerOffload,        // offload_layers > 0: no MaxText setting
 };
 inline constexpr int kNumFrameworkRules =
-    static_cast<int>(FrameworkRule::kMaxTextOptimizerStatesFp32) + 1;
+    static_cast<int>(FrameworkRule::kMaxTextNoLayerOffload) + 1;
 
 struct FrameworkRuleInfo {
   std::string_view name;     // "ep_overlap_needs_interleaving"
@@ -193,13 +200,21 @@ struct RuleLayoutClass {
   bool interleaved_pp2 = false;     // pp == 2 and vp > 1
   bool expert_tensor_parallel = false;  // etp > 1
   bool tensor_parallel = false;  // tp > 1 (kTpCommOverlapWithNvfp4)
+  // pp > 1 (kLayerOffloadNeedsPp1); implied by the two pipeline classes.
+  bool pipelined = false;
   int Index() const {
     return (expert_parallel ? 1 : 0) | (non_interleaved_pp ? 2 : 0) |
            (interleaved_pp2 ? 4 : 0) | (expert_tensor_parallel ? 8 : 0) |
-           (tensor_parallel ? 16 : 0);
+           (tensor_parallel ? 16 : 0) | (pipelined ? 32 : 0);
+  }
+  // False for the indices no layout has (a pipeline class without pp > 1,
+  // or both pipeline classes).
+  bool Consistent() const {
+    return !(non_interleaved_pp && interleaved_pp2) &&
+           (pipelined || (!non_interleaved_pp && !interleaved_pp2));
   }
 };
-inline constexpr int kNumRuleLayoutClasses = 32;
+inline constexpr int kNumRuleLayoutClasses = 64;
 RuleLayoutClass ClassOf(const ParallelConfig& parallel);
 // A representative layout of the class (for normalizing a knob set).
 ParallelConfig RepresentativeLayout(const RuleLayoutClass& c);

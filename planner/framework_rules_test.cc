@@ -234,8 +234,8 @@ TEST(RuleTextTest, NamesTheFlagAndTheCheck) {
 }
 
 TEST(RuleLayoutClassTest, RepresentativeHasTheSameClass) {
-  for (const ParallelConfig& p :
-       {Layout(1, 1, 1), Layout(8, 1, 8), Layout(2, 4, 1), Layout(4, 2, 64)}) {
+  for (const ParallelConfig& p : {Layout(1, 1, 1), Layout(8, 1, 8), Layout(2, 4, 1),
+                                  Layout(4, 2, 64), Layout(8, 4, 1)}) {
     EXPECT_EQ(ClassOf(RepresentativeLayout(ClassOf(p))).Index(), ClassOf(p).Index());
   }
   for (ParallelConfig p : {Layout(1, 1, 8), Layout(8, 1, 8)}) {
@@ -414,6 +414,58 @@ TEST(MaxTextKnobsTest, Bf16OptimizerStatesRefused) {
   Knobs megatron;
   megatron.optimizer_states = OptimizerStates::kBf16Moments;
   EXPECT_EQ(MegatronViolation(Moe(), fsdp, megatron), std::nullopt);
+}
+
+// Layer-wise CPU offloading (--cpu-offloading-num-layers): each of
+// Megatron's four conditions from the smallest change that breaks it, the
+// layer bound, what normalization switches off, and MaxText's refusal.
+TEST(MegatronViolationTest, LayerOffloadConditions) {
+  const ModelSpec llama = *LoadModelPreset("llama3-70b");  // 80 layers
+  Knobs k;
+  k.cuda_graphs = false;
+  k.offload_layers = 40;
+  EXPECT_EQ(MegatronViolation(llama, Layout(1, 1, 1), k), std::nullopt);
+  EXPECT_THAT(MegatronViolation(llama, Layout(4, 1, 1), k),
+              Optional(FrameworkRule::kLayerOffloadNeedsPp1));
+  Knobs rc = k;
+  rc.recompute = Selective(kRecomputeCoreAttn).recompute;
+  EXPECT_THAT(MegatronViolation(llama, Layout(1, 1, 1), rc),
+              Optional(FrameworkRule::kLayerOffloadWithRecompute));
+  Knobs fine = k;
+  fine.offload_activations = true;
+  fine.offload_modules = kOffloadCoreAttn;
+  EXPECT_THAT(MegatronViolation(llama, Layout(1, 1, 1), fine),
+              Optional(FrameworkRule::kLayerOffloadWithModuleOffload));
+  Knobs graphs = k;
+  graphs.cuda_graphs = true;
+  EXPECT_THAT(MegatronViolation(llama, Layout(1, 1, 1), graphs),
+              Optional(FrameworkRule::kLayerOffloadWithGraphs));
+  Knobs all = k;
+  all.offload_layers = 80;
+  EXPECT_THAT(MegatronViolation(llama, Layout(1, 1, 1), all),
+              Optional(FrameworkRule::kLayerOffloadTooManyLayers));
+  all.offload_layers = 79;
+  EXPECT_EQ(MegatronViolation(llama, Layout(1, 1, 1), all), std::nullopt);
+  EXPECT_THAT(RuleText(FrameworkRule::kLayerOffloadNeedsPp1),
+              HasSubstr("--cpu-offloading-num-layers (layer-wise CPU offloading) needs pp = 1"));
+  // Unpinned graphs and fine-grained offload are switched off; pinned, the
+  // conflict is reported.
+  Knobs defaults;  // CUDA graphs on
+  defaults.offload_layers = 40;
+  defaults.offload_activations = true;
+  defaults.offload_modules = kOffloadCoreAttn;
+  const NormalizedKnobs n = NormalizeForMegatron(llama, Layout(1, 1, 1), FixedKnobs{}, defaults);
+  EXPECT_EQ(n.violation, std::nullopt);
+  EXPECT_FALSE(n.knobs.cuda_graphs);
+  EXPECT_FALSE(n.knobs.offload_activations);
+  FixedKnobs pinned;
+  pinned.cuda_graphs = true;
+  EXPECT_THAT(NormalizeForMegatron(llama, Layout(1, 1, 1), pinned, defaults).violation,
+              Optional(FrameworkRule::kLayerOffloadWithGraphs));
+  Knobs full = FullRecompute();
+  full.offload_layers = 40;
+  EXPECT_THAT(MaxTextViolation(llama, Layout(1, 1, 1), full),
+              Optional(FrameworkRule::kMaxTextNoLayerOffload));
 }
 
 }  // namespace

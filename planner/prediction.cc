@@ -96,6 +96,7 @@ nlohmann::json ToJson(const Knobs& k) {
   j["recompute_num_layers"] = k.recompute.num_layers;
   j["offload_activations"] = k.offload_activations;
   j["offload_modules"] = OffloadModulesName(k.offload_modules);
+  j["offload_layers"] = k.offload_layers;
   j["dispatcher"] = std::string(DispatcherName(k.dispatcher));
   j["grouped_gemm"] = k.grouped_gemm;
   j["routing"] = std::string(RoutingName(k.routing));

@@ -35,6 +35,9 @@ std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const Cluste
   if (moe && !k.grouped_gemm) u.push_back("grouped_gemm off");
   if (moe && p.ep > 1 && k.dispatcher == Dispatcher::kAllToAll) u.push_back("alltoall dispatcher");
   if (k.offload_activations) u.push_back("activation offload");
+  // The published rows that ran it (Megatron-Bridge's Llama3-70B FSDP
+  // recipes) are priced by the validator with the rule's recompute instead.
+  if (k.offload_layers > 0) u.push_back("layer-wise offload");
   if (moe && k.moe_load_imbalance > 1.0) u.push_back("moe_load_imbalance > 1");
   // Every published row forces balance; none measures real-data routing.
   if (moe && k.moe_load_imbalance == 1.0 && k.routing == Routing::kNatural) {

@@ -128,6 +128,8 @@ absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& r,
   std::vector<Recompute> rungs;
   if (given.recompute) {
     rungs.push_back(*given.recompute);
+  } else if (given.offload_layers.value_or(0) > 0) {
+    rungs.push_back(Recompute{});  // Megatron's layer-wise offload runs without recompute
   } else {
     for (Recompute rc : RecomputeLadder()) {
       rc.modules = RecomputeModulesOfModel(r.model, rc.modules);

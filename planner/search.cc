@@ -213,7 +213,8 @@ class Searcher {
       c.interleaved_pp2 = (i & 4) != 0;
       c.expert_tensor_parallel = (i & 8) != 0;
       c.tensor_parallel = (i & 16) != 0;
-      if (c.Index() != i || (c.non_interleaved_pp && c.interleaved_pp2)) continue;
+      c.pipelined = (i & 32) != 0;
+      if (c.Index() != i || !c.Consistent()) continue;
       KnobSet& ks = knob_sets_[size_t(i)];
       ks = BuildKnobSet(axes_, problem_.model, c.expert_parallel,
                         bounded_axes_, neutral_axes_);

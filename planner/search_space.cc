@@ -22,7 +22,7 @@ constexpr const char* kIntKeys[] = {"tp",  "pp", "vp",  "ep",
                                     "etp", "cp", "dp",  "mbs",
                                     "first_stage_layers", "last_stage_layers"};
 constexpr const char* kOtherKeys[] = {"shard_params", "dp_outermost", "recompute", "offload",
-                                      "dispatcher",  "grouped_gemm",
+                                      "offload_layers", "dispatcher",  "grouped_gemm",
                                       "overlap",     "comm_streams",
                                       "cuda_graphs", "precision"};
 
@@ -191,6 +191,12 @@ absl::StatusOr<FixedKnobs> ParseFixSpec(std::string_view spec) {
       absl::StatusOr<uint32_t> o = ParseOffloadValue(value);
       if (!o.ok()) return o.status();
       f.offload_modules = *o;
+    } else if (key == "offload_layers") {
+      int n = 0;
+      if (!absl::SimpleAtoi(value, &n) || n < 0) {
+        return FixError(key, value, "expected a non-negative integer (0: no layer-wise offload)");
+      }
+      f.offload_layers = n;
     } else if (key == "dispatcher") {
       absl::StatusOr<Dispatcher> d =
           ParseDispatcher(std::string_view(value.data(), value.size()));
@@ -232,6 +238,7 @@ absl::StatusOr<FixedKnobs> ParseFixSpec(std::string_view spec) {
 void PinKnobs(const Knobs& k, FixedKnobs* f) {
   f->recompute = k.recompute;
   f->offload_modules = k.offload_activations ? k.offload_modules : 0u;
+  f->offload_layers = k.offload_layers;
   f->dispatcher = k.dispatcher;
   f->grouped_gemm = k.grouped_gemm;
   f->overlap_exact = k.overlap;
@@ -254,6 +261,7 @@ void ApplyKnobPins(const FixedKnobs& f, Knobs* k) {
     k->offload_modules = *f.offload_modules;
     k->offload_activations = *f.offload_modules != 0;
   }
+  if (f.offload_layers) k->offload_layers = *f.offload_layers;
   if (f.dispatcher) k->dispatcher = *f.dispatcher;
   if (f.grouped_gemm) k->grouped_gemm = *f.grouped_gemm;
   if (f.overlap_exact) {
@@ -289,6 +297,9 @@ std::string ToString(const FixedKnobs& f) {
                         : absl::StrReplaceAll(
                               OffloadModulesName(*f.offload_modules),
                               {{",", "+"}})));
+  }
+  if (f.offload_layers.value_or(0) > 0) {  // 0 is the unset value
+    parts.push_back(absl::StrCat("offload_layers=", *f.offload_layers));
   }
   if (f.dispatcher) {
     parts.push_back(
@@ -370,12 +381,21 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
     }
   }
 
+  // Layer-wise offload: pinned only. Megatron runs it with none of
+  // recompute, fine-grained offload, per-layer CUDA graphs or pp > 1
+  // (framework_rules.h): the axes the user left free take those values; a
+  // pin that contradicts it is left for the framework rules to name.
+  const int offload_layers = f.offload_layers.value_or(0);
+  axes.offload_layers = offload_layers;
+
   // Recompute, least first. Module sets only name modules the model has.
   const bool moe = model.IsMoe();
   const bool mla = model.attention == AttentionType::kMla;
   const bool has_dense_layers = model.NumMoeLayers() < model.num_layers;
   if (f.recompute) {
     axes.recompute.push_back({"fixed", *f.recompute});
+  } else if (offload_layers > 0) {
+    axes.recompute.push_back({"none", Recompute{}});
   } else {
     uint32_t light = kRecomputeLayerNorm;
     if (moe) light |= kRecomputeMoeAct;
@@ -398,6 +418,8 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
   // Offload, least first.
   if (f.offload_modules) {
     axes.offload.push_back({"fixed", *f.offload_modules});
+  } else if (offload_layers > 0) {
+    axes.offload.push_back({"none", 0});
   } else {
     const uint32_t attn_all =
         kOffloadAttnNorm | kOffloadCoreAttn | kOffloadAttnProj | kOffloadMlpNorm;
@@ -468,8 +490,9 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
     if (!f.overlap.has_value()) axes.overlap.push_back({"none", none});
   }
 
-  axes.cuda_graphs = f.cuda_graphs ? std::vector<bool>{*f.cuda_graphs}
-                                   : std::vector<bool>{true, false};
+  axes.cuda_graphs = f.cuda_graphs       ? std::vector<bool>{*f.cuda_graphs}
+                     : offload_layers > 0 ? std::vector<bool>{false}
+                                          : std::vector<bool>{true, false};
   return axes;
 }
 
@@ -592,6 +615,7 @@ KnobSet BuildKnobSet(const KnobAxes& axes, const ModelSpec& model,
   const size_t total = static_cast<size_t>(product_from(0));
   // Every axis's value 0 first; unused axes (size 1 collapsed) keep value 0.
   Knobs base;
+  base.offload_layers = axes.offload_layers;
   for (int a = 0; a < kNumKnobAxes; ++a) {
     base = WithAxisValue(axes, base, static_cast<KnobAxis>(a), 0);
   }
@@ -664,6 +688,8 @@ std::vector<ParallelConfig> EnumerateLayouts(
       for (int pp : Divisors(shape.gpus / tp / cp)) {
         if (pp <= model.num_layers) pps.push_back(pp);
       }
+      // Layer-wise offload runs without pipelining (BuildKnobAxes).
+      if (f.offload_layers.value_or(0) > 0) pps = {1};
       for (int pp : values(f.pp, pps)) {
         if (pp <= 0 || (shape.gpus / tp / cp) % pp != 0) {
           ParallelConfig p;

@@ -66,6 +66,11 @@ struct FixedKnobs {
   std::optional<bool> dp_outermost;
   std::optional<Recompute> recompute;
   std::optional<uint32_t> offload_modules;  // 0: no offload
+  // Layer-wise offload (Knobs::offload_layers; never searched: unset = 0).
+  // Pinned > 0, the search keeps pp 1, no recompute, no offload_modules and
+  // CUDA graphs off (what Megatron runs it with), and refuses pins that
+  // contradict that.
+  std::optional<int> offload_layers;
   std::optional<Dispatcher> dispatcher;
   std::optional<bool> grouped_gemm;
   std::optional<bool> overlap;  // all four communication overlaps on/off
@@ -84,6 +89,8 @@ struct FixedKnobs {
 // --use-tp-pp-dp-mapping; false: Megatron's default tp-cp-ep-dp-pp),
 // recompute (none | full | selective | modules joined by '+', e.g.
 // core_attn+moe_act), offload (none | all | modules joined by '+'),
+// offload_layers (a non-negative integer: layer-wise activation offload of the
+// first N layers, Megatron --cpu-offloading-num-layers; 0 = off),
 // dispatcher (alltoall | fused_dedup | deepep | hybridep | flex),
 // grouped_gemm overlap cuda_graphs (true/false/on/off/1/0; overlap also takes
 // the communications to overlap joined by '+': tp, ep, dp, pp, or none),
@@ -154,6 +161,7 @@ struct KnobAxes {
   std::vector<bool> grouped_gemm;         // fastest first; MoE models only
   std::vector<OverlapLevel> overlap;      // fastest first
   std::vector<bool> cuda_graphs;          // fastest first
+  int offload_layers = 0;                 // every combo's (not an axis)
 };
 
 // The axes for a model under constraints. InvalidArgument when a fixed value

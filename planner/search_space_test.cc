@@ -85,6 +85,49 @@ TEST(ParseFixSpecTest, ParsesEveryKey) {
   EXPECT_EQ(ToString(*again), ToString(*f));
 }
 
+// Layer-wise offload: a count (0 = off), round-tripped when set, and the
+// space it leaves: pp 1, no recompute, no fine-grained offload, CUDA graphs
+// off.
+TEST(ParseFixSpecTest, OffloadLayers) {
+  absl::StatusOr<FixedKnobs> f = ParseFixSpec("shard_params=true,offload_layers=40");
+  ASSERT_THAT(f, IsOk());
+  EXPECT_EQ(f->offload_layers, 40);
+  EXPECT_EQ(ToString(*f), "shard_params=true,offload_layers=40");
+  EXPECT_EQ(ToString(*ParseFixSpec("offload_layers=0")), "");
+  EXPECT_THAT(ParseFixSpec("offload_layers=-1"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--fix offload_layers=-1: expected a non-negative integer")));
+  EXPECT_THAT(ParseFixSpec("offload_layers=many"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("offload_layers=many")));
+
+  const ModelSpec llama = *LoadModelPreset("llama3-70b");
+  const ClusterSpec gb200 = *LoadClusterPreset("gb200-nvl72");
+  SpaceConstraints c;
+  c.fixed = *f;
+  absl::StatusOr<KnobAxes> axes = BuildKnobAxes(llama, gb200, c);
+  ASSERT_THAT(axes, IsOk());
+  EXPECT_EQ(axes->offload_layers, 40);
+  ASSERT_EQ(axes->recompute.size(), 1u);
+  EXPECT_EQ(axes->recompute[0].recompute.mode, RecomputeMode::kNone);
+  ASSERT_EQ(axes->offload.size(), 1u);
+  EXPECT_EQ(axes->offload[0].modules, 0u);
+  EXPECT_EQ(axes->cuda_graphs, std::vector<bool>{false});
+  const KnobSet set = BuildKnobSet(*axes, llama, false, 0, 0);
+  for (const Knobs& k : set.combos) EXPECT_EQ(k.offload_layers, 40);
+  const std::vector<ParallelConfig> layouts =
+      EnumerateLayouts(llama, gb200, {64, 8192, 256}, c.fixed, nullptr);
+  ASSERT_FALSE(layouts.empty());
+  for (const ParallelConfig& p : layouts) EXPECT_EQ(p.pp, 1) << ToString(p);
+
+  // Pins that contradict it stay as pinned: the framework rules name them
+  // (framework_rules.h kLayerOffload*).
+  c.fixed = *ParseFixSpec("offload_layers=4,recompute=full,cuda_graphs=true");
+  axes = BuildKnobAxes(llama, gb200, c);
+  ASSERT_THAT(axes, IsOk());
+  EXPECT_EQ(axes->recompute[0].recompute.mode, RecomputeMode::kFull);
+  EXPECT_EQ(axes->cuda_graphs, std::vector<bool>{true});
+}
+
 TEST(ParseFixSpecTest, DpOutermost) {
   absl::StatusOr<FixedKnobs> on = ParseFixSpec("pp=8,dp_outermost=true");
   ASSERT_THAT(on, IsOk());

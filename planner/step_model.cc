@@ -309,6 +309,31 @@ const Cache::PerPrecision& LookUpCosts(const StepModel::LayerKindTables kinds[],
   return pr;
 }
 
+// Layer-wise offload (Knobs::offload_layers; Megatron runs it at pp 1 only,
+// framework_rules.h): the first N layers of the model, in order, send every
+// tensor they save to host memory (their activations, LayerActivationBytes)
+// and fetch it back for backward, on TE's schedule
+// (LayerOffloadExposedSeconds). Each layer's compute is its critical path,
+// one third forward and two thirds backward (as AddOffloadTerms).
+void PriceLayerOffload(const CostModel& cost, const std::vector<int>& layer_kind_index,
+                       int offload_layers, KindResults* kr) {
+  const int L = static_cast<int>(layer_kind_index.size());
+  const size_t n = static_cast<size_t>(L);
+  std::vector<double> fwd(n), bwd(n), copy(n);
+  for (int l = 0; l < L; ++l) {
+    const int k = layer_kind_index[size_t(l)];
+    fwd[size_t(l)] = kr->time_norc[k] / 3;
+    bwd[size_t(l)] = 2 * kr->time_norc[k] / 3;
+    copy[size_t(l)] = cost.HostOffload(kr->act_norc[k]).seconds;
+    if (l < offload_layers) {
+      kr->offloaded_act += kr->act_norc[k];
+      kr->offload_copy_s += 2 * copy[size_t(l)];
+    }
+  }
+  kr->offload_exposed_s =
+      LayerOffloadExposedSeconds(fwd.data(), bwd.data(), copy.data(), L, offload_layers);
+}
+
 // Per-step slots of the bottleneck rank b (the breakdown; Quick needs only
 // the totals): its layers x micro-batches, the embedding / head if it holds
 // them, its send/recv, and the bubble.
@@ -354,6 +379,8 @@ Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& request
   const Cache::PerPrecision& pr = LookUpCosts(kinds_, model_, c, knobs, &pc, kc);
   KindResults kr;
   KindLayerCosts(kinds_, c, kc, &kr);
+  const bool layer_offload = knobs.offload_layers > 0 && p.pp == 1 && !IsMaxText(stack_);
+  if (layer_offload) PriceLayerOffload(*cost_, layer_kind_index_, knobs.offload_layers, &kr);
   // Output layer and loss, MTP (last stage), embedding (first stage).
   const Slots head = HeadSlots(c, model_, pr.logits, pc.head_mem, pc.head_tp_ag,
                                pr.mtp_proj, kr.cost[mtp_kind_]);
@@ -377,12 +404,18 @@ Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& request
   const Slots pp_slots =
       PpSendRecvSlots(p, knobs, stack_, pc.pp_send, times.time[times.bottleneck]);
   const double pp_exposed = pp_slots.s[kSPpExposed];
-  const double t_max = times.time[times.bottleneck] + pp_exposed;
+  const double t_max = times.time[times.bottleneck] + pp_exposed + kr.offload_exposed_s;
   const double t_avg = times.sum / p.pp + pp_exposed;
   const double bubble = PipelineBubble(p, t_avg);
   if (breakdown) {
     acc->slots = BottleneckSlots(kinds_, kr, ranks, times.bottleneck, p.pp, m_micro, embed,
                                  head, pp_slots, bubble);
+    if (layer_offload) {
+      const uint8_t src = SourceBit(cost_->HostOffload(1.0).source);
+      acc->slots.AddSeconds(kSOffloadExposed, m_micro * kr.offload_exposed_s, src);
+      acc->slots.AddSeconds(kSOffloadHidden,
+                            m_micro * (kr.offload_copy_s - kr.offload_exposed_s), src);
+    }
   }
 
   // 3. Data parallelism and the optimizer (the bottleneck rank's).

@@ -48,6 +48,10 @@ double RankActivationBytes(const PlanTables& plan, const Context& c, const Paral
     const int n_rc = ranks.counts_rc[r][k];
     act_per_mb += n_rc * kinds.act[k] + (ranks.counts[r][k] - n_rc) * kinds.act_norc[k];
   }
+  // Layer-wise offload (pp 1): the first layers' activations are on the
+  // host; TE keeps the other (L - N) layers' on the GPU at the peak
+  // (LayerOffloadExposedSeconds' schedule).
+  act_per_mb -= kinds.offloaded_act;
   double bytes = act_per_mb / p.vp * inflight_chunks;
   if (full) bytes += one_layer;
   if (r == p.pp - 1) {

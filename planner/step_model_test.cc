@@ -1319,3 +1319,52 @@ TEST(AdamBytesTest, PerStatePrecision) {
 
 }  // namespace
 }  // namespace moetune::planner
+
+namespace moetune::planner {
+namespace {
+
+// Transformer Engine's layer-wise offload schedule (step_model_terms.h
+// LayerOffloadExposedSeconds), the worked example of its comment and the
+// two ends: no window (N = L - 1, every copy waited for) and copies short
+// enough to hide.
+TEST(LayerOffloadTest, ByHand) {
+  using step_model_internal::LayerOffloadExposedSeconds;
+  const double fwd[] = {1, 1, 1, 1}, bwd[] = {2, 2, 2, 2}, copy[] = {3, 3, 3, 3};
+  // Forward 4 s (layer 2 waits 2..4, layer 3 5..7), backward 2 s.
+  EXPECT_DOUBLE_EQ(LayerOffloadExposedSeconds(fwd, bwd, copy, 4, 2), 6.0);
+  // L = 2, N = 1: layer 1's forward waits for copy 0 (1..4), layer 0's
+  // backward for its reload (2..5): 3 + 3 s.
+  EXPECT_DOUBLE_EQ(LayerOffloadExposedSeconds(fwd, bwd, copy, 2, 1), 6.0);
+  const double quick[] = {0.5, 0.5, 0.5, 0.5};
+  EXPECT_DOUBLE_EQ(LayerOffloadExposedSeconds(fwd, bwd, quick, 4, 2), 0.0);
+  EXPECT_DOUBLE_EQ(LayerOffloadExposedSeconds(fwd, bwd, copy, 4, 0), 0.0);
+}
+
+// MemoryByHand's one-GPU dense model (4 layers of 83,886,080 B of BF16
+// activations each) with its first two layers offloaded: two layers' worth
+// leave the GPU; each one-way copy takes 83,886,080 B / (63 GB/s x 0.85,
+// h100-sxm's PCIe host link at the Hopper prior's efficiency) = 1.5665 ms,
+// two layers x two directions x 8 micro-batches of copies, exposed or
+// hidden, and the step grows by exactly the exposed part.
+TEST(StepModelByHandTest, LayerOffload) {
+  const StepModel sm = Make(TinyDense(), "h100-sxm", {1, 2048, 8});
+  Knobs base;
+  base.cuda_graphs = false;  // Megatron runs layer-wise offload without them
+  Knobs off = base;
+  off.offload_layers = 2;
+  absl::StatusOr<Prediction> a = sm.Predict(Layout(1, 1, 1, 1, 1, 1), base);
+  absl::StatusOr<Prediction> b = sm.Predict(Layout(1, 1, 1, 1, 1, 1), off);
+  ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+  EXPECT_EQ(a->memory.activations_bytes, 4 * 83886080.0 + 262144000.0);
+  EXPECT_EQ(b->memory.activations_bytes, 2 * 83886080.0 + 262144000.0);
+  const double copy_s = 83886080.0 / (63e9 * 0.85);
+  EXPECT_NEAR(TermSeconds(*b, "offload.exposed") + TermSeconds(*b, "offload.hidden"),
+              8 * 2 * 2 * copy_s, 1e-12);
+  EXPECT_EQ(TermSeconds(*a, "offload.exposed") + TermSeconds(*a, "offload.hidden"), 0.0);
+  EXPECT_NEAR(b->step_time_s - a->step_time_s, TermSeconds(*b, "offload.exposed"), 1e-12);
+  // The pp = 1 rank's only window is the other two layers' compute.
+  EXPECT_GE(TermSeconds(*b, "offload.exposed"), 0.0);
+}
+
+}  // namespace
+}  // namespace moetune::planner

@@ -398,6 +398,7 @@ std::string ToString(const Knobs& k) {
           : "",
       " offload=",
       k.offload_activations ? OffloadModulesName(k.offload_modules) : "none",
+      k.offload_layers > 0 ? absl::StrCat(" offload_layers=", k.offload_layers) : "",
       " dispatcher=", internal::Sv(DispatcherName(k.dispatcher)),
       " grouped_gemm=", k.grouped_gemm ? "true" : "false",
       " overlap(tp,ep,dp,pp)=", k.overlap.tp_comm ? 1 : 0,

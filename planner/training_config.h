@@ -129,6 +129,15 @@ struct Knobs {
   Recompute recompute;
   bool offload_activations = false;
   uint32_t offload_modules = 0;  // OffloadModule bits
+  // Layer-wise activation offload (Megatron --cpu-offloading-num-layers N,
+  // Transformer Engine's cpu_offload): every tensor the first N transformer
+  // layers save for backward goes to host memory during their forward and
+  // comes back during backward; 0 = off. Megatron runs it only with pp 1, no
+  // activation recompute, no fine-grained offload (offload_modules) and no
+  // per-layer CUDA graphs (framework_rules.h). Not searched: the user states
+  // it (--offload-layers, --fix offload_layers=N), as Megatron-Bridge's
+  // Llama3-70B FSDP recipes do (cpu_offloading_num_layers 20-40).
+  int offload_layers = 0;
   Dispatcher dispatcher = Dispatcher::kFusedDedup;
   bool grouped_gemm = true;  // false: a loop of one GEMM per local expert
   // How the router spreads tokens (planner/routing.h). kBalanced: forced

@@ -246,7 +246,7 @@ constexpr RecipeRecomputeFact kRecipeRecompute[] = {
     // base recipes leave recompute_granularity None. The 70B FP8 GB200 /
     // GB300 TP1 PP1 presets (26.02 - 26.04.01) offload 40 / 20 layers'
     // activations to the host instead (cpu_offloading_num_layers, with
-    // Megatron-FSDP): not a knob of this model, priced without it.
+    // Megatron-FSDP): RecipeOffloadLayersFor.
     {"llama3-70b", nullptr, mp::RecomputeMode::kNone, 0,
      "llama3_workload_base_configs.py *_V2, llama3_llm_{pretrain,finetune}.py"},
     {"llama3.1-405b", nullptr, mp::RecomputeMode::kNone, 0,
@@ -302,6 +302,23 @@ std::optional<mp::Recompute> RecipeRecomputeFor(const std::string& model_preset,
     return r;
   }
   return std::nullopt;
+}
+
+// Layer-wise host offload of a megatron-core-2026 row's recipe (Knobs::
+// offload_layers, priced with the recipe's recompute only): Megatron-
+// Bridge's LLAMA3_70B_PRETRAIN_CONFIG_{GB200,GB300}_FP8_CS_V2 (micro-batch 2,
+// Megatron-FSDP, cpu_offloading_num_layers 40 / 20, unchanged v0.3.0 -
+// v0.5.0; scripts/performance/utils/overrides.py turns cpu_offloading on,
+// activations only). 0 for every other row.
+int RecipeOffloadLayersFor(const std::string& model_preset, const std::string& cluster_preset,
+                           mp::Precision precision, const mp::ParallelConfig& p) {
+  if (model_preset != "llama3-70b" || precision != mp::Precision::kFp8 || p.pp != 1 ||
+      !p.shard_params) {
+    return 0;
+  }
+  if (cluster_preset == "gb200-nvl72") return 40;
+  if (cluster_preset == "gb300-nvl72") return 20;
+  return 0;
 }
 
 absl::StatusOr<mp::Recompute> PublishedRecompute(const json& row) {
@@ -610,6 +627,7 @@ struct RowSpec {
   mp::StackGeneration generation = mp::StackGeneration::k2602;
   std::optional<mp::Recompute> published_recompute;
   std::optional<uint32_t> published_offload;  // OffloadModule bits
+  int recipe_offload_layers = 0;  // --recompute_from=recipe only
   std::optional<double> measured_tokens;  // tokens/s/GPU
   std::optional<double> measured_tflops;  // model TFLOPS/GPU
   // Everything the prediction depends on (model, cluster, shape, layout,
@@ -687,6 +705,8 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
     if (std::optional<mp::Recompute> recipe = RecipeRecomputeFor(
             r.model_preset, r.cluster_name, r.container, r.precision, p.pp)) {
       published = *recipe;
+      r.recipe_offload_layers = RecipeOffloadLayersFor(r.model_preset, r.cluster_name,
+                                                       r.precision, p);
     }
   }
   if (published.ok()) r.published_recompute = *published;
@@ -704,7 +724,10 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
                             mp::RecomputeModulesName(published->modules)
                       : "unpublished") +
           (r.published_offload ? " offload=" + mp::OffloadModulesName(*r.published_offload)
-                               : ""),
+                               : "") +
+          (r.recipe_offload_layers > 0
+               ? " offload_layers=" + std::to_string(r.recipe_offload_layers)
+               : ""),
       std::string(mp::PrecisionName(r.precision)) +
           (r.optimizer_states == mp::OptimizerStates::kFp32 ? "" : " optimizer_states=bf16"),
       std::string(mp::StackGenerationName(r.generation)));
@@ -827,6 +850,7 @@ absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, 
     s.knobs.offload_activations = true;
     s.knobs.offload_modules = *r.published_offload;
   }
+  s.knobs.offload_layers = r.recipe_offload_layers;  // normalization: graphs off
   const mp::Knobs stack_knobs = s.knobs;
   for (const mp::Recompute& rc : ladder) {
     mp::Knobs k = stack_knobs;
@@ -1119,6 +1143,7 @@ void PrintPublishedLayoutOnly(const std::vector<RowSpec>& specs) {
         mp::FixedKnobs& f = q.constraints.fixed;
         if (r.published_recompute) f.recompute = *r.published_recompute;
         if (r.published_offload) f.offload_modules = *r.published_offload;
+        if (r.recipe_offload_layers > 0) f.offload_layers = r.recipe_offload_layers;
         f.precision = r.precision;
         q.constraints.precisions = {r.precision};
         q.constraints.routing = routing;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "planner/cost_model.h"
 #include "planner/hardware.h"
@@ -272,6 +273,68 @@ struct KindResults {
   double time_norc[kNumLayerKinds] = {};
   double act[kNumLayerKinds] = {};
   double act_norc[kNumLayerKinds] = {};
+  // Layer-wise offload (Knobs::offload_layers, pp 1), per micro-batch: the
+  // activations that leave the GPU, the copies' exposed seconds and their
+  // total (both directions); 0 without it.
+  double offloaded_act = 0;
+  double offload_exposed_s = 0;
+  double offload_copy_s = 0;
 };
+
+// Transformer Engine's layer-wise CPU offload (Megatron --cpu-offloading-num-
+// layers N; TE v2.12 transformer_engine/pytorch/cpu_offload.py,
+// DefaultOffloadSynchronizer), one micro-batch of L layers in model order,
+// the first N offloaded. One copy stream, copies in order:
+//   forward: layer i's D2H starts once its forward is done (v2.12 starts it
+//     at the next layer's fwd_step; the v2.18 docs say as soon as each
+//     tensor is saved, at most one layer earlier); the forward of layer
+//     L - N + i waits for it (that keeps (L - N) layers' activations on the
+//     GPU);
+//   backward (layers L-1 .. 0): layer i's H2D starts before the backward of
+//     layer L - 1 - N + i; the backward of layer i waits for it.
+// Returns the compute stream's wait, forward plus backward, for per-layer
+// forward / backward compute seconds and per-layer one-way copy seconds.
+// By hand: L = 4, N = 2, forward 1 s, backward 2 s, copies 3 s per layer.
+// Forward: copy 0 runs 1..4, copy 1 4..7; layer 2 (due: copy 0) waits 2..4,
+// runs 4..5; layer 3 (due: copy 1) waits 5..7: 4 s. Backward (L - 1 - N =
+// 1): layer 3 runs 0..2; reload 1 starts before layer 2, 2..5; layer 2 runs
+// 2..4; reload 0 starts before layer 1, 5..8; layer 1 waits 4..5, runs
+// 5..7; layer 0 waits 7..8: 2 s. Exposed 6 s of the 12 s copied
+// (LayerOffloadTest.ByHand).
+inline double LayerOffloadExposedSeconds(const double* fwd_s, const double* bwd_s,
+                                         const double* copy_s, int num_layers,
+                                         int offloaded) {
+  const int L = num_layers;
+  const int N = offloaded < 0 ? 0 : (offloaded > L ? L : offloaded);
+  if (N == 0) return 0;
+  double exposed = 0;
+  // Forward.
+  double t = 0, stream = 0, work = 0;
+  std::vector<double> done(static_cast<size_t>(N), 0.0);  // copy i finished
+  for (int j = 0; j < L; ++j) {
+    if (j >= 1 && j - 1 < N) {
+      stream = (stream > t ? stream : t) + copy_s[j - 1];
+      done[j - 1] = stream;
+    }
+    const int due = j - (L - N);
+    if (due >= 0 && due < N && done[due] > t) t = done[due];
+    t += fwd_s[j];
+    work += fwd_s[j];
+  }
+  exposed += t - work;
+  // Backward.
+  t = 0, stream = 0, work = 0;
+  for (int k = L - 1; k >= 0; --k) {
+    const int start = k - (L - 1 - N);
+    if (start >= 0 && start < N) {
+      stream = (stream > t ? stream : t) + copy_s[start];
+      done[start] = stream;
+    }
+    if (k < N && done[k] > t) t = done[k];
+    t += bwd_s[k];
+    work += bwd_s[k];
+  }
+  return exposed + (t - work);
+}
 
 }  // namespace moetune::planner::step_model_internal

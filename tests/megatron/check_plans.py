@@ -105,6 +105,8 @@ def expected_flags(plan, model_is_moe, mtp_layers):
         checks.append(("--recompute-modules", k["recompute_modules"].split(",")))
     off = k["offload_modules"] if k["offload_activations"] else ""
     checks.append(("--offload-modules", off.split(",") if off else None))
+    layers = k.get("offload_layers", 0)
+    checks.append(("--cpu-offloading-num-layers", [str(layers)] if layers else None))
     bf16_states = k.get("optimizer_states", "fp32") == "bf16"
     for flag, value in (("--use-precision-aware-optimizer", []),
                         ("--main-grads-dtype", ["bf16"]), ("--exp-avg-dtype", ["bf16"]),

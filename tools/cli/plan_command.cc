@@ -74,7 +74,7 @@ const std::vector<FlagSpec>& PlanFlags() {
       {"seq", false, "sequence length (tokens)"},
       {"gbs", false, "global batch (sequences per step)"},
       {"precision", false, "bf16 (default), fp8, mxfp8, nvfp4, a comma list, or auto (all the GPU supports)"},
-      {"fix", false, "pin knobs: tp=1,ep=64,recompute=full,dispatcher=alltoall,... (see planner/search_space.h)"},
+      {"fix", false, "pin knobs: tp=1,ep=64,recompute=full,dispatcher=alltoall,offload_layers=20,... (see planner/search_space.h)"},
       {"top", false, "number of layouts to report (default 5)"},
       {"exhaustive", true, "score every candidate of the space (memory check only)"},
       {"explain", true, "print, per pruning rule, how many candidates it removed and one example"},

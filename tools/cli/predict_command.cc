@@ -5,7 +5,8 @@
 //   moetune predict --model M --cluster C --gpus N --seq S --gbs G
 //       --precision P [--tp --pp --vp --ep --etp --cp --mbs]
 //       [--recompute none|selective|full] [--recompute-modules a,b]
-//       [--offload none|attn_norm,core_attn,...] [--dispatcher D]
+//       [--offload none|attn_norm,core_attn,...] [--offload-layers N]
+//       [--dispatcher D]
 //       [--grouped-gemm true|false] [--cuda-graphs true|false]
 //       [--overlap tp,ep,dp,pp|none] [--comm-streams K] [--moe-imbalance X]
 //       [--shard-params] [--dp-outermost]
@@ -116,6 +117,10 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"offload", false,
        "none or modules: attn_norm,core_attn,attn_proj,mlp_norm,expert_fc1,moe_act "
        "(default: the run default; see --search-knobs)"},
+      {"offload-layers", false,
+       "layer-wise activation offload: the first N layers' saved tensors go to host memory "
+       "(Megatron --cpu-offloading-num-layers; pp 1, no recompute, CUDA graphs off; default 0, "
+       "never searched)"},
       {"dispatcher", false, "alltoall or fused_dedup (default: the run default; see --search-knobs)"},
       {"grouped-gemm", false, "true or false (a loop of GEMMs) (default: the run default; see --search-knobs)"},
       {"cuda-graphs", false, "true or false (default: the run default; see --search-knobs)"},
@@ -231,6 +236,8 @@ pl::FixedKnobs GivenKnobs(const Args& args, const pl::ParallelConfig& p,
   } else {
     all = false;
   }
+  // Not searched (0 unless given), so not part of `all`.
+  if (args.Has("offload-layers")) f.offload_layers = knobs.offload_layers;
   if (args.Has("dispatcher")) {
     f.dispatcher = knobs.dispatcher;
   } else {
@@ -457,6 +464,14 @@ int RunPredict(const std::vector<std::string>& argv) {
       knobs.offload_activations = *mods != 0;
       knobs.offload_modules = *mods;
     }
+  }
+  if (args.Has("offload-layers")) {
+    absl::StatusOr<std::optional<long long>> n = args.GetInt("offload-layers");
+    if (!n.ok()) return Fail(kExitBadInput, std::string(n.status().message()));
+    if (!n->has_value() || **n < 0 || **n > (1LL << 30)) {
+      return Fail(kExitBadInput, "--offload-layers must be a non-negative integer");
+    }
+    knobs.offload_layers = static_cast<int>(**n);
   }
   if (args.Has("recompute") || args.Has("recompute-modules")) {
     pl::Recompute r;

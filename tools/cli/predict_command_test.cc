@@ -149,6 +149,55 @@ TEST(PredictCommandTest, OptimizerStatesIsAnInput) {
   EXPECT_THAT(maxtext.err, HasSubstr("optimizer_states=bf16"));
 }
 
+// --offload-layers N: Megatron-Bridge's Llama3-70B FSDP recipe shape on 64
+// GB300 (tp 1, pp 1, mbs 2), the real CLI. The run defaults pick no
+// recompute and no CUDA graphs (what Megatron runs it with), the N layers'
+// activations leave the GPU, and a pinned pipeline is refused naming
+// Megatron's rule.
+TEST(PredictCommandTest, OffloadLayersIsAnInput) {
+  const std::vector<std::string> base = {
+      "--model", "llama3-70b", "--cluster", "gb300-nvl72", "--gpus", "64", "--seq", "8192",
+      "--gbs", "256", "--precision", "fp8", "--tp", "1", "--pp", "1", "--mbs", "2",
+      "--shard-params", "--recompute", "none", "--cuda-graphs", "false"};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result r = RunPredict(args);
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const nlohmann::json none = run({});
+  const nlohmann::json twenty = run({"--offload-layers", "20"});
+  EXPECT_EQ(none["config"]["knobs"]["offload_layers"], 0);
+  EXPECT_EQ(twenty["config"]["knobs"]["offload_layers"], 20);
+  // 20 of 80 equal layers: a quarter of the layers' activations (the logits
+  // stay: the difference is exactly a quarter of everything but them).
+  const double a0 = none["memory"]["activations_bytes"].get<double>();
+  const double a20 = twenty["memory"]["activations_bytes"].get<double>();
+  EXPECT_GT(a0 - a20, 0.2 * a0);
+  EXPECT_LT(a0 - a20, 0.25 * a0);
+  // Without recompute or graphs given, the run defaults still pick none.
+  std::vector<std::string> bare(base.begin(), base.end() - 4);
+  bare.insert(bare.end(), {"--offload-layers", "20"});
+  const Result d = RunPredict(bare);
+  ASSERT_EQ(d.code, kExitOk) << d.err;
+  const nlohmann::json dj = nlohmann::json::parse(d.out);
+  EXPECT_EQ(dj["config"]["knobs"]["recompute"], "none");
+  EXPECT_EQ(dj["config"]["knobs"]["cuda_graphs"], false);
+  std::vector<std::string> piped = base;
+  piped[15] = "4";  // --pp 4
+  piped.insert(piped.end(), {"--offload-layers", "20"});
+  const Result p = RunPredict(piped);
+  EXPECT_EQ(p.code, kExitBadInput) << p.out;
+  EXPECT_THAT(p.err, HasSubstr("Megatron-Core: --cpu-offloading-num-layers (layer-wise CPU "
+                               "offloading) needs pp = 1"));
+  std::vector<std::string> negative = base;
+  negative.insert(negative.end(), {"--offload-layers", "-3"});
+  const Result n = RunPredict(negative);
+  EXPECT_EQ(n.code, kExitBadInput);
+  EXPECT_THAT(n.err, HasSubstr("--offload-layers must be a non-negative integer"));
+}
+
 TEST(PredictCommandTest, EveryKnobGivenSkipsTheSearch) {
   const Result r = RunPredict(
       {"--model", "qwen3-30b-a3b", "--cluster", "h100-sxm", "--gpus", "16", "--seq", "4096",
