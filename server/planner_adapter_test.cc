@@ -138,6 +138,33 @@ TEST_F(PlannerAdapterTest, OptimizerStatesIsAnInput) {
                        HasSubstr("constraints.optimizer_states: unknown value 7")));
 }
 
+// Layer-wise host offload through the API: constraints.fix
+// "offload_layers=N" (the plan command's syntax) reaches every plan's knobs
+// and the Megatron file, each plan at pp 1 without recompute or CUDA
+// graphs; a pipeline pinned beside it names Megatron's rule.
+TEST_F(PlannerAdapterTest, OffloadLayersThroughFix) {
+  const ProgressFn kNoProgress = [](int64_t, int64_t) {};
+  v1::SubmitPlanRequest r = Request("llama3-8b", "h100-sxm", 8);
+  r.mutable_constraints()->set_top_k(2);
+  r.mutable_constraints()->set_fix("offload_layers=8");
+  auto out = adapter_->Plan(r, kNoProgress);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_GE(out->plans.size(), 1u);
+  for (size_t i = 1; i <= out->plans.size(); ++i) {
+    const v1::Plan& plan = out->plans[i - 1];
+    EXPECT_EQ(plan.knobs().at("offload_layers"), "8") << i;
+    EXPECT_EQ(plan.parallel().pipeline_parallel(), 1) << i;
+    const std::string& megatron = out->configs.at({static_cast<int>(i), v1::CONFIG_FORMAT_MEGATRON});
+    EXPECT_THAT(megatron, HasSubstr("  --cpu-offloading-num-layers 8\n"));
+    EXPECT_THAT(megatron, HasSubstr("  --cuda-graph-impl none\n"));
+    EXPECT_THAT(megatron, Not(HasSubstr("--recompute-granularity")));
+  }
+  r.mutable_constraints()->set_fix("offload_layers=8,pp=2");
+  auto piped = adapter_->Plan(r, kNoProgress);
+  EXPECT_FALSE(piped.ok());
+  EXPECT_THAT(piped.status().message(), HasSubstr("needs pp = 1"));
+}
+
 // ParallelConfig.data_parallel_outermost: a pin of the rank order in
 // constraints.fixed, echoed in each plan's layout, written as
 // --use-tp-pp-dp-mapping; it and constraints.fix must agree.
