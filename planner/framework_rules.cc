@@ -314,6 +314,13 @@ NormalizedKnobs NormalizeForMegatron(const ModelSpec& model,
   // offload (the search's axes already say so; the run defaults need it).
   if (k.offload_layers > 0) {
     if (k.cuda_graphs && !fixed.cuda_graphs) k.cuda_graphs = false;
+    // Not a Megatron check: TE's offload synchronizer counts one micro-
+    // batch's forward, then its backward (cpu_offload.py fwd_step /
+    // bwd_step), while the EP A2A overlap's combined 1F1B interleaves two
+    // micro-batches layer by layer (pp 1). No run combines them and the
+    // step model prices the offload sequentially, so the search leaves
+    // the overlap off; a pinned one is kept as given.
+    if (k.overlap.ep_comm && !fixed.overlap && !fixed.overlap_exact) k.overlap.ep_comm = false;
     if (k.offload_modules != 0 && !fixed.offload_modules) {
       k.offload_modules = 0;
       k.offload_activations = false;

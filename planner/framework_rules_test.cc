@@ -458,6 +458,12 @@ TEST(MegatronViolationTest, LayerOffloadConditions) {
   EXPECT_EQ(n.violation, std::nullopt);
   EXPECT_FALSE(n.knobs.cuda_graphs);
   EXPECT_FALSE(n.knobs.offload_activations);
+  EXPECT_TRUE(NormalizeForMegatron(Moe(), Layout(1, 1, 8), FixedKnobs{}, Knobs{})
+                  .knobs.overlap.ep_comm);
+  Knobs moe = defaults;
+  moe.offload_layers = 10;
+  EXPECT_FALSE(NormalizeForMegatron(Moe(), Layout(1, 1, 8), FixedKnobs{}, moe)
+                   .knobs.overlap.ep_comm);  // TE's synchronizer vs combined 1F1B
   FixedKnobs pinned;
   pinned.cuda_graphs = true;
   EXPECT_THAT(NormalizeForMegatron(llama, Layout(1, 1, 1), pinned, defaults).violation,
