@@ -123,6 +123,7 @@ nlohmann::json ToJson(const Prediction& p) {
   j["peak_memory_gib"] = p.peak_memory_bytes / units::kGiB;
   j["hbm_gib"] = p.hbm_bytes / units::kGiB;
   j["fits"] = p.fits;
+  if (p.host_offload_bytes > 0) j["host_offload_gib"] = p.host_offload_bytes / units::kGiB;
   j["moe_load_imbalance_priced"] = p.moe_load_imbalance_priced;
   j["memory"] = {
       {"weights_bytes", p.memory.weights_bytes},

@@ -83,6 +83,10 @@ struct Prediction {
   double peak_memory_bytes = 0;  // on the most loaded pipeline rank
   double hbm_bytes = 0;
   bool fits = false;
+  // Activations held in host memory per GPU by the layer-wise offload
+  // (Knobs::offload_layers), within ClusterSpec::host_memory_bytes_per_gpu
+  // when the cluster states it; 0 without it.
+  double host_offload_bytes = 0;
   std::vector<Term> breakdown;  // exposed terms sum to step_time_s
   // True when every term came from calibration data.
   bool fully_calibrated = false;

@@ -34,7 +34,7 @@ using Clock = std::chrono::steady_clock;
 using internal::Sv;
 
 constexpr int kNumInfeasibilities =
-    static_cast<int>(Infeasibility::kPrecisionUnsupported) + 1;
+    static_cast<int>(Infeasibility::kHostMemoryExceeded) + 1;
 // Tally's detail index holds an Infeasibility or a FrameworkRule.
 constexpr int kNumDetails =
     kNumFrameworkRules > kNumInfeasibilities ? kNumFrameworkRules : kNumInfeasibilities;

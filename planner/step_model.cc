@@ -100,6 +100,7 @@ struct StepModel::Accumulator {
   double peak_memory_bytes = 0;
   int dp = 0;
   double moe_load_imbalance = 1.0;  // as priced (PricedImbalance)
+  double host_offload_bytes = 0;   // layer-wise offload: on the host per GPU
   std::vector<int> stage_layers;  // breakdown only: layers per virtual stage
 };
 
@@ -380,7 +381,14 @@ Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& request
   KindResults kr;
   KindLayerCosts(kinds_, c, kc, &kr);
   const bool layer_offload = knobs.offload_layers > 0 && p.pp == 1 && !IsMaxText(stack_);
-  if (layer_offload) PriceLayerOffload(*cost_, layer_kind_index_, knobs.offload_layers, &kr);
+  if (layer_offload) {
+    PriceLayerOffload(*cost_, layer_kind_index_, knobs.offload_layers, &kr);
+    // One micro-batch's offloaded layers at a time (pp 1), in pinned host
+    // memory; the whole of the cluster's host memory per GPU is the bound.
+    const double host = cost_->cluster().host_memory_bytes_per_gpu;
+    if (host > 0 && kr.offloaded_act > host) return Infeasibility::kHostMemoryExceeded;
+    acc->host_offload_bytes = kr.offloaded_act;
+  }
   // Output layer and loss, MTP (last stage), embedding (first stage).
   const Slots head = HeadSlots(c, model_, pr.logits, pc.head_mem, pc.head_tp_ag,
                                pr.mtp_proj, kr.cost[mtp_kind_]);
@@ -510,6 +518,7 @@ absl::StatusOr<Prediction> StepModel::Predict(const ParallelConfig& parallel,
   pr.peak_memory_bytes = acc.peak_memory_bytes;
   pr.hbm_bytes = cost_->cluster().gpu.hbm_bytes;
   pr.fits = pr.peak_memory_bytes <= pr.hbm_bytes;
+  pr.host_offload_bytes = acc.host_offload_bytes;
   bool all_calibrated = true;
   for (int i = 0; i < kNumSlots; ++i) {
     if (acc.slots.s[i] <= 0) continue;

@@ -1364,6 +1364,24 @@ TEST(StepModelByHandTest, LayerOffload) {
   EXPECT_NEAR(b->step_time_s - a->step_time_s, TermSeconds(*b, "offload.exposed"), 1e-12);
   // The pp = 1 rank's only window is the other two layers' compute.
   EXPECT_GE(TermSeconds(*b, "offload.exposed"), 0.0);
+  EXPECT_EQ(b->host_offload_bytes, 2 * 83886080.0);
+  EXPECT_EQ(a->host_offload_bytes, 0.0);
+
+  // The offloaded layers must fit the host memory per GPU: 100 MB holds one
+  // layer's 83,886,080 B, not two.
+  ClusterSpec small = Cluster("h100-sxm");
+  small.host_memory_bytes_per_gpu = 100e6;
+  absl::StatusOr<StepModel> tight = StepModel::Create(TinyDense(), small, {1, 2048, 8},
+                                                      std::make_shared<DatasheetCostModel>(small));
+  ASSERT_TRUE(tight.ok()) << tight.status();
+  Knobs one = off;
+  one.offload_layers = 1;
+  EXPECT_TRUE(tight->Predict(Layout(1, 1, 1, 1, 1, 1), one).ok());
+  EXPECT_THAT(tight->Predict(Layout(1, 1, 1, 1, 1, 1), off),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("offloaded activations exceed the host memory per GPU")));
+  EXPECT_EQ(tight->Quick(Layout(1, 1, 1, 1, 1, 1), off).reason,
+            Infeasibility::kHostMemoryExceeded);
 }
 
 }  // namespace

@@ -205,6 +205,8 @@ std::string_view InfeasibilityName(Infeasibility reason) {
       return "ffn width not divisible by tp (etp)";
     case Infeasibility::kPrecisionUnsupported:
       return "precision unsupported by the GPU";
+    case Infeasibility::kHostMemoryExceeded:
+      return "offloaded activations exceed the host memory per GPU";
   }
   return "unknown";
 }

@@ -189,6 +189,9 @@ enum class Infeasibility {
   kBadUnevenStages,         // first/last stage layers do not fit
   kFfnNotDivisible,         // ffn / expert ffn % tp (etp) != 0
   kPrecisionUnsupported,    // the GPU lacks the precision (checked later)
+  // Layer-wise offload (Knobs::offload_layers): the activations sent to the
+  // host exceed ClusterSpec::host_memory_bytes_per_gpu (checked later).
+  kHostMemoryExceeded,
 };
 std::string_view InfeasibilityName(Infeasibility reason);
 

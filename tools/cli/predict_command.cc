@@ -277,7 +277,7 @@ std::string TextReport(const pl::Prediction& p) {
       "%s on %d x %s, seq %d, global batch %d, %s\n"
       "layout: %s\nrank order: %s\nknobs:  %s\n\n"
       "step %.3f s   %.1f tokens/s/GPU   %.1f model TFLOPS/GPU   MFU %.1f%%\n"
-      "peak memory %.1f GiB of %.1f GiB (%s)\n\nbreakdown (per step, slowest pipeline rank):\n",
+      "peak memory %.1f GiB of %.1f GiB (%s)\n",
       p.model.name, p.shape.gpus, p.cluster_name, p.shape.seq_len, p.shape.global_batch,
       std::string(pl::PrecisionName(p.knobs.precision)), pl::ToString(p.parallel),
       absl::StrCat(std::string(pl::RankOrderName(p.parallel)),
@@ -286,6 +286,12 @@ std::string TextReport(const pl::Prediction& p) {
       pl::ToString(p.knobs), p.step_time_s, p.tokens_per_sec_per_gpu,
       p.model_tflops_per_gpu, 100 * p.mfu, p.peak_memory_bytes / pl::units::kGiB,
       p.hbm_bytes / pl::units::kGiB, p.fits ? "fits" : "does NOT fit");
+  if (p.host_offload_bytes > 0) {
+    absl::StrAppend(&out, absl::StrFormat("host memory (layer-wise offload) %.1f GiB of %.1f GiB\n",
+                                          p.host_offload_bytes / pl::units::kGiB,
+                                          p.cluster.host_memory_bytes_per_gpu / pl::units::kGiB));
+  }
+  absl::StrAppend(&out, "\nbreakdown (per step, slowest pipeline rank):\n");
   for (const pl::Term& t : p.breakdown) {
     absl::StrAppend(&out, absl::StrFormat("  %-30s %-22s %9.3f s  %s\n", t.name,
                                           std::string(pl::TermKindName(t.kind)), t.seconds,

@@ -176,6 +176,9 @@ TEST(PredictCommandTest, OffloadLayersIsAnInput) {
   const double a20 = twenty["memory"]["activations_bytes"].get<double>();
   EXPECT_GT(a0 - a20, 0.2 * a0);
   EXPECT_LT(a0 - a20, 0.25 * a0);
+  // The host holds exactly what left the GPU (one micro-batch, pp 1).
+  EXPECT_FALSE(none.contains("host_offload_gib"));
+  EXPECT_DOUBLE_EQ(twenty["host_offload_gib"].get<double>() * 1024 * 1024 * 1024, a0 - a20);
   // Without recompute or graphs given, the run defaults still pick none.
   std::vector<std::string> bare(base.begin(), base.end() - 4);
   bare.insert(bare.end(), {"--offload-layers", "20"});
