@@ -368,6 +368,8 @@ absl::Status Validate(const ModelSpec& m, const TrainingShape& s,
           " / etp=", p.etp));
     case Infeasibility::kPrecisionUnsupported:
       return absl::InvalidArgumentError("precision unsupported");
+    case Infeasibility::kHostMemoryExceeded:  // the step model's, not CheckLayout's
+      return absl::InvalidArgumentError("offloaded activations exceed the host memory per GPU");
   }
   return absl::InternalError("unhandled infeasibility");
 }
