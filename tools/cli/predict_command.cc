@@ -287,9 +287,12 @@ std::string TextReport(const pl::Prediction& p) {
       p.model_tflops_per_gpu, 100 * p.mfu, p.peak_memory_bytes / pl::units::kGiB,
       p.hbm_bytes / pl::units::kGiB, p.fits ? "fits" : "does NOT fit");
   if (p.host_offload_bytes > 0) {
-    absl::StrAppend(&out, absl::StrFormat("host memory (layer-wise offload) %.1f GiB of %.1f GiB\n",
-                                          p.host_offload_bytes / pl::units::kGiB,
-                                          p.cluster.host_memory_bytes_per_gpu / pl::units::kGiB));
+    const double host = p.cluster.host_memory_bytes_per_gpu;
+    absl::StrAppend(&out, absl::StrFormat("host memory (layer-wise offload) %.1f GiB",
+                                          p.host_offload_bytes / pl::units::kGiB),
+                    host > 0 ? absl::StrFormat(" of %.1f GiB", host / pl::units::kGiB)
+                             : std::string(" (the cluster states no host memory)"),
+                    "\n");
   }
   absl::StrAppend(&out, "\nbreakdown (per step, slowest pipeline rank):\n");
   for (const pl::Term& t : p.breakdown) {
