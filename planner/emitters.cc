@@ -488,6 +488,13 @@ std::vector<std::string> MegatronEnvironment(const Prediction& p) {
   std::vector<std::string> env;
   const ParallelConfig& par = p.parallel;
   const Knobs& k = p.knobs;
+  // The memory figure assumes PyTorch's expandable segments (the reserve's
+  // fragmentation share, kFragmentationFraction), as Megatron-Bridge's
+  // performance recipes run. Megatron refuses them beside TE CUDA graphs
+  // unless NCCL does not register graph buffers (arguments.py: "Setting
+  // NCCL_GRAPH_REGISTER=0 to avoid illegal memory access").
+  env.push_back("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  if (k.cuda_graphs) env.push_back("export NCCL_GRAPH_REGISTER=0");
   if (k.offload_activations && k.offload_modules != 0) {
     // TE >= 2.10 offloads weights too unless told the v1 behaviour.
     env.push_back("export NVTE_CPU_OFFLOAD_V1=1");

@@ -56,6 +56,10 @@ Prediction BasePrediction(const std::string& model, const ClusterSpec& cluster,
   p.memory.reserve_bytes = 3 * units::kGiB;
   p.peak_memory_bytes = p.memory.Total();
   p.fits = p.peak_memory_bytes <= p.hbm_bytes;
+  // The last pipeline stage: fewer in-flight activations.
+  p.last_stage_memory = p.memory;
+  p.last_stage_memory.activations_bytes = 20 * units::kGiB;
+  p.last_stage_memory_bytes = p.last_stage_memory.Total();
   p.breakdown = {
       {"attention.core", TermKind::kComputeAttention, 2.0, CostSource::kDatasheetPrior},
       {"gemm.dense", TermKind::kComputeDenseGemm, 4.0, CostSource::kDatasheetPrior},
@@ -409,6 +413,10 @@ TEST(EmittersTest, MegatronFlagsFollowThePlan) {
   EXPECT_THAT(dsv3, HasSubstr("  --cuda-graph-modules attn moe_router moe_preprocess\n"));
   EXPECT_THAT(dsv3, Not(HasSubstr("--cuda-graph-scope")));
   EXPECT_THAT(dsv3, Not(HasSubstr("CUDA_DEVICE_MAX_CONNECTIONS")));  // Blackwell
+  // The memory figure's allocator; beside TE graphs Megatron requires NCCL
+  // not to register graph buffers.
+  EXPECT_THAT(dsv3, HasSubstr("\nexport PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"
+                              "export NCCL_GRAPH_REGISTER=0\n"));
 
   const std::string llama = EmitMegatronArgs(cases[1].prediction, {});
   EXPECT_THAT(llama, HasSubstr("  --sequence-parallel\n"));
@@ -420,6 +428,9 @@ TEST(EmittersTest, MegatronFlagsFollowThePlan) {
   EXPECT_THAT(llama, HasSubstr("  --rotary-base 500000\n"));
   // Hopper with TP and CP, no FSDP: one hardware queue.
   EXPECT_THAT(llama, HasSubstr("\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\n"));
+  // No CUDA graphs: the allocator setting alone.
+  EXPECT_THAT(llama, HasSubstr("\nexport PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"));
+  EXPECT_THAT(llama, Not(HasSubstr("NCCL_GRAPH_REGISTER")));
 
   const std::string mixtral = EmitMegatronArgs(cases[2].prediction, {});
   EXPECT_THAT(mixtral, HasSubstr("  --num-layers-per-virtual-pipeline-stage 8\n"));

@@ -125,14 +125,22 @@ nlohmann::json ToJson(const Prediction& p) {
   j["fits"] = p.fits;
   if (p.host_offload_bytes > 0) j["host_offload_gib"] = p.host_offload_bytes / units::kGiB;
   j["moe_load_imbalance_priced"] = p.moe_load_imbalance_priced;
-  j["memory"] = {
-      {"weights_bytes", p.memory.weights_bytes},
-      {"grads_bytes", p.memory.grads_bytes},
-      {"optimizer_bytes", p.memory.optimizer_bytes},
-      {"activations_bytes", p.memory.activations_bytes},
-      {"comm_buffers_bytes", p.memory.comm_buffers_bytes},
-      {"reserve_bytes", p.memory.reserve_bytes},
+  auto memory_json = [](const MemoryBreakdown& m) {
+    return nlohmann::json{
+        {"weights_bytes", m.weights_bytes},
+        {"grads_bytes", m.grads_bytes},
+        {"optimizer_bytes", m.optimizer_bytes},
+        {"activations_bytes", m.activations_bytes},
+        {"comm_buffers_bytes", m.comm_buffers_bytes},
+        {"reserve_bytes", m.reserve_bytes},
+    };
   };
+  j["memory"] = memory_json(p.memory);
+  if (p.parallel.pp > 1) {
+    // The last pipeline rank's own (what its memory logs show).
+    j["last_stage_memory_bytes"] = p.last_stage_memory_bytes;
+    j["last_stage_memory"] = memory_json(p.last_stage_memory);
+  }
   nlohmann::json terms = nlohmann::json::array();
   bool any_calibrated = false;
   for (const Term& t : p.breakdown) {

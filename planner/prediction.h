@@ -81,6 +81,12 @@ struct Prediction {
   double mfu = 0;  // vs the dense peak of the chosen precision
   MemoryBreakdown memory;
   double peak_memory_bytes = 0;  // on the most loaded pipeline rank
+  // The last pipeline rank's memory (the same as `memory` when pp == 1).
+  // Megatron-Bridge's TensorBoard / W&B memory metrics were written by the
+  // last rank alone until 2026-05 (Bridge 2f7f48f6c, issue 3167): what
+  // those logs show to compare with, while the peak is usually rank 0's.
+  MemoryBreakdown last_stage_memory;
+  double last_stage_memory_bytes = 0;
   double hbm_bytes = 0;
   bool fits = false;
   // Activations held in host memory per GPU by the layer-wise offload

@@ -98,6 +98,8 @@ struct StepModel::Accumulator {
   double tokens_per_sec_per_gpu = 0;
   MemoryBreakdown memory;
   double peak_memory_bytes = 0;
+  MemoryBreakdown last_stage_memory;
+  double last_stage_memory_bytes = 0;
   int dp = 0;
   double moe_load_imbalance = 1.0;  // as priced (PricedImbalance)
   double host_offload_bytes = 0;   // layer-wise offload: on the host per GPU
@@ -455,6 +457,8 @@ Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& request
                                             : PeakMemoryPerGpu(plan, c, p, m_micro, ranks, kr);
   acc->memory = mem.memory;
   acc->peak_memory_bytes = mem.total_bytes;
+  acc->last_stage_memory = mem.last_stage;
+  acc->last_stage_memory_bytes = mem.last_stage_total_bytes;
   return Infeasibility::kNone;
 }
 
@@ -516,6 +520,8 @@ absl::StatusOr<Prediction> StepModel::Predict(const ParallelConfig& parallel,
            *PeakDenseFlopsPerSec(cost_->cluster().gpu, knobs.precision);
   pr.memory = acc.memory;
   pr.peak_memory_bytes = acc.peak_memory_bytes;
+  pr.last_stage_memory = acc.last_stage_memory;
+  pr.last_stage_memory_bytes = acc.last_stage_memory_bytes;
   pr.hbm_bytes = cost_->cluster().gpu.hbm_bytes;
   pr.fits = pr.peak_memory_bytes <= pr.hbm_bytes;
   pr.host_offload_bytes = acc.host_offload_bytes;

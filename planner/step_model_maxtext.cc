@@ -671,6 +671,10 @@ PeakMemory MaxTextPeakMemory(const PlanTables& plan, const Context& c, const Par
       best.total_bytes = total;
       best.memory = mem;
     }
+    if (r == p.pp - 1) {
+      best.last_stage = mem;
+      best.last_stage_total_bytes = total;
+    }
   }
   return best;
 }

@@ -129,6 +129,10 @@ PeakMemory PeakMemoryPerGpu(const PlanTables& plan, const Context& c, const Para
       best_total = total;
       best.memory = mem;
     }
+    if (r == p.pp - 1) {
+      best.last_stage = mem;
+      best.last_stage_total_bytes = total;
+    }
   }
   best.total_bytes = best_total;
   return best;

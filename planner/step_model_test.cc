@@ -161,16 +161,33 @@ TEST(StepModelTest, LowPrecisionAndInterleavedMemoryByHand) {
   absl::StatusOr<Prediction> pi = smi.Predict(Layout(1, 4, 2, 1, 1, 1), Knobs{});
   ASSERT_TRUE(pi.ok()) << pi.status();
   EXPECT_EQ(pi->memory.activations_bytes, 922746880.0);
+  // The last rank's own figure, reported beside the peak (what its memory
+  // logs show). With one layer in every virtual stage (first and last
+  // pinned to 1) it holds two layers, 5 in-flight chunks of one layer:
+  // 5 x 40,960 x 2,048 = 419,430,400 B, and the fp32 logits 2,048 x 32,000
+  // x 4 = 262,144,000 B.
+  ParallelConfig even = Layout(1, 4, 2, 1, 1, 1);
+  even.first_stage_layers = 1;
+  even.last_stage_layers = 1;
+  absl::StatusOr<Prediction> pe = smi.Predict(even, Knobs{});
+  ASSERT_TRUE(pe.ok()) << pe.status();
+  EXPECT_EQ(pe->memory.activations_bytes, 922746880.0);
+  EXPECT_EQ(pe->last_stage_memory.activations_bytes, 681574400.0);
+  EXPECT_DOUBLE_EQ(pe->last_stage_memory_bytes, pe->last_stage_memory.Total());
+  EXPECT_LT(pe->last_stage_memory_bytes, pe->peak_memory_bytes);
   // Short sequences: the step's fp32 shard gradients (530,579,456 B) exceed
   // what backward freed (activations 128 x 40,960 x 4 = 20,971,520 B +
-  // logits 128 x 32,000 x 4 = 16,384,000 B, plus their 8% fragmentation):
+  // logits 128 x 32,000 x 4 = 16,384,000 B, plus their 2% fragmentation):
   // the excess is counted with the gradients.
   const StepModel sms = Make(TinyDense(), "h100-sxm", {1, 128, 1});
   absl::StatusOr<Prediction> ps = sms.Predict(Layout(1, 1, 1, 1, 1, 1), Knobs{});
   ASSERT_TRUE(ps.ok()) << ps.status();
   EXPECT_EQ(ps->memory.activations_bytes, 20971520.0 + 16384000.0);
   EXPECT_NEAR(ps->memory.grads_bytes,
-              265289728.0 + 530579456.0 - 1.08 * (20971520.0 + 16384000.0), 1.0);
+              265289728.0 + 530579456.0 - 1.02 * (20971520.0 + 16384000.0), 1.0);
+  // pp 1: the last stage is the one rank.
+  EXPECT_DOUBLE_EQ(ps->last_stage_memory_bytes, ps->peak_memory_bytes);
+  EXPECT_EQ(ps->last_stage_memory.activations_bytes, ps->memory.activations_bytes);
 }
 
 TEST(StepModelTest, ThroughputIdentities) {

@@ -1799,10 +1799,15 @@ int main(int argc, char** argv) {
       double measured_gb = 0;
     };
     std::vector<MemAnchor> anchors;
+    // Which pipeline rank's memory a card's figure is: the last rank's for
+    // the runs logged before Megatron-Bridge reduced its memory metrics over
+    // the pipeline (2f7f48f6c, 2026-05-04, issue 3167: the TensorBoard / W&B
+    // writers run on rank world_size - 1 only); the peak rank's otherwise.
+    enum class Logged { kPeakRank, kLastRank };
     auto predict_peak = [&](const std::string& model_preset, const std::string& cluster_preset,
                             const mp::TrainingShape& shape, mp::StackGeneration generation,
                             const mp::MegatronFeatures& features, const mp::ParallelConfig& p,
-                            mp::Knobs knobs) -> std::optional<double> {
+                            mp::Knobs knobs, Logged logged) -> std::optional<double> {
       absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(model_preset);
       absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(cluster_preset);
       if (!model.ok() || !cluster.ok()) return std::nullopt;
@@ -1817,6 +1822,11 @@ int main(int argc, char** argv) {
       if (!pred.ok()) return std::nullopt;
       // torch's peak allocated: the tensors, without the CUDA context /
       // workspaces / fragmentation reserve and NCCL's buffers.
+      if (logged == Logged::kLastRank) {
+        return (pred->last_stage_memory_bytes - pred->last_stage_memory.reserve_bytes -
+                pred->last_stage_memory.comm_buffers_bytes) /
+               1e9;
+      }
       return (pred->peak_memory_bytes - pred->memory.reserve_bytes -
               pred->memory.comm_buffers_bytes) /
              1e9;
@@ -1848,8 +1858,11 @@ int main(int argc, char** argv) {
           if (lc.parallel.tp != e.tp || lc.parallel.pp != e.pp) continue;
           mp::Knobs k = lc.knobs;
           k.recompute = selective(e.modules);
-          std::optional<double> gb = predict_peak(g.model_preset, g.cluster_preset, g.shape,
-                                                  g.generation, g.features, lc.parallel, k);
+          // PR 3107 (March 2026) logged the last rank: its card marks the
+          // core_attn runs "OOM_on_rank0" beside a 58.8 GB peak.
+          std::optional<double> gb =
+              predict_peak(g.model_preset, g.cluster_preset, g.shape, g.generation, g.features,
+                           lc.parallel, k, Logged::kLastRank);
           if (gb) {
             anchors.push_back({absl::StrFormat("Llama3-70B SFT 32 H100 tp%d pp%d vp5 [%s]", e.tp,
                                                e.pp, e.modules_name),
@@ -1877,8 +1890,9 @@ int main(int argc, char** argv) {
         for (const auto& v : moonlight) {
           mp::Knobs k = l.steps[0].knobs;
           k.recompute = selective(v.modules);
-          std::optional<double> gb = predict_peak(l.model_preset, l.cluster_preset, l.shape,
-                                                  l.generation, l.steps[0].features, l.parallel, k);
+          std::optional<double> gb =
+              predict_peak(l.model_preset, l.cluster_preset, l.shape, l.generation,
+                           l.steps[0].features, l.parallel, k, Logged::kPeakRank);
           if (gb) {
             anchors.push_back(
                 {absl::StrFormat("Moonlight-16B-A3B 8 H100 tp2 ep8 [%s]", v.name), *gb,

@@ -9,8 +9,13 @@
 namespace moetune::planner::step_model_internal {
 
 struct PeakMemory {
-  MemoryBreakdown memory;
+  MemoryBreakdown memory;  // the pipeline rank that holds the most
   double total_bytes = 0;
+  // The last pipeline rank's own (the same as above when pp == 1): what
+  // Megatron-Bridge's TensorBoard / W&B memory metrics showed before
+  // 2026-05 (written by rank world_size - 1 only; Bridge 2f7f48f6c).
+  MemoryBreakdown last_stage;
+  double last_stage_total_bytes = 0;
 };
 
 // Rank 0 holds the most in-flight micro-batches, the last rank the output

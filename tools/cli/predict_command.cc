@@ -286,6 +286,16 @@ std::string TextReport(const pl::Prediction& p) {
       pl::ToString(p.knobs), p.step_time_s, p.tokens_per_sec_per_gpu,
       p.model_tflops_per_gpu, 100 * p.mfu, p.peak_memory_bytes / pl::units::kGiB,
       p.hbm_bytes / pl::units::kGiB, p.fits ? "fits" : "does NOT fit");
+  if (p.parallel.pp > 1) {
+    // Rank 0 usually holds the peak; Megatron-Bridge logged the last rank's
+    // memory alone before 2026-05 (its TensorBoard / W&B writer).
+    absl::StrAppend(&out, absl::StrFormat("last pipeline stage %.1f GiB (%.1f GiB of tensors)\n",
+                                          p.last_stage_memory_bytes / pl::units::kGiB,
+                                          (p.last_stage_memory_bytes -
+                                           p.last_stage_memory.reserve_bytes -
+                                           p.last_stage_memory.comm_buffers_bytes) /
+                                              pl::units::kGiB));
+  }
   if (p.host_offload_bytes > 0) {
     const double host = p.cluster.host_memory_bytes_per_gpu;
     absl::StrAppend(&out, absl::StrFormat("host memory (layer-wise offload) %.1f GiB",

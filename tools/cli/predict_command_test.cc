@@ -316,6 +316,37 @@ TEST(PredictCommandTest, HelpSaysWhatFillsWhatIsNotGiven) {
 // with DP outermost over tp x cp = 2 (the same node, NVLink); the DP group
 // (4 ranks) then holds one rank per model replica of 4 GPUs, 2 per node, so
 // its collectives cross nodes with 2 members per node instead of 4.
+// With pp > 1 the last pipeline rank's memory is reported beside the peak
+// (JSON last_stage_memory*, a text line): Megatron-Bridge's memory logs
+// showed that rank alone. With pp 1 there is no such line or field.
+TEST(PredictCommandTest, LastStageMemoryBesideThePeak) {
+  const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "h100-sxm",
+                                         "--gpus", "16", "--seq", "8192", "--gbs", "64",
+                                         "--tp", "2", "--mbs", "1"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunPredict(args);
+  };
+  const Result pp4 = with({"--pp", "4"});
+  ASSERT_EQ(pp4.code, kExitOk) << pp4.err;
+  const nlohmann::json j = nlohmann::json::parse(pp4.out);
+  const double last = j["last_stage_memory_bytes"].get<double>();
+  double parts = 0;
+  for (const auto& [name, bytes] : j["last_stage_memory"].items()) parts += bytes.get<double>();
+  EXPECT_DOUBLE_EQ(last, parts);
+  // Rank 0 holds 4 in-flight micro-batches, the last rank one.
+  EXPECT_LT(j["last_stage_memory"]["activations_bytes"].get<double>(),
+            j["memory"]["activations_bytes"].get<double>());
+  EXPECT_LE(last, j["peak_memory_bytes"].get<double>());
+  EXPECT_THAT(with({"--pp", "4", "--format", "text"}).out, HasSubstr("\nlast pipeline stage "));
+  const Result pp1 = with({"--pp", "1"});
+  ASSERT_EQ(pp1.code, kExitOk) << pp1.err;
+  EXPECT_FALSE(nlohmann::json::parse(pp1.out).contains("last_stage_memory_bytes"));
+  EXPECT_THAT(with({"--pp", "1", "--format", "text"}).out,
+              Not(HasSubstr("last pipeline stage")));
+}
+
 TEST(PredictCommandTest, DpOutermostIsAnInput) {
   const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "h100-sxm",
                                          "--gpus", "16", "--seq", "8192", "--gbs", "64",

@@ -7,6 +7,8 @@
 # knobs: precision=bf16 recompute=selective(mla_up_proj,layernorm,moe_act) offload=expert_fc1,moe_act dispatcher=fused_dedup grouped_gemm=true overlap(tp,ep,dp,pp)=1111 streams=1 cuda_graphs=true optimizer_states=bf16
 # You add: data (--data-path), tokenizer (--tokenizer-type, --tokenizer-model), training length and learning rate (--train-iters, --lr, ...), checkpoint paths (--save, --load).
 # Then: torchrun ... pretrain_gpt.py "${MEGATRON_ARGS[@]}" <your flags>
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+export NCCL_GRAPH_REGISTER=0
 export NVTE_CPU_OFFLOAD_V1=1
 MEGATRON_ARGS=(
   # model shape and architecture (as the Hugging Face config builds it)

@@ -7,6 +7,8 @@
 # knobs: precision=nvfp4 recompute=none offload=none dispatcher=fused_dedup grouped_gemm=true overlap(tp,ep,dp,pp)=0111 streams=2 cuda_graphs=true
 # You add: data (--data-path), tokenizer (--tokenizer-type, --tokenizer-model), training length and learning rate (--train-iters, --lr, ...), checkpoint paths (--save, --load).
 # Then: torchrun ... pretrain_gpt.py "${MEGATRON_ARGS[@]}" <your flags>
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+export NCCL_GRAPH_REGISTER=0
 MEGATRON_ARGS=(
   # model shape and architecture (as the Hugging Face config builds it)
   --num-layers 126

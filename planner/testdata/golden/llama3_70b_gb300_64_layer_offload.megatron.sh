@@ -7,6 +7,7 @@
 # knobs: precision=fp8 recompute=none offload=none offload_layers=20 dispatcher=fused_dedup grouped_gemm=true overlap(tp,ep,dp,pp)=1111 streams=2 cuda_graphs=false
 # You add: data (--data-path), tokenizer (--tokenizer-type, --tokenizer-model), training length and learning rate (--train-iters, --lr, ...), checkpoint paths (--save, --load).
 # Then: torchrun ... pretrain_gpt.py "${MEGATRON_ARGS[@]}" <your flags>
+export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 MEGATRON_ARGS=(
   # model shape and architecture (as the Hugging Face config builds it)
   --num-layers 80
