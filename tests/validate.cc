@@ -88,6 +88,7 @@
 #include "tests/internal/generation_pairs.h"
 #include "tests/internal/layout_ranking.h"
 #include "tests/internal/recipe_checks.h"
+#include "tests/internal/recipe_splits.h"
 #include "tests/internal/scale_anchors.h"
 
 ABSL_FLAG(std::string, runs, "", "path to runs.json");
@@ -319,44 +320,6 @@ int RecipeOffloadLayersFor(const std::string& model_preset, const std::string& c
   if (cluster_preset == "gb200-nvl72") return 40;
   if (cluster_preset == "gb300-nvl72") return 20;
   return 0;
-}
-
-// The pipeline split of a megatron-core-2026 row's recipe (the runs set
-// their first and last virtual stages apart; the other stages are even):
-// - Llama 3.1 405B and Qwen3-235B-A22B: Megatron-Bridge's
-//   llama31_405b_pretrain_config / qwen3_235b_a22b_pretrain_config set
-//   account_for_embedding_in_pipeline_split and
-//   account_for_loss_in_pipeline_split (v0.3.0 - v0.6.0; the performance
-//   scripts keep them): the embedding and the loss count as one layer each,
-//   so every virtual stage holds (L + 2) / (pp x vp) and the first and last
-//   one layer fewer (405B at pp 16 x vp 8: the embedding and the loss alone).
-// - DeepSeek-V3: set_deepseek_v3_pipeline_model_parallel_layout's table
-//   (recipes/deepseek/deepseek_v3.py, v0.4.0 - v0.6.0): (16, 1), (8, 2),
-//   (4, 4): embedding + 4 | 4 ... | 1 + MTP + loss; (8, 1), (4, 2): 8 | ... |
-//   5 + MTP + loss; (4, 1): 16 | ... | 13 + MTP + loss.
-// nullopt where the recipe leaves Megatron's even split (or the layout is
-// not one of those).
-std::optional<std::pair<int, int>> RecipeStageSplitFor(const mp::ModelSpec& model,
-                                                       const std::string& model_preset,
-                                                       const mp::ParallelConfig& p) {
-  if (p.pp <= 1) return std::nullopt;
-  const int stages = p.pp * p.vp;
-  if (model_preset == "llama3.1-405b" || model_preset == "qwen3-235b-a22b") {
-    const int units = model.num_layers + 2;
-    if (units % stages != 0) return std::nullopt;
-    const int per = units / stages;
-    return std::make_pair(per - 1, per - 1);
-  }
-  if (model_preset == "deepseek-v3") {
-    const std::pair<int, int> key{p.pp, p.vp};
-    if (key == std::make_pair(16, 1) || key == std::make_pair(8, 2) ||
-        key == std::make_pair(4, 4)) {
-      return std::make_pair(4, 1);
-    }
-    if (key == std::make_pair(8, 1) || key == std::make_pair(4, 2)) return std::make_pair(8, 5);
-    if (key == std::make_pair(4, 1)) return std::make_pair(16, 13);
-  }
-  return std::nullopt;
 }
 
 absl::StatusOr<mp::Recompute> PublishedRecompute(const json& row) {
@@ -735,9 +698,11 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
       mp::ParsePrecision(StrOr(row, "precision_id", "bf16"));
   if (!precision.ok()) return precision.status();
   r.precision = *precision;
+  // The first / last virtual stage sizes the row's recipe ran
+  // (tests/internal/recipe_splits.h).
   if (r.stack == "megatron-core-2026") {
     if (std::optional<std::pair<int, int>> split =
-            RecipeStageSplitFor(r.model, r.model_preset, p)) {
+            mt::RecipeStageSplit(r.model, r.model_preset, p)) {
       p.first_stage_layers = split->first;
       p.last_stage_layers = split->second;
     }
