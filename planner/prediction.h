@@ -57,6 +57,11 @@ struct MemoryBreakdown {
     return weights_bytes + grads_bytes + optimizer_bytes + activations_bytes +
            comm_buffers_bytes + reserve_bytes;
   }
+  // The tensors alone (what torch's allocated-memory counters see): the
+  // total less the reserve and NCCL's buffers.
+  double TensorBytes() const {
+    return weights_bytes + grads_bytes + optimizer_bytes + activations_bytes;
+  }
 };
 
 // The range the measured tokens/s/GPU is expected to fall in, with the

@@ -1832,14 +1832,9 @@ int main(int argc, char** argv) {
       if (!pred.ok()) return std::nullopt;
       // torch's peak allocated: the tensors, without the CUDA context /
       // workspaces / fragmentation reserve and NCCL's buffers.
-      if (logged == Logged::kLastRank) {
-        return (pred->last_stage_memory_bytes - pred->last_stage_memory.reserve_bytes -
-                pred->last_stage_memory.comm_buffers_bytes) /
-               1e9;
-      }
-      return (pred->peak_memory_bytes - pred->memory.reserve_bytes -
-              pred->memory.comm_buffers_bytes) /
-             1e9;
+      const mp::MemoryBreakdown& rank =
+          logged == Logged::kLastRank ? pred->last_stage_memory : pred->memory;
+      return rank.TensorBytes() / 1e9;
     };
     auto selective = [](uint32_t modules) {
       mp::Recompute r;

@@ -291,10 +291,7 @@ std::string TextReport(const pl::Prediction& p) {
     // memory alone before 2026-05 (its TensorBoard / W&B writer).
     absl::StrAppend(&out, absl::StrFormat("last pipeline stage %.1f GiB (%.1f GiB of tensors)\n",
                                           p.last_stage_memory_bytes / pl::units::kGiB,
-                                          (p.last_stage_memory_bytes -
-                                           p.last_stage_memory.reserve_bytes -
-                                           p.last_stage_memory.comm_buffers_bytes) /
-                                              pl::units::kGiB));
+                                          p.last_stage_memory.TensorBytes() / pl::units::kGiB));
   }
   if (p.host_offload_bytes > 0) {
     const double host = p.cluster.host_memory_bytes_per_gpu;
