@@ -288,6 +288,8 @@ const Cache::PerPrecision& LookUpCosts(const StepModel::LayerKindTables kinds[],
     x.oproj = y.oproj;
     x.fc1 = y.fc1;
     x.fc2 = y.fc2;
+    x.tp_in_ag = y.tp_in_ag;
+    x.tp_attn_in_ag = y.tp_attn_in_ag;
     if (!kinds[k].moe) continue;
     // Cached: balanced routing and the layout's natural-routing imbalance;
     // any other (explicit) imbalance is looked up each time.

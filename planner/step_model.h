@@ -305,9 +305,10 @@ struct StackConstants {
   // gb200-nvl72.json; 275 us on the merged model, where the memory model
   // lets the interleaved Llama rows run without recompute as their recipes
   // do; 0 once a step's own host time is priced, step_host_s below: the
-  // visits had been standing in for it). A weakly identified constant:
-  // folds choose 0-400 us.
-  double pp_stage_visit_s = 0;
+  // visits had been standing in for it; 25 us once each TP collective
+  // hides behind its own GEMM only, AddTpTerms). A weakly identified
+  // constant: folds choose 0-400 us.
+  double pp_stage_visit_s = 25e-6;
   // Host time per optimizer step that the GPU timeline does not hide, paid
   // once per step whatever the micro-batches: the training loop between
   // two steps' GPU work (Megatron / NeMo: the optimizer step's kernels

@@ -114,6 +114,15 @@ double CombinedOneFOneBPairedFraction(int pp, int vp, int micro_batches) {
   return std::max(0.0, n - std::min(n, alone)) / n;
 }
 
+double TpPairExposedSeconds(const TpBlockCollectives& t, double column_s, double row_s,
+                            double wgrad_share, double fraction) {
+  auto shows = [&](double comm_s, double gemm_s) {
+    return std::max(0.0, comm_s - fraction * gemm_s);
+  };
+  return shows(t.fwd_ag_s, column_s) + shows(t.fwd_rs_s, row_s) + shows(t.bwd_ag_s, row_s) +
+         shows(t.bwd_regather_s, column_s) + shows(t.bwd_rs_s, column_s * wgrad_share);
+}
+
 bool TpOverlapSurvivesEpOverlap(GpuGeneration generation, bool ep_overlap_schedule) {
   return !(ep_overlap_schedule && generation == GpuGeneration::kHopper);
 }
@@ -255,6 +264,16 @@ void PrecisionKindCosts(const LayerKindTables& k, const Context& c,
     const double fs = double(m.moe_ffn_hidden_size) * m.num_shared_experts / c.tp;
     kc->fc1 = cm.DenseGemm(tc, gate * fs, h, c.precision);
     kc->fc2 = cm.DenseGemm(tc, h, fs, c.precision);
+  }
+  if (c.tp > 1) {
+    const double in_bytes = c.low_precision ? c.operand_bytes : kActivationBytes;
+    kc->tp_in_ag = cm.Collective(CollectiveKind::kAllGather, tc * h * in_bytes, c.tp, c.tp_span);
+    const double w = AttentionTpGatherWidth(m);
+    kc->tp_attn_in_ag =
+        m.attention == AttentionType::kMla
+            ? cm.Collective(CollectiveKind::kAllGather, tc * w * kActivationBytes, c.tp, c.tp_span)
+        : w == h ? kc->tp_in_ag
+                 : cm.Collective(CollectiveKind::kAllGather, tc * w * in_bytes, c.tp, c.tp_span);
   }
 }
 
@@ -821,27 +840,50 @@ void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_sc
   }
 }
 
-// TP all-gather / reduce-scatter of [tc x h] BF16 around each block, forward
-// and backward: 2 x pairs x (AG + RS), the attention block's input-side pair
-// (its forward gather, its backward reduce-scatter) AttentionTpGatherWidth
-// wide: (AG + RS)(h) + (AG + RS)(width) for it. With the overlap on, up to
-// tp_overlap_fraction of the block's GEMM time hides it; the hidden part
-// slows the compute by overlap_slowdown. Not on Hopper under the EP overlap
-// (TpOverlapSurvivesEpOverlap), and not for NVFP4 GEMMs, which have no
-// userbuffers path (TpCommOverlapSupports, precision.h): there the knob
-// changes nothing and every TP collective is exposed.
+// TP collectives of each block under sequence parallelism
+// (TpBlockCollectives): forward, the input's all-gather at the GEMM input's
+// bytes (tp_in_ag; MLA's latents in BF16) and the output's reduce-scatter
+// (BF16, hidden_size wide); backward, the output gradient's all-gather
+// (BF16), the input gathered again for the wgrad (Transformer Engine's
+// linears; not MLA's latents) and the input gradient's reduce-scatter (the
+// attention block's input side AttentionTpGatherWidth wide). The blocks:
+// attention, and the dense MLP or the shared experts (tp_pairs > 1).
+//
+// With the overlap on, each collective hides behind the one GEMM that
+// Transformer Engine's userbuffers pair it with, never behind another
+// block's (TpPairExposedSeconds); the hidden part slows the compute by
+// overlap_slowdown. At TP 8 on H100 the narrow GEMMs (the attention output
+// projection's tp-th of the heads, the qkv projection's tp-th of the
+// grouped-query heads) are shorter than their collectives and part of them
+// shows. Not on Hopper under the EP overlap (TpOverlapSurvivesEpOverlap),
+// and not for NVFP4 GEMMs, which have no userbuffers path
+// (TpCommOverlapSupports, precision.h): there the knob changes nothing and
+// every TP collective is exposed.
 void AddTpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g,
                 bool ep_overlap_schedule, Slots* l) {
   if (c.tp <= 1) return;
-  const double total = (2.0 * g.tp_pairs - 1.0) * (kc.tp_ag.seconds + kc.tp_rs.seconds) +
-                       kc.tp_attn_ag.seconds + kc.tp_attn_rs.seconds;
+  const bool te_gathers_attention = c.model->attention != AttentionType::kMla;
+  const TpBlockCollectives attn{kc.tp_attn_in_ag.seconds, kc.tp_rs.seconds, kc.tp_ag.seconds,
+                                te_gathers_attention ? kc.tp_attn_in_ag.seconds : 0.0,
+                                kc.tp_attn_rs.seconds};
+  const TpBlockCollectives mlp{kc.tp_in_ag.seconds, kc.tp_rs.seconds, kc.tp_ag.seconds,
+                               kc.tp_in_ag.seconds, kc.tp_rs.seconds};
+  const bool has_mlp = g.tp_pairs > 1;
+  const double total = attn.TotalSeconds() + (has_mlp ? mlp.TotalSeconds() : 0.0);
   const uint8_t src = SourceBit(kc.tp_ag.source) | SourceBit(kc.tp_rs.source) |
-                      SourceBit(kc.tp_attn_ag.source) | SourceBit(kc.tp_attn_rs.source);
+                      SourceBit(kc.tp_attn_ag.source) | SourceBit(kc.tp_attn_rs.source) |
+                      SourceBit(kc.tp_in_ag.source) | SourceBit(kc.tp_attn_in_ag.source);
   if (c.knobs->overlap.tp_comm && TpCommOverlapSupports(c.precision) &&
       TpOverlapSurvivesEpOverlap(c.cost->cluster().gpu.generation, ep_overlap_schedule)) {
-    const double hidden = std::min(total, c.stack->tp_overlap_fraction * g.block_gemm_s);
+    const double f = c.stack->tp_overlap_fraction;
+    // The wgrad of a column-parallel GEMM: bwd_gemm_factor - 1 of it (none
+    // under LoRA, whose frozen weights take no wgrad).
+    const double wgrad = c.bwd_gemm_factor - 1.0;
+    double exposed = TpPairExposedSeconds(attn, kc.qkv.seconds, kc.oproj.seconds, wgrad, f);
+    if (has_mlp) exposed += TpPairExposedSeconds(mlp, kc.fc1.seconds, kc.fc2.seconds, wgrad, f);
+    const double hidden = total - exposed;
     l->AddSeconds(kSTpHidden, hidden, src);
-    l->AddSeconds(kSTpExposed, total - hidden, src);
+    l->AddSeconds(kSTpExposed, exposed, src);
     l->AddSeconds(kSOverlapSlowdown, hidden * (c.overlap_slowdown - 1.0), src);
   } else {
     l->AddSeconds(kSTpExposed, total, src);

@@ -322,6 +322,43 @@ double CombinedOneFOneBPairedFraction(int pp, int vp, int micro_batches);
 // overlap (false), unchanged otherwise (true).
 bool TpOverlapSurvivesEpOverlap(GpuGeneration generation, bool ep_overlap_schedule);
 
+// The TP collectives of one block (attention, or the MLP / shared experts)
+// under sequence parallelism, seconds each: forward, the input's all-gather
+// before the column-parallel GEMM (qkv, fc1) and the output's
+// reduce-scatter after the row-parallel one (proj, fc2); backward, the
+// output gradient's all-gather before the row-parallel dgrad, the input's
+// all-gather again for the column-parallel wgrad (Transformer Engine keeps
+// the local shard only: linear.py / layernorm_linear.py
+// backward_input_needs_gather, column-parallel with sequence parallelism;
+// 0 where Megatron gathers the input itself, MLA's latents), and the input
+// gradient's reduce-scatter after the column-parallel dgrad.
+struct TpBlockCollectives {
+  double fwd_ag_s = 0;
+  double fwd_rs_s = 0;
+  double bwd_ag_s = 0;
+  double bwd_regather_s = 0;
+  double bwd_rs_s = 0;
+  double TotalSeconds() const { return fwd_ag_s + fwd_rs_s + bwd_ag_s + bwd_regather_s + bwd_rs_s; }
+};
+// Exposed seconds of one block's TP collectives when each hides behind its
+// userbuffers partner GEMM only (Transformer Engine overlaps a collective
+// with the GEMM it feeds or drains, not with another block's; Megatron-
+// Bridge comm_overlap.py TransformerLayerTPOverlapCfg: qkv / fc1 fprop and
+// proj / fc2 dgrad ring exchange, proj / fc2 fprop ring exchange or
+// pipeline, qkv / fc1 dgrad and wgrad bulk): column_s and row_s are the
+// forward GEMM times of the column- and row-parallel linears, each
+// backward GEMM (dgrad, wgrad) as long as the forward; up to `fraction` of
+// a GEMM can hide its collective.
+//   exposed = max(0, fwd_ag - f col) + max(0, fwd_rs - f row)
+//           + max(0, bwd_ag - f row)                 (row dgrad)
+//           + max(0, bwd_regather - f col)           (column dgrad, bulk)
+//           + max(0, bwd_rs - f col wgrad_share)     (column wgrad, bulk)
+// wgrad_share is the wgrad's share of a GEMM's backward beyond its dgrad
+// (1 normally; 0 under LoRA, whose frozen weights take no wgrad: the
+// reduce-scatter then shows whole).
+double TpPairExposedSeconds(const TpBlockCollectives& t, double column_s, double row_s,
+                            double wgrad_share, double fraction);
+
 // One paired window of the combined-1F1B layer schedule: a communication
 // kernel of comm_s runs on the communication stream beside compute_s of the
 // other micro-batch on the compute stream. While both run, the compute gets

@@ -246,6 +246,13 @@ struct KindCosts {
   // The attention block's input-side pair, AttentionTpGatherWidth wide
   // (= tp_ag / tp_rs for GQA/MHA).
   Cost tp_attn_ag, tp_attn_rs;
+  // The input-side all-gathers of the column-parallel GEMMs at the GEMM
+  // input's bytes (precision; tp > 1): Transformer Engine quantizes the norm
+  // output before gathering it (distributed.py gather_along_first_dim with
+  // the input quantizer: FP8, MXFP8 and NVFP4 data and scales), hidden_size
+  // wide; the attention block's AttentionTpGatherWidth wide, except MLA's,
+  // which Megatron-LM gathers itself in BF16 (= tp_attn_ag).
+  Cost tp_in_ag, tp_attn_in_ag;
   Cost cp_ring;           // cp > 1 (layout only)
 };
 
