@@ -216,8 +216,24 @@ class Searcher {
       c.pipelined = (i & 32) != 0;
       if (c.Index() != i || !c.Consistent()) continue;
       KnobSet& ks = knob_sets_[size_t(i)];
-      ks = BuildKnobSet(axes_, problem_.model, c.expert_parallel,
-                        bounded_axes_, neutral_axes_);
+      // The overlap levels have no fastest-first order on TP layouts: the
+      // TP overlap's split GEMMs (TpOverlapChunkingSeconds) can cost more
+      // than the collectives it hides, so "all but TP" beats "all" on some
+      // and not on others. There the axis is bounded value by value by
+      // design, not left to the audit's sample to find; without TP the
+      // level is "all" again and is dropped.
+      KnobAxes class_axes = axes_;
+      uint32_t bounded = bounded_axes_;
+      if (c.tensor_parallel) {
+        if (HasTpOnlyOverlapChoice(axes_)) {
+          bounded |= AxisBit(KnobAxis::kOverlap);
+          tp_overlap_bounded_ = true;
+        }
+      } else {
+        DropTpOnlyOverlapLevels(&class_axes);
+      }
+      class_bounded_axes_[size_t(i)] = bounded;
+      ks = BuildKnobSet(class_axes, problem_.model, c.expert_parallel, bounded, neutral_axes_);
       const ParallelConfig rep = RepresentativeLayout(c);
       std::vector<int8_t>& violations = violations_[size_t(i)];
       violations.assign(ks.combos.size(), -1);
@@ -267,6 +283,9 @@ class Searcher {
   Tally rejections_;  // invalid layouts, found during enumeration
   uint64_t total_ = 0;
   uint32_t bounded_axes_ = 0;                 // bounded value by value
+  // Per rule class: bounded_axes_, plus overlap on TP layouts by design.
+  std::array<uint32_t, kNumRuleLayoutClasses> class_bounded_axes_{};
+  bool tp_overlap_bounded_ = false;  // some TP class bounds overlap by design
   uint32_t neutral_axes_ = kDefaultNeutralAxes;  // never change memory
   uint32_t memory_axes_found_ = 0;  // assumed neutral, found not to be
   uint64_t audit_evaluations_ = 0;
@@ -513,6 +532,7 @@ void Searcher::Audit() {
         const Estimate h = model_.Quick(p, *from);
         ++audit_evaluations_;
         if (h.reason != Infeasibility::kNone) continue;
+        const uint32_t class_bounded = class_bounded_axes_[size_t(ClassOf(p).Index())];
         for (int a = 1; a < kNumKnobAxes; ++a) {
           const KnobAxis axis = static_cast<KnobAxis>(a);
           const int size = AxisSize(axes_, problem_.model, p.ep > 1, axis);
@@ -521,8 +541,8 @@ void Searcher::Audit() {
                 model_.Quick(p, WithAxisValue(axes_, *from, axis, v));
             ++audit_evaluations_;
             if (e.reason != Infeasibility::kNone) continue;
-            if (from == &head && e.tokens_per_sec_per_gpu >
-                                     h.tokens_per_sec_per_gpu * (1 + kAuditTolerance)) {
+            if (from == &head && !(class_bounded & AxisBit(axis)) &&
+                e.tokens_per_sec_per_gpu > h.tokens_per_sec_per_gpu * (1 + kAuditTolerance)) {
               bounded_axes_ |= AxisBit(axis);
             }
             if ((neutral_axes_ & AxisBit(axis)) &&
@@ -986,7 +1006,8 @@ absl::StatusOr<SearchResult> Searcher::Run() {
     result.pareto.push_back(front_plans[p.id]);
   }
   for (int a = 0; a < kNumKnobAxes; ++a) {
-    if (bounded_axes_ & (1u << a)) {
+    const bool by_design = a == int(KnobAxis::kOverlap) && tp_overlap_bounded_;
+    if ((bounded_axes_ & (1u << a)) || by_design) {
       result.audit_failed_axes.emplace_back(
           KnobAxisName(static_cast<KnobAxis>(a)));
     }

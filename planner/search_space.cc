@@ -475,6 +475,15 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
     o.num_comm_streams = streams;
     return o;
   };
+  // The TP overlap alone off: Transformer Engine's userbuffers split the
+  // GEMMs they overlap (TpOverlapChunkingSeconds), which can cost more than
+  // the collectives they hide where those are short (NVLink-fast, or small
+  // TP); the other overlaps have no such cost.
+  auto but_tp = [&](int streams) {
+    Overlap o = all_on(streams);
+    o.tp_comm = false;
+    return o;
+  };
   if (f.overlap_exact) {
     Overlap o = *f.overlap_exact;
     o.num_comm_streams = f.comm_streams.value_or(1);
@@ -483,17 +492,52 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
     axes.overlap.push_back({"none", none});
   } else if (f.comm_streams) {
     axes.overlap.push_back({"all", all_on(*f.comm_streams)});
-    if (!f.overlap.has_value()) axes.overlap.push_back({"none", none});
+    if (!f.overlap.has_value()) {
+      axes.overlap.push_back({"all_but_tp", but_tp(*f.comm_streams)});
+      axes.overlap.push_back({"none", none});
+    }
   } else {
     axes.overlap.push_back({"all_1_stream", all_on(1)});
     axes.overlap.push_back({"all_2_streams", all_on(2)});
-    if (!f.overlap.has_value()) axes.overlap.push_back({"none", none});
+    if (!f.overlap.has_value()) {
+      axes.overlap.push_back({"all_but_tp", but_tp(1)});
+      axes.overlap.push_back({"none", none});
+    }
   }
 
   axes.cuda_graphs = f.cuda_graphs       ? std::vector<bool>{*f.cuda_graphs}
                      : offload_layers > 0 ? std::vector<bool>{false}
                                           : std::vector<bool>{true, false};
   return axes;
+}
+
+namespace {
+// Level a is level b with only the TP overlap turned off.
+bool TpOffOf(const Overlap& a, const Overlap& b) {
+  return !a.tp_comm && b.tp_comm && a.ep_comm == b.ep_comm && a.dp_comm == b.dp_comm &&
+         a.pp_comm == b.pp_comm && a.num_comm_streams == b.num_comm_streams;
+}
+bool IsTpOnlyLevel(const KnobAxes& axes, size_t i) {
+  for (size_t j = 0; j < axes.overlap.size(); ++j) {
+    if (j != i && TpOffOf(axes.overlap[i].overlap, axes.overlap[j].overlap)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+bool HasTpOnlyOverlapChoice(const KnobAxes& axes) {
+  for (size_t i = 0; i < axes.overlap.size(); ++i) {
+    if (IsTpOnlyLevel(axes, i)) return true;
+  }
+  return false;
+}
+
+void DropTpOnlyOverlapLevels(KnobAxes* axes) {
+  std::vector<OverlapLevel> kept;
+  for (size_t i = 0; i < axes->overlap.size(); ++i) {
+    if (!IsTpOnlyLevel(*axes, i)) kept.push_back(axes->overlap[i]);
+  }
+  axes->overlap = std::move(kept);
 }
 
 std::string_view KnobAxisName(KnobAxis axis) {

@@ -22,13 +22,14 @@
 //     grouped GEMM x overlap level x CUDA graphs, where an axis that cannot
 //     matter collapses to one value (no dispatcher or grouped GEMM choice on
 //     a dense model or at ep = 1, no MoE offload modules on a dense model).
-// Each knob axis lists its values fastest first under the step model's
-// physics: less recompute, less offload, grouped GEMM, CUDA graphs,
-// de-duplicated dispatch (never more bytes than all-to-all) and overlap on
-// one stream (hides the same communication as two streams with less SM
-// contention; overlapping beats not overlapping while the contention
-// slowdown is below 2x) never make a step slower. The default search bounds
-// with that order, audits it on a sample of layouts before relying on it,
+// Each knob axis but overlap lists its values fastest first under the step
+// model's physics: less recompute, less offload, grouped GEMM, CUDA graphs,
+// de-duplicated dispatch (never more bytes than all-to-all) never make a
+// step slower. The overlap levels (all on, one stream; all on, two
+// streams; all but TP; none) have no such order: the TP overlap splits the
+// GEMMs it overlaps, which can cost more than the collectives it hides, so
+// the search bounds that axis value by value. The default search bounds
+// with the order, audits it on a sample of layouts before relying on it,
 // and the exhaustive search checks the result (search_exhaustive_test.cc).
 #pragma once
 
@@ -147,7 +148,7 @@ struct OffloadLevel {
   uint32_t modules = 0;
 };
 struct OverlapLevel {
-  std::string_view name;  // "all_1_stream", "all_2_streams", "none"
+  std::string_view name;  // "all_1_stream", "all_2_streams", "all_but_tp", "none"
   Overlap overlap;
 };
 
@@ -159,7 +160,7 @@ struct KnobAxes {
   std::vector<OffloadLevel> offload;      // fastest first
   std::vector<Dispatcher> dispatchers;    // fastest first; used when ep > 1
   std::vector<bool> grouped_gemm;         // fastest first; MoE models only
-  std::vector<OverlapLevel> overlap;      // fastest first
+  std::vector<OverlapLevel> overlap;      // no order on TP layouts (search_space.h top)
   std::vector<bool> cuda_graphs;          // fastest first
   int offload_layers = 0;                 // every combo's (not an axis)
 };
@@ -170,6 +171,12 @@ struct KnobAxes {
 absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
                                        const ClusterSpec& cluster,
                                        const SpaceConstraints& constraints);
+
+// Whether the overlap levels include one that turns the TP overlap alone
+// off ("all but TP"), and removing those levels (for layouts without TP,
+// where such a level is "all" again).
+bool HasTpOnlyOverlapChoice(const KnobAxes& axes);
+void DropTpOnlyOverlapLevels(KnobAxes* axes);
 
 // The knob axes, for grouping and for the dominance audit of the search.
 enum class KnobAxis {

@@ -25,8 +25,10 @@ using ::moetune::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // A 2-layer dense model with 4 heads: on 4 GPUs at seq 1024 its space has 19
-// layouts (search_space_test.cc derives them) x 90 knob combinations
-// (5 recompute x 3 offload x 3 overlap x 2 CUDA graphs) = 1,710 candidates.
+// layouts (search_space_test.cc derives them): the 8 at tp 1 with 90 knob
+// combinations (5 recompute x 3 offload x 3 overlap levels x 2 CUDA
+// graphs), the 11 at tp 2 or 4 with 120 (a fourth overlap level, all but
+// TP): 720 + 1,320 = 2,040 candidates.
 ModelSpec TinyDense() {
   absl::StatusOr<ModelSpec> m = ParseNativeModelJson(R"({
       "format": "moetune.model.v1", "name": "tiny-dense",
@@ -68,7 +70,7 @@ int OffloadLevel(const Knobs& k) {
 // tokens/s/GPU = 1000 - 100 (tp-1) - 50 (pp-1) - 10 (cp-1) + 6 mbs
 //                - 20 x recompute level (light 1, attn 2, mlp 3, full 4)
 //                - offload (attn 15, all 30) - 7 without CUDA graphs
-//                - overlap (all on, 1 stream: 3; none: 30)
+//                - overlap (all on, 1 stream: 3; TP off: 30)
 // memory GiB   = 100 / (tp pp) + 20 mbs / (tp cp) x f_rec x f_off
 //                + 1 with CUDA graphs
 //   f_rec: none 1, light 0.8, attn 0.6, mlp 0.3, full 0.1
@@ -173,7 +175,7 @@ TEST(SearchTest, HandBestWithAmpleMemory) {
   EXPECT_FALSE(k.offload_activations);
   EXPECT_TRUE(k.cuda_graphs);
   EXPECT_EQ(k.overlap.num_comm_streams, 2);
-  EXPECT_EQ(r->candidates_total, 19u * 90u);
+  EXPECT_EQ(r->candidates_total, 8u * 90u + 11u * 120u);
 }
 
 // Limit 60.5 GiB (max_memory_fraction 0.605). Weights at tp=1 pp=2 take
@@ -242,8 +244,8 @@ TEST(SearchTest, ExhaustiveScoresEveryCandidateAndAgrees) {
     absl::StatusOr<SearchResult> full = SearchWith(TinyProblem(), full_scorer, options);
     ASSERT_THAT(fast, IsOk());
     ASSERT_THAT(full, IsOk());
-    EXPECT_EQ(full->candidates_evaluated, 19u * 90u);
-    EXPECT_EQ(full_scorer.calls(), int64_t{19 * 90});  // each exactly once
+    EXPECT_EQ(full->candidates_evaluated, 2040u);
+    EXPECT_EQ(full_scorer.calls(), int64_t{2040});  // each exactly once
     EXPECT_LT(fast->candidates_evaluated, full->candidates_evaluated);
     ASSERT_EQ(fast->top.size(), full->top.size());
     for (size_t i = 0; i < full->top.size(); ++i) {
@@ -288,9 +290,10 @@ TEST(SearchTest, DefaultModePrunesWithReasons) {
   }
   EXPECT_THAT(ExplainPruning(*r), HasSubstr("bound_below_top_k"));
   ExpectAccountingAddsUp(*r);
-  // HandScorer makes overlap on 2 streams the fastest (0 vs 3 for one
-  // stream), against the search's fastest-first order (one stream first):
-  // the audit catches it and the overlap axis is bounded value by value.
+  // The overlap axis is bounded value by value: on the tp 2 and 4 layouts by
+  // design (the "all but TP" level has no place in a fastest-first order),
+  // and HandScorer also makes overlap on 2 streams the fastest (0 vs 3 for
+  // one stream), against the order the tp 1 layouts rely on.
   EXPECT_THAT(r->audit_failed_axes, ::testing::ElementsAre("overlap"));
   // It also charges CUDA graphs 1 GiB: not memory-neutral, and found out.
   EXPECT_THAT(r->audit_memory_axes, ::testing::ElementsAre("cuda_graphs"));
@@ -299,22 +302,23 @@ TEST(SearchTest, DefaultModePrunesWithReasons) {
 
 // gbs = 3 on 4 GPUs: dp must divide 3, so the 4 layouts with dp = 4 or 2
 // (tp1 cp1 pp1; tp1 cp1 pp2; tp1 cp2 pp1; tp2 cp1 pp1) are invalid:
-// 4 x 90 = 360 candidates. dp = 1 leaves tp x cp x pp = 4 in 4 ways, each
-// with mbs 1 or 3: 8 valid layouts. Total (4 + 8) x 90 = 1,080.
+// 3 x 90 + 120 = 390 candidates. dp = 1 leaves tp x cp x pp = 4 in 4 ways,
+// each with mbs 1 or 3: 8 valid layouts, 2 of them at tp 1 (cp 2 pp 2):
+// 2 x 90 + 6 x 120 = 900. Total 1,290.
 TEST(SearchTest, InvalidLayoutsAreCountedByReason) {
   HandScorer scorer;
   SearchOptions options;
   options.exhaustive = true;
   absl::StatusOr<SearchResult> r = SearchWith(TinyProblem(3), scorer, options);
   ASSERT_THAT(r, IsOk());
-  EXPECT_EQ(r->candidates_total, 1080u);
-  EXPECT_EQ(r->candidates_evaluated, 720u);
+  EXPECT_EQ(r->candidates_total, 1290u);
+  EXPECT_EQ(r->candidates_evaluated, 900u);
   bool found = false;
   for (const PruneCount& p : r->pruned) {
     if (p.rule != PruneRule::kInvalidLayout) continue;
     found = true;
     EXPECT_EQ(p.detail, InfeasibilityName(Infeasibility::kBatchNotDivisible));
-    EXPECT_EQ(p.candidates, 360u);
+    EXPECT_EQ(p.candidates, 390u);
     EXPECT_THAT(p.example, HasSubstr("global_batch"));
   }
   EXPECT_TRUE(found);
@@ -419,8 +423,8 @@ TEST(SearchTest, ProgressReportsTheWholeSpace) {
   absl::StatusOr<SearchResult> r = SearchWith(TinyProblem(), scorer, options);
   ASSERT_THAT(r, IsOk());
   ASSERT_FALSE(seen.empty());
-  EXPECT_EQ(seen.back().candidates_total, 1710u);
-  EXPECT_EQ(seen.back().candidates_done, 1710u);
+  EXPECT_EQ(seen.back().candidates_total, 2040u);
+  EXPECT_EQ(seen.back().candidates_done, 2040u);
   EXPECT_EQ(seen.back().candidates_evaluated, r->candidates_evaluated);
   EXPECT_DOUBLE_EQ(seen.back().best_tokens_per_sec_per_gpu, 964);
 }

@@ -290,6 +290,7 @@ const Cache::PerPrecision& LookUpCosts(const StepModel::LayerKindTables kinds[],
     x.fc2 = y.fc2;
     x.tp_in_ag = y.tp_in_ag;
     x.tp_attn_in_ag = y.tp_attn_in_ag;
+    x.tp_overlap_chunking = y.tp_overlap_chunking;
     if (!kinds[k].moe) continue;
     // Cached: balanced routing and the layout's natural-routing imbalance;
     // any other (explicit) imbalance is looked up each time.

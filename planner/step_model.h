@@ -306,9 +306,10 @@ struct StackConstants {
   // lets the interleaved Llama rows run without recompute as their recipes
   // do; 0 once a step's own host time is priced, step_host_s below: the
   // visits had been standing in for it; 25 us once each TP collective
-  // hides behind its own GEMM only, AddTpTerms). A weakly identified
+  // hides behind its own GEMM only, AddTpTerms; 0 again once the overlap's
+  // split GEMMs are priced, TpOverlapChunkingSeconds). A weakly identified
   // constant: folds choose 0-400 us.
-  double pp_stage_visit_s = 25e-6;
+  double pp_stage_visit_s = 0;
   // Host time per optimizer step that the GPU timeline does not hide, paid
   // once per step whatever the micro-batches: the training loop between
   // two steps' GPU work (Megatron / NeMo: the optimizer step's kernels

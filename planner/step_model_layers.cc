@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "planner/flops.h"
@@ -112,6 +113,21 @@ double CombinedOneFOneBPairedFraction(int pp, int vp, int micro_batches) {
   // schedules.py count its in-flight chunks are (1 without pipelining).
   const double alone = InflightChunks(pp, vp, /*r=*/0, micro_batches);
   return std::max(0.0, n - std::min(n, alone)) / n;
+}
+
+double TpOverlapChunkingSeconds(const std::function<double(double, double, double)>& gemm_s,
+                                double tokens, int tp, double column_n, double row_k,
+                                double hidden) {
+  if (tp <= 1) return 0;
+  const double chunk = tokens / tp;
+  const double pipe = tokens / kTpPipelineSplits;
+  // Ring exchange: tp chunks of the column fprop and of the row dgrad.
+  const double column_fprop = tp * gemm_s(chunk, column_n, hidden) - gemm_s(tokens, column_n, hidden);
+  const double row_dgrad = tp * gemm_s(chunk, row_k, hidden) - gemm_s(tokens, row_k, hidden);
+  // Pipeline: kTpPipelineSplits chunks of the row fprop.
+  const double row_fprop =
+      kTpPipelineSplits * gemm_s(pipe, hidden, row_k) - gemm_s(tokens, hidden, row_k);
+  return std::max(0.0, column_fprop) + std::max(0.0, row_dgrad) + std::max(0.0, row_fprop);
 }
 
 double TpPairExposedSeconds(const TpBlockCollectives& t, double column_s, double row_s,
@@ -274,6 +290,21 @@ void PrecisionKindCosts(const LayerKindTables& k, const Context& c,
             ? cm.Collective(CollectiveKind::kAllGather, tc * w * kActivationBytes, c.tp, c.tp_span)
         : w == h ? kc->tp_in_ag
                  : cm.Collective(CollectiveKind::kAllGather, tc * w * in_bytes, c.tp, c.tp_span);
+    // The overlap's split GEMMs (TpOverlapChunkingSeconds): the attention
+    // block's qkv [tc x h] x [h x qkv / tp] and proj [tc x o_k] x [o_k x h],
+    // and the MLP's (dense or shared experts) where the layer has one.
+    double mlp_n = 0;
+    if (!k.moe) {
+      mlp_n = double(m.ffn_hidden_size) / c.tp;
+    } else if (m.num_shared_experts > 0) {
+      mlp_n = double(m.moe_ffn_hidden_size) * m.num_shared_experts / c.tp;
+    }
+    auto gemm = [&](double rows, double n, double kdim) {
+      return cm.DenseGemm(rows, n, kdim, c.precision).seconds;
+    };
+    double chunking = TpOverlapChunkingSeconds(gemm, tc, c.tp, k.qkv_out_dim / c.tp, o_k, h);
+    if (mlp_n > 0) chunking += TpOverlapChunkingSeconds(gemm, tc, c.tp, gate * mlp_n, mlp_n, h);
+    kc->tp_overlap_chunking = {chunking, kc->qkv.source};
   }
 }
 
@@ -885,6 +916,8 @@ void AddTpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g,
     l->AddSeconds(kSTpHidden, hidden, src);
     l->AddSeconds(kSTpExposed, exposed, src);
     l->AddSeconds(kSOverlapSlowdown, hidden * (c.overlap_slowdown - 1.0), src);
+    l->AddSeconds(kSOverlapSlowdown, kc.tp_overlap_chunking.seconds,
+                  SourceBit(kc.tp_overlap_chunking.source));
   } else {
     l->AddSeconds(kSTpExposed, total, src);
   }

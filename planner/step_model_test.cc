@@ -737,19 +737,23 @@ TEST(StepModelByHandTest, TensorParallelCommunication) {
   EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(2, 1, 1, 1, 1, 1), k, 1.0), 0.744,
               1e-12);
   // With TP overlap each collective hides behind its own GEMM (1 ms), at
-  // most 90% of it: 0.1 ms of each of the 10 shows, 1 ms per layer:
-  // 8 x (4 x (12 + 1) + 3 + 2) = 456 ms.
-  EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(2, 1, 1, 1, 1, 1), Knobs{}, 1.0), 0.456,
+  // most 90% of it: 0.1 ms of each of the 10 shows, 1 ms per layer. The
+  // overlap splits GEMMs (TpOverlapChunkingSeconds), and every GEMM costs
+  // 1 ms here whatever its size: per block the column fprop and the row
+  // dgrad in tp = 2 chunks (+1 ms each), the row fprop in 4 (+3 ms): 10 ms
+  // per layer. 8 x (4 x (12 + 1 + 10) + 3 + 2) = 776 ms.
+  EXPECT_NEAR(StepSeconds({2, 2048, 8}, Layout(2, 1, 1, 1, 1, 1), Knobs{}, 1.0), 0.776,
               1e-12);
 }
 
 TEST(StepModelByHandTest, Nvfp4TensorParallelCommunicationIsNotHidden) {
   // The same tp 2 step on a Blackwell cluster (which has NVFP4), every
   // collective 1 ms, TP overlap knob on. FP8 and MXFP8 GEMMs hide the TP
-  // collectives (userbuffers) but 0.1 ms of each: 8 x (4 x 13 + 5) = 456 ms
-  // as above. NVFP4 GEMMs have no userbuffers path (TpCommOverlapSupports),
-  // so the knob changes nothing and all 10 ms per layer stay exposed:
-  // 8 x (4 x (12 + 10) + 3 + 2) = 744 ms, the overlap-off figure.
+  // collectives (userbuffers) but 0.1 ms of each, and pay the split GEMMs:
+  // 776 ms as above. NVFP4 GEMMs have no userbuffers path
+  // (TpCommOverlapSupports), so the knob changes nothing and all 10 ms per
+  // layer stay exposed, with nothing split: 8 x (4 x (12 + 10) + 3 + 2) =
+  // 744 ms, the overlap-off figure.
   const ClusterSpec c = Cluster("gb200-nvl72");
   auto step = [&](Precision precision, bool tp_overlap) {
     absl::StatusOr<StepModel> sm = StepModel::Create(
@@ -762,8 +766,8 @@ TEST(StepModelByHandTest, Nvfp4TensorParallelCommunicationIsNotHidden) {
     EXPECT_TRUE(pr.ok()) << pr.status();
     return pr.ok() ? pr->step_time_s : 0.0;
   };
-  EXPECT_NEAR(step(Precision::kFp8, true), 0.456, 1e-12);
-  EXPECT_NEAR(step(Precision::kMxfp8, true), 0.456, 1e-12);
+  EXPECT_NEAR(step(Precision::kFp8, true), 0.776, 1e-12);
+  EXPECT_NEAR(step(Precision::kMxfp8, true), 0.776, 1e-12);
   EXPECT_NEAR(step(Precision::kNvfp4, true), 0.744, 1e-12);
   EXPECT_NEAR(step(Precision::kNvfp4, false), 0.744, 1e-12);
 }

@@ -15,6 +15,7 @@ namespace moetune::planner {
 namespace {
 
 using step_model_internal::TpBlockCollectives;
+using step_model_internal::TpOverlapChunkingSeconds;
 using step_model_internal::TpPairExposedSeconds;
 
 // By hand, f = 0.9, column GEMM 2.0 s, row GEMM 2.5 s (0.9 x: 1.8, 2.25):
@@ -37,6 +38,22 @@ TEST(TpPairExposedSecondsTest, ByHand) {
   // GEMMs longer than every collective hide them all; no GEMM hides none.
   EXPECT_DOUBLE_EQ(TpPairExposedSeconds(t, 10.0, 10.0, 1.0, 0.9), 0.0);
   EXPECT_DOUBLE_EQ(TpPairExposedSeconds(t, 0.0, 0.0, 1.0, 0.9), t.TotalSeconds());
+}
+
+// The overlap's split GEMMs, by hand with a GEMM of 1 us per 1,000 rows
+// plus 3 us per kernel, 4,096 tokens, tp 8: each split adds only the
+// kernels' fixed time -- column fprop and row dgrad 8 x 3 - 3 = 21 us each,
+// the row fprop's 4 pipeline chunks 4 x 3 - 3 = 9 us: 51 us. With a tile
+// factor rows / (rows + 128) on the time (a 512-row chunk runs at 0.8 of
+// the rate, the whole 4,096 at 0.97), the rows' own time grows too.
+TEST(TpOverlapChunkingSecondsTest, ByHand) {
+  auto fixed_only = [](double rows, double, double) { return rows * 1e-9 + 3e-6; };
+  EXPECT_NEAR(TpOverlapChunkingSeconds(fixed_only, 4096, 8, 1280, 1024, 8192), 51e-6, 1e-12);
+  EXPECT_EQ(TpOverlapChunkingSeconds(fixed_only, 4096, 1, 1280, 1024, 8192), 0.0);
+  auto tiled = [](double rows, double, double) { return rows * 1e-9 / (rows / (rows + 128)); };
+  // (rows + 128) x 1e-9 per GEMM: tp chunks add (tp - 1) x 128 ns, the
+  // pipeline 3 x 128 ns: 7 + 7 + 3 = 17 x 128 ns.
+  EXPECT_NEAR(TpOverlapChunkingSeconds(tiled, 4096, 8, 1280, 1024, 8192), 17 * 128e-9, 1e-15);
 }
 
 struct TpSeconds {

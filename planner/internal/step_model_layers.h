@@ -5,6 +5,8 @@
 // their arguments.
 #pragma once
 
+#include <functional>
+
 #include "planner/internal/step_model_terms.h"
 
 namespace moetune::planner::step_model_internal {
@@ -322,6 +324,23 @@ double CombinedOneFOneBPairedFraction(int pp, int vp, int micro_batches);
 // overlap (false), unchanged otherwise (true).
 bool TpOverlapSurvivesEpOverlap(GpuGeneration generation, bool ep_overlap_schedule);
 
+// Transformer Engine's userbuffers TP overlap splits the GEMMs it overlaps
+// (module/base.py initialize_ub defaults, which moetune's Megatron file
+// runs): ring exchange, tp chunks of tokens / tp rows, for the
+// column-parallel fprop (qkv, fc1) and the row-parallel dgrad (proj, fc2);
+// pipeline, kTpPipelineSplits chunks, for the row-parallel fprop; bulk
+// overlaps (the column dgrad and wgrad) run whole. Seconds the split GEMMs
+// take beyond the whole ones, by the cost model's own GEMM cost
+// gemm_s(rows, n, k) (its tile factor and fixed time per kernel):
+//   tp G(t / tp, col_n, h) - G(t, col_n, h)          column fprop
+// + tp G(t / tp, row_k, h) - G(t, row_k, h)          row dgrad
+// + 4 G(t / 4, h, row_k) - G(t, h, row_k)            row fprop
+// for one block: column_n the column GEMM's output width per rank, row_k
+// the row GEMM's input width per rank, hidden h, t tokens per micro-batch.
+inline constexpr int kTpPipelineSplits = 4;
+double TpOverlapChunkingSeconds(const std::function<double(double, double, double)>& gemm_s,
+                                double tokens, int tp, double column_n, double row_k,
+                                double hidden);
 // The TP collectives of one block (attention, or the MLP / shared experts)
 // under sequence parallelism, seconds each: forward, the input's all-gather
 // before the column-parallel GEMM (qkv, fc1) and the output's

@@ -253,6 +253,9 @@ struct KindCosts {
   // wide; the attention block's AttentionTpGatherWidth wide, except MLA's,
   // which Megatron-LM gathers itself in BF16 (= tp_attn_ag).
   Cost tp_in_ag, tp_attn_in_ag;
+  // What the TP overlap's split GEMMs cost beyond the whole ones
+  // (TpOverlapChunkingSeconds; precision, tp > 1).
+  Cost tp_overlap_chunking;
   Cost cp_ring;           // cp > 1 (layout only)
 };
 
