@@ -216,21 +216,20 @@ class Searcher {
       c.pipelined = (i & 32) != 0;
       if (c.Index() != i || !c.Consistent()) continue;
       KnobSet& ks = knob_sets_[size_t(i)];
-      // The overlap levels have no fastest-first order on TP layouts: the
-      // TP overlap's split GEMMs (TpOverlapChunkingSeconds) can cost more
-      // than the collectives it hides, so "all but TP" beats "all" on some
-      // and not on others. There the axis is bounded value by value by
-      // design, not left to the audit's sample to find; without TP the
-      // level is "all" again and is dropped.
+      // The TP overlap has no fastest-first order: its split GEMMs
+      // (TpOverlapChunkingSeconds) can cost more than the collectives it
+      // hides, on some layouts and not on others. On TP layouts the axis is
+      // bounded value by value by design, not left to the audit's sample to
+      // find; without TP it changes nothing and keeps one value.
       KnobAxes class_axes = axes_;
       uint32_t bounded = bounded_axes_;
       if (c.tensor_parallel) {
-        if (HasTpOnlyOverlapChoice(axes_)) {
-          bounded |= AxisBit(KnobAxis::kOverlap);
+        if (axes_.tp_overlap.size() > 1) {
+          bounded |= AxisBit(KnobAxis::kTpOverlap);
           tp_overlap_bounded_ = true;
         }
-      } else {
-        DropTpOnlyOverlapLevels(&class_axes);
+      } else if (!class_axes.tp_overlap.empty()) {
+        class_axes.tp_overlap.resize(1);
       }
       class_bounded_axes_[size_t(i)] = bounded;
       ks = BuildKnobSet(class_axes, problem_.model, c.expert_parallel, bounded, neutral_axes_);
@@ -283,9 +282,9 @@ class Searcher {
   Tally rejections_;  // invalid layouts, found during enumeration
   uint64_t total_ = 0;
   uint32_t bounded_axes_ = 0;                 // bounded value by value
-  // Per rule class: bounded_axes_, plus overlap on TP layouts by design.
+  // Per rule class: bounded_axes_, plus tp_overlap on TP layouts by design.
   std::array<uint32_t, kNumRuleLayoutClasses> class_bounded_axes_{};
-  bool tp_overlap_bounded_ = false;  // some TP class bounds overlap by design
+  bool tp_overlap_bounded_ = false;  // some TP class bounds tp_overlap by design
   uint32_t neutral_axes_ = kDefaultNeutralAxes;  // never change memory
   uint32_t memory_axes_found_ = 0;  // assumed neutral, found not to be
   uint64_t audit_evaluations_ = 0;
@@ -1006,7 +1005,7 @@ absl::StatusOr<SearchResult> Searcher::Run() {
     result.pareto.push_back(front_plans[p.id]);
   }
   for (int a = 0; a < kNumKnobAxes; ++a) {
-    const bool by_design = a == int(KnobAxis::kOverlap) && tp_overlap_bounded_;
+    const bool by_design = a == int(KnobAxis::kTpOverlap) && tp_overlap_bounded_;
     if ((bounded_axes_ & (1u << a)) || by_design) {
       result.audit_failed_axes.emplace_back(
           KnobAxisName(static_cast<KnobAxis>(a)));

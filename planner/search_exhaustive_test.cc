@@ -199,8 +199,8 @@ TEST(SearchAssumptionsTest, WeightsFloorIsBelowStepModelMemory) {
 // With the datasheet cost model and the pipeline split fixed, the knob axes
 // other than overlap are ordered fastest first and dispatcher / grouped GEMM
 // / CUDA graphs do not change memory: the audit finds nothing to work
-// around. The overlap axis is bounded value by value by design (the TP
-// overlap's split GEMMs can cost more than it hides: no order holds). (With the split
+// around. The TP overlap is bounded value by value on TP layouts by design
+// (its split GEMMs can cost more than it hides: no order holds). (With the split
 // left to the step model, a faster dispatcher moves layers between stages
 // and so changes peak memory; the audit sees that and the search stays
 // exact, only slower.) DeepSeek-V3 on 1,024 GB200, pp = 8 with 7 + 6 x 8 + 6
@@ -216,7 +216,7 @@ TEST(SearchAssumptionsTest, AuditFindsNothingWithExplicitStages) {
   absl::StatusOr<SearchResult> r =
       Search(problem, std::make_shared<DatasheetCostModel>(problem.cluster), options);
   ASSERT_THAT(r, IsOk());
-  EXPECT_THAT(r->audit_failed_axes, ::testing::ElementsAre("overlap"));
+  EXPECT_THAT(r->audit_failed_axes, ::testing::ElementsAre("tp_overlap"));
   EXPECT_THAT(r->audit_memory_axes, ::testing::IsEmpty());
   EXPECT_GT(r->audit_evaluations, 0u);
 }

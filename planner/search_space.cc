@@ -466,7 +466,11 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
   axes.grouped_gemm = f.grouped_gemm ? std::vector<bool>{*f.grouped_gemm}
                                      : std::vector<bool>{true, false};
 
-  // Overlap levels.
+  // Overlap levels (the EP, DP and PP overlaps and the streams) and, apart,
+  // the TP overlap: Transformer Engine's userbuffers split the GEMMs they
+  // overlap (TpOverlapChunkingSeconds), which can cost more than the
+  // collectives they hide, so the TP overlap is its own axis with no
+  // fastest-first order (the search bounds it value by value on TP layouts).
   Overlap none;
   none.tp_comm = none.ep_comm = none.dp_comm = none.pp_comm = false;
   none.num_comm_streams = 1;
@@ -475,33 +479,26 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
     o.num_comm_streams = streams;
     return o;
   };
-  // The TP overlap alone off: Transformer Engine's userbuffers split the
-  // GEMMs they overlap (TpOverlapChunkingSeconds), which can cost more than
-  // the collectives they hide where those are short (NVLink-fast, or small
-  // TP); the other overlaps have no such cost.
-  auto but_tp = [&](int streams) {
-    Overlap o = all_on(streams);
-    o.tp_comm = false;
-    return o;
-  };
   if (f.overlap_exact) {
     Overlap o = *f.overlap_exact;
     o.num_comm_streams = f.comm_streams.value_or(1);
     axes.overlap.push_back({"fixed", o});
+    axes.tp_overlap = {o.tp_comm};
   } else if (f.overlap.has_value() && !*f.overlap) {
     axes.overlap.push_back({"none", none});
-  } else if (f.comm_streams) {
-    axes.overlap.push_back({"all", all_on(*f.comm_streams)});
-    if (!f.overlap.has_value()) {
-      axes.overlap.push_back({"all_but_tp", but_tp(*f.comm_streams)});
-      axes.overlap.push_back({"none", none});
-    }
+    axes.tp_overlap = {false};
   } else {
-    axes.overlap.push_back({"all_1_stream", all_on(1)});
-    axes.overlap.push_back({"all_2_streams", all_on(2)});
+    if (f.comm_streams) {
+      axes.overlap.push_back({"all", all_on(*f.comm_streams)});
+    } else {
+      axes.overlap.push_back({"all_1_stream", all_on(1)});
+      axes.overlap.push_back({"all_2_streams", all_on(2)});
+    }
     if (!f.overlap.has_value()) {
-      axes.overlap.push_back({"all_but_tp", but_tp(1)});
       axes.overlap.push_back({"none", none});
+      axes.tp_overlap = {true, false};
+    } else {
+      axes.tp_overlap = {true};
     }
   }
 
@@ -509,35 +506,6 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
                      : offload_layers > 0 ? std::vector<bool>{false}
                                           : std::vector<bool>{true, false};
   return axes;
-}
-
-namespace {
-// Level a is level b with only the TP overlap turned off.
-bool TpOffOf(const Overlap& a, const Overlap& b) {
-  return !a.tp_comm && b.tp_comm && a.ep_comm == b.ep_comm && a.dp_comm == b.dp_comm &&
-         a.pp_comm == b.pp_comm && a.num_comm_streams == b.num_comm_streams;
-}
-bool IsTpOnlyLevel(const KnobAxes& axes, size_t i) {
-  for (size_t j = 0; j < axes.overlap.size(); ++j) {
-    if (j != i && TpOffOf(axes.overlap[i].overlap, axes.overlap[j].overlap)) return true;
-  }
-  return false;
-}
-}  // namespace
-
-bool HasTpOnlyOverlapChoice(const KnobAxes& axes) {
-  for (size_t i = 0; i < axes.overlap.size(); ++i) {
-    if (IsTpOnlyLevel(axes, i)) return true;
-  }
-  return false;
-}
-
-void DropTpOnlyOverlapLevels(KnobAxes* axes) {
-  std::vector<OverlapLevel> kept;
-  for (size_t i = 0; i < axes->overlap.size(); ++i) {
-    if (!IsTpOnlyLevel(*axes, i)) kept.push_back(axes->overlap[i]);
-  }
-  axes->overlap = std::move(kept);
 }
 
 std::string_view KnobAxisName(KnobAxis axis) {
@@ -554,6 +522,8 @@ std::string_view KnobAxisName(KnobAxis axis) {
       return "grouped_gemm";
     case KnobAxis::kOverlap:
       return "overlap";
+    case KnobAxis::kTpOverlap:
+      return "tp_overlap";
     case KnobAxis::kCudaGraphs:
       return "cuda_graphs";
   }
@@ -577,6 +547,8 @@ int AxisSize(const KnobAxes& axes, const ModelSpec& model, bool expert_parallel,
       return model.IsMoe() ? static_cast<int>(axes.grouped_gemm.size()) : 1;
     case KnobAxis::kOverlap:
       return static_cast<int>(axes.overlap.size());
+    case KnobAxis::kTpOverlap:
+      return static_cast<int>(axes.tp_overlap.size());
     case KnobAxis::kCudaGraphs:
       return static_cast<int>(axes.cuda_graphs.size());
   }
@@ -605,7 +577,15 @@ Knobs WithAxisValue(const KnobAxes& axes, Knobs k, KnobAxis axis, int i) {
       if (u < axes.grouped_gemm.size()) k.grouped_gemm = axes.grouped_gemm[u];
       break;
     case KnobAxis::kOverlap:
-      if (u < axes.overlap.size()) k.overlap = axes.overlap[u].overlap;
+      // The level sets every overlap but TP's (its own axis).
+      if (u < axes.overlap.size()) {
+        const bool tp = k.overlap.tp_comm;
+        k.overlap = axes.overlap[u].overlap;
+        k.overlap.tp_comm = tp;
+      }
+      break;
+    case KnobAxis::kTpOverlap:
+      if (u < axes.tp_overlap.size()) k.overlap.tp_comm = axes.tp_overlap[u];
       break;
     case KnobAxis::kCudaGraphs:
       if (u < axes.cuda_graphs.size()) k.cuda_graphs = axes.cuda_graphs[u];
@@ -619,8 +599,8 @@ KnobSet BuildKnobSet(const KnobAxes& axes, const ModelSpec& model,
                      uint32_t neutral_axes) {
   group_axes |= AxisBit(KnobAxis::kPrecision);
   constexpr KnobAxis kSubgroupAxes[] = {KnobAxis::kRecompute, KnobAxis::kOffload};
-  constexpr KnobAxis kMemberAxes[] = {KnobAxis::kDispatcher,
-                                      KnobAxis::kGroupedGemm, KnobAxis::kOverlap,
+  constexpr KnobAxis kMemberAxes[] = {KnobAxis::kDispatcher, KnobAxis::kGroupedGemm,
+                                      KnobAxis::kOverlap, KnobAxis::kTpOverlap,
                                       KnobAxis::kCudaGraphs};
   // Axes from outermost to innermost, and where each level starts.
   std::vector<KnobAxis> order;

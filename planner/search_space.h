@@ -22,15 +22,17 @@
 //     grouped GEMM x overlap level x CUDA graphs, where an axis that cannot
 //     matter collapses to one value (no dispatcher or grouped GEMM choice on
 //     a dense model or at ep = 1, no MoE offload modules on a dense model).
-// Each knob axis but overlap lists its values fastest first under the step
-// model's physics: less recompute, less offload, grouped GEMM, CUDA graphs,
-// de-duplicated dispatch (never more bytes than all-to-all) never make a
-// step slower. The overlap levels (all on, one stream; all on, two
-// streams; all but TP; none) have no such order: the TP overlap splits the
-// GEMMs it overlaps, which can cost more than the collectives it hides, so
-// the search bounds that axis value by value. The default search bounds
-// with the order, audits it on a sample of layouts before relying on it,
-// and the exhaustive search checks the result (search_exhaustive_test.cc).
+// Each knob axis but the TP overlap lists its values fastest first under
+// the step model's physics: less recompute, less offload, grouped GEMM,
+// CUDA graphs, de-duplicated dispatch (never more bytes than all-to-all)
+// and the EP / DP / PP overlaps on one stream (hides the same communication
+// as two streams with less SM contention; overlapping beats not overlapping
+// while the contention slowdown is below 2x) never make a step slower. The
+// TP overlap has no such order: it splits the GEMMs it overlaps, which can
+// cost more than the collectives it hides, so on layouts with TP the search
+// bounds it value by value. The default search bounds with the order,
+// audits it on a sample of layouts before relying on it, and the exhaustive
+// search checks the result (search_exhaustive_test.cc).
 #pragma once
 
 #include <cstdint>
@@ -148,7 +150,7 @@ struct OffloadLevel {
   uint32_t modules = 0;
 };
 struct OverlapLevel {
-  std::string_view name;  // "all_1_stream", "all_2_streams", "all_but_tp", "none"
+  std::string_view name;  // "all_1_stream", "all_2_streams", "none" (TP's apart)
   Overlap overlap;
 };
 
@@ -160,7 +162,8 @@ struct KnobAxes {
   std::vector<OffloadLevel> offload;      // fastest first
   std::vector<Dispatcher> dispatchers;    // fastest first; used when ep > 1
   std::vector<bool> grouped_gemm;         // fastest first; MoE models only
-  std::vector<OverlapLevel> overlap;      // no order on TP layouts (search_space.h top)
+  std::vector<OverlapLevel> overlap;      // fastest first; tp_comm set apart
+  std::vector<bool> tp_overlap;           // TP overlap on / off: no order
   std::vector<bool> cuda_graphs;          // fastest first
   int offload_layers = 0;                 // every combo's (not an axis)
 };
@@ -172,12 +175,6 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
                                        const ClusterSpec& cluster,
                                        const SpaceConstraints& constraints);
 
-// Whether the overlap levels include one that turns the TP overlap alone
-// off ("all but TP"), and removing those levels (for layouts without TP,
-// where such a level is "all" again).
-bool HasTpOnlyOverlapChoice(const KnobAxes& axes);
-void DropTpOnlyOverlapLevels(KnobAxes* axes);
-
 // The knob axes, for grouping and for the dominance audit of the search.
 enum class KnobAxis {
   kPrecision,
@@ -187,8 +184,9 @@ enum class KnobAxis {
   kGroupedGemm,
   kOverlap,
   kCudaGraphs,
+  kTpOverlap,
 };
-inline constexpr int kNumKnobAxes = 7;
+inline constexpr int kNumKnobAxes = 8;
 std::string_view KnobAxisName(KnobAxis axis);
 inline uint32_t AxisBit(KnobAxis axis) {
   return 1u << static_cast<int>(axis);

@@ -328,19 +328,20 @@ TEST(KnobAxesTest, DefaultAxesAndSetSizes) {
   EXPECT_EQ(axes->recompute.back().recompute.mode, RecomputeMode::kFull);
   ASSERT_EQ(axes->offload.size(), 3u);
   EXPECT_EQ(axes->offload.front().modules, 0u);
-  // Overlap levels: all on (1 stream), all on (2 streams), all but TP, none.
-  EXPECT_EQ(axes->overlap.size(), 4u);
-  EXPECT_FALSE(axes->overlap[2].overlap.tp_comm);
-  EXPECT_TRUE(axes->overlap[2].overlap.ep_comm);
+  // Overlap levels: all on (1 stream), all on (2 streams), none; the TP
+  // overlap on / off apart.
+  EXPECT_EQ(axes->overlap.size(), 3u);
+  EXPECT_EQ(axes->tp_overlap.size(), 2u);
   // MoE at ep > 1: one group per precision of 5 recompute x 3 offload
-  // subgroups of 4 overlap blocks of 2 dispatchers x 2 grouped x 2 graphs.
+  // subgroups of 3 overlap x 2 TP-overlap blocks of 2 dispatchers x 2
+  // grouped x 2 graphs.
   KnobSet ep = BuildKnobSet(*axes, moe, /*expert_parallel=*/true);
   EXPECT_EQ(ep.num_groups(), 1);
-  EXPECT_EQ(ep.group_size, 480);
-  EXPECT_EQ(ep.subgroup_size, 32);
+  EXPECT_EQ(ep.group_size, 720);
+  EXPECT_EQ(ep.subgroup_size, 48);
   EXPECT_EQ(ep.subgroups_per_group(), 15);
   EXPECT_EQ(ep.block_size, 8);
-  EXPECT_EQ(ep.blocks_per_subgroup(), 4);
+  EXPECT_EQ(ep.blocks_per_subgroup(), 6);
   // Every member of a block differs from its head in neutral axes only.
   for (size_t b = 0; b < ep.combos.size(); b += 8) {
     const Knobs& head = ep.combos[b];
@@ -351,17 +352,17 @@ TEST(KnobAxesTest, DefaultAxesAndSetSizes) {
       EXPECT_EQ(ep.combos[i].overlap.num_comm_streams, head.overlap.num_comm_streams);
     }
   }
-  // At ep = 1 one dispatcher: 240.
+  // At ep = 1 one dispatcher: 360.
   KnobSet no_ep = BuildKnobSet(*axes, moe, /*expert_parallel=*/false);
-  EXPECT_EQ(no_ep.group_size, 240);
-  // Dense: no grouped-GEMM or dispatcher axis: 5 x 3 x 4 x 2 = 120.
+  EXPECT_EQ(no_ep.group_size, 360);
+  // Dense: no grouped-GEMM or dispatcher axis: 5 x 3 x 3 x 2 x 2 = 180.
   const ModelSpec dense = TinyDense();
   absl::StatusOr<KnobAxes> dense_axes =
       BuildKnobAxes(dense, EightGpuNodes(), SpaceConstraints{});
   ASSERT_THAT(dense_axes, IsOk());
   KnobSet d = BuildKnobSet(*dense_axes, dense, true);
-  EXPECT_EQ(d.group_size, 120);
-  EXPECT_EQ(d.subgroup_size, 8);
+  EXPECT_EQ(d.group_size, 180);
+  EXPECT_EQ(d.subgroup_size, 12);
   EXPECT_EQ(d.block_size, 2);  // CUDA graphs on/off
   // Every subgroup's head uses the fastest value of every member axis, and
   // the group's head the fastest of every axis.
@@ -379,42 +380,53 @@ TEST(KnobAxesTest, DefaultAxesAndSetSizes) {
   std::set<std::string> seen;
   for (const Knobs& k : ep.combos) seen.insert(ToString(k));
   EXPECT_EQ(seen.size(), ep.combos.size());
-  // Overlap moved to the group level: 4 groups of 120, subgroups of 2 x 2 x 2.
+  // Overlap moved to the group level: 3 groups of 240, subgroups of
+  // 2 (TP overlap) x 2 x 2 x 2.
   KnobSet by_overlap = BuildKnobSet(*axes, moe, true, AxisBit(KnobAxis::kOverlap));
-  EXPECT_EQ(by_overlap.num_groups(), 4);
-  EXPECT_EQ(by_overlap.group_size, 120);
-  EXPECT_EQ(by_overlap.subgroup_size, 8);
+  EXPECT_EQ(by_overlap.num_groups(), 3);
+  EXPECT_EQ(by_overlap.group_size, 240);
+  EXPECT_EQ(by_overlap.subgroup_size, 16);
   EXPECT_EQ(by_overlap.block_size, 8);
   // Nothing neutral: blocks of one.
   KnobSet no_neutral = BuildKnobSet(*axes, moe, true, 0, 0);
   EXPECT_EQ(no_neutral.block_size, 1);
-  EXPECT_EQ(no_neutral.subgroup_size, 32);
-  for (int g = 0; g < 4; ++g) {
-    const Knobs& head = by_overlap.combos[static_cast<size_t>(g * 120)];
+  EXPECT_EQ(no_neutral.subgroup_size, 48);
+  for (int g = 0; g < 3; ++g) {
+    const Knobs& head = by_overlap.combos[static_cast<size_t>(g * 240)];
     EXPECT_EQ(head.recompute.mode, RecomputeMode::kNone);
     EXPECT_EQ(head.dispatcher, Dispatcher::kFusedDedup);
   }
 }
 
-// "all but TP" is "all_1_stream" with the TP overlap off: a TP-only level,
-// dropped for layouts without TP; "none" differs in more than TP and stays.
-TEST(KnobAxesTest, TpOnlyOverlapLevel) {
+// The TP overlap is its own axis: on and off by default; the overlap
+// levels set the other overlaps and leave it alone. Fixed overlap off: TP
+// off with the rest; fixed exactly: TP as given.
+TEST(KnobAxesTest, TpOverlapAxis) {
   absl::StatusOr<KnobAxes> axes = BuildKnobAxes(TinyDense(), EightGpuNodes(), SpaceConstraints{});
   ASSERT_THAT(axes, IsOk());
-  EXPECT_TRUE(HasTpOnlyOverlapChoice(*axes));
-  KnobAxes no_tp = *axes;
-  DropTpOnlyOverlapLevels(&no_tp);
-  ASSERT_EQ(no_tp.overlap.size(), 3u);
-  EXPECT_EQ(no_tp.overlap[0].name, "all_1_stream");
-  EXPECT_EQ(no_tp.overlap[1].name, "all_2_streams");
-  EXPECT_EQ(no_tp.overlap[2].name, "none");
-  EXPECT_FALSE(HasTpOnlyOverlapChoice(no_tp));
-  // Overlap fixed off: one level, nothing to drop.
+  EXPECT_THAT(axes->tp_overlap, ElementsAre(true, false));
+  Knobs k = WithAxisValue(*axes, Knobs{}, KnobAxis::kTpOverlap, 1);
+  EXPECT_FALSE(k.overlap.tp_comm);
+  k = WithAxisValue(*axes, k, KnobAxis::kOverlap, 0);  // all_1_stream
+  EXPECT_FALSE(k.overlap.tp_comm);
+  EXPECT_TRUE(k.overlap.ep_comm);
+  EXPECT_TRUE(k.overlap.dp_comm);
+  k = WithAxisValue(*axes, k, KnobAxis::kTpOverlap, 0);
+  EXPECT_TRUE(k.overlap.tp_comm);
   SpaceConstraints off;
   off.fixed.overlap = false;
-  absl::StatusOr<KnobAxes> fixed = BuildKnobAxes(TinyDense(), EightGpuNodes(), off);
-  ASSERT_THAT(fixed, IsOk());
-  EXPECT_FALSE(HasTpOnlyOverlapChoice(*fixed));
+  absl::StatusOr<KnobAxes> fixed_off = BuildKnobAxes(TinyDense(), EightGpuNodes(), off);
+  ASSERT_THAT(fixed_off, IsOk());
+  EXPECT_THAT(fixed_off->tp_overlap, ElementsAre(false));
+  SpaceConstraints exact;
+  exact.fixed = *ParseFixSpec("overlap=tp+dp");
+  absl::StatusOr<KnobAxes> fixed_exact = BuildKnobAxes(TinyDense(), EightGpuNodes(), exact);
+  ASSERT_THAT(fixed_exact, IsOk());
+  EXPECT_THAT(fixed_exact->tp_overlap, ElementsAre(true));
+  const Knobs e = BuildKnobSet(*fixed_exact, TinyDense(), false).combos.front();
+  EXPECT_TRUE(e.overlap.tp_comm);
+  EXPECT_TRUE(e.overlap.dp_comm);
+  EXPECT_FALSE(e.overlap.ep_comm);
 }
 
 TEST(KnobAxesTest, WithAxisValueChangesOneAxis) {

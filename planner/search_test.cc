@@ -27,8 +27,8 @@ using ::testing::HasSubstr;
 // A 2-layer dense model with 4 heads: on 4 GPUs at seq 1024 its space has 19
 // layouts (search_space_test.cc derives them): the 8 at tp 1 with 90 knob
 // combinations (5 recompute x 3 offload x 3 overlap levels x 2 CUDA
-// graphs), the 11 at tp 2 or 4 with 120 (a fourth overlap level, all but
-// TP): 720 + 1,320 = 2,040 candidates.
+// graphs), the 11 at tp 2 or 4 with 180 (x TP overlap on / off): 720 +
+// 1,980 = 2,700 candidates.
 ModelSpec TinyDense() {
   absl::StatusOr<ModelSpec> m = ParseNativeModelJson(R"({
       "format": "moetune.model.v1", "name": "tiny-dense",
@@ -175,7 +175,7 @@ TEST(SearchTest, HandBestWithAmpleMemory) {
   EXPECT_FALSE(k.offload_activations);
   EXPECT_TRUE(k.cuda_graphs);
   EXPECT_EQ(k.overlap.num_comm_streams, 2);
-  EXPECT_EQ(r->candidates_total, 8u * 90u + 11u * 120u);
+  EXPECT_EQ(r->candidates_total, 8u * 90u + 11u * 180u);
 }
 
 // Limit 60.5 GiB (max_memory_fraction 0.605). Weights at tp=1 pp=2 take
@@ -244,8 +244,8 @@ TEST(SearchTest, ExhaustiveScoresEveryCandidateAndAgrees) {
     absl::StatusOr<SearchResult> full = SearchWith(TinyProblem(), full_scorer, options);
     ASSERT_THAT(fast, IsOk());
     ASSERT_THAT(full, IsOk());
-    EXPECT_EQ(full->candidates_evaluated, 2040u);
-    EXPECT_EQ(full_scorer.calls(), int64_t{2040});  // each exactly once
+    EXPECT_EQ(full->candidates_evaluated, 2700u);
+    EXPECT_EQ(full_scorer.calls(), int64_t{2700});  // each exactly once
     EXPECT_LT(fast->candidates_evaluated, full->candidates_evaluated);
     ASSERT_EQ(fast->top.size(), full->top.size());
     for (size_t i = 0; i < full->top.size(); ++i) {
@@ -290,11 +290,12 @@ TEST(SearchTest, DefaultModePrunesWithReasons) {
   }
   EXPECT_THAT(ExplainPruning(*r), HasSubstr("bound_below_top_k"));
   ExpectAccountingAddsUp(*r);
-  // The overlap axis is bounded value by value: on the tp 2 and 4 layouts by
-  // design (the "all but TP" level has no place in a fastest-first order),
-  // and HandScorer also makes overlap on 2 streams the fastest (0 vs 3 for
-  // one stream), against the order the tp 1 layouts rely on.
-  EXPECT_THAT(r->audit_failed_axes, ::testing::ElementsAre("overlap"));
+  // HandScorer makes overlap on 2 streams the fastest (0 vs 3 for one
+  // stream), against the search's fastest-first order (one stream first):
+  // the audit catches it and the overlap axis is bounded value by value.
+  // The TP overlap is bounded value by value on the tp 2 and 4 layouts by
+  // design.
+  EXPECT_THAT(r->audit_failed_axes, ::testing::ElementsAre("overlap", "tp_overlap"));
   // It also charges CUDA graphs 1 GiB: not memory-neutral, and found out.
   EXPECT_THAT(r->audit_memory_axes, ::testing::ElementsAre("cuda_graphs"));
   EXPECT_GT(r->audit_evaluations, 0u);
@@ -302,23 +303,23 @@ TEST(SearchTest, DefaultModePrunesWithReasons) {
 
 // gbs = 3 on 4 GPUs: dp must divide 3, so the 4 layouts with dp = 4 or 2
 // (tp1 cp1 pp1; tp1 cp1 pp2; tp1 cp2 pp1; tp2 cp1 pp1) are invalid:
-// 3 x 90 + 120 = 390 candidates. dp = 1 leaves tp x cp x pp = 4 in 4 ways,
+// 3 x 90 + 180 = 450 candidates. dp = 1 leaves tp x cp x pp = 4 in 4 ways,
 // each with mbs 1 or 3: 8 valid layouts, 2 of them at tp 1 (cp 2 pp 2):
-// 2 x 90 + 6 x 120 = 900. Total 1,290.
+// 2 x 90 + 6 x 180 = 1,260. Total 1,710.
 TEST(SearchTest, InvalidLayoutsAreCountedByReason) {
   HandScorer scorer;
   SearchOptions options;
   options.exhaustive = true;
   absl::StatusOr<SearchResult> r = SearchWith(TinyProblem(3), scorer, options);
   ASSERT_THAT(r, IsOk());
-  EXPECT_EQ(r->candidates_total, 1290u);
-  EXPECT_EQ(r->candidates_evaluated, 900u);
+  EXPECT_EQ(r->candidates_total, 1710u);
+  EXPECT_EQ(r->candidates_evaluated, 1260u);
   bool found = false;
   for (const PruneCount& p : r->pruned) {
     if (p.rule != PruneRule::kInvalidLayout) continue;
     found = true;
     EXPECT_EQ(p.detail, InfeasibilityName(Infeasibility::kBatchNotDivisible));
-    EXPECT_EQ(p.candidates, 390u);
+    EXPECT_EQ(p.candidates, 450u);
     EXPECT_THAT(p.example, HasSubstr("global_batch"));
   }
   EXPECT_TRUE(found);
@@ -423,8 +424,8 @@ TEST(SearchTest, ProgressReportsTheWholeSpace) {
   absl::StatusOr<SearchResult> r = SearchWith(TinyProblem(), scorer, options);
   ASSERT_THAT(r, IsOk());
   ASSERT_FALSE(seen.empty());
-  EXPECT_EQ(seen.back().candidates_total, 2040u);
-  EXPECT_EQ(seen.back().candidates_done, 2040u);
+  EXPECT_EQ(seen.back().candidates_total, 2700u);
+  EXPECT_EQ(seen.back().candidates_done, 2700u);
   EXPECT_EQ(seen.back().candidates_evaluated, r->candidates_evaluated);
   EXPECT_DOUBLE_EQ(seen.back().best_tokens_per_sec_per_gpu, 964);
 }
