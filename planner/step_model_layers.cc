@@ -240,15 +240,10 @@ void LayoutKindCosts(const LayerKindTables& k, const Context& c,
     kc->tp_ag = cm.Collective(CollectiveKind::kAllGather, bytes, c.tp, c.tp_span);
     kc->tp_rs = cm.Collective(CollectiveKind::kReduceScatter, bytes, c.tp, c.tp_span);
     const double w = AttentionTpGatherWidth(m);
-    if (w == h) {
-      kc->tp_attn_ag = kc->tp_ag;
-      kc->tp_attn_rs = kc->tp_rs;
-    } else {
-      const double attn_bytes = c.tokens_cp * w * kActivationBytes;
-      kc->tp_attn_ag = cm.Collective(CollectiveKind::kAllGather, attn_bytes, c.tp, c.tp_span);
-      kc->tp_attn_rs =
-          cm.Collective(CollectiveKind::kReduceScatter, attn_bytes, c.tp, c.tp_span);
-    }
+    kc->tp_attn_rs =
+        w == h ? kc->tp_rs
+               : cm.Collective(CollectiveKind::kReduceScatter, c.tokens_cp * w * kActivationBytes,
+                               c.tp, c.tp_span);
   }
   if (c.cp > 1) {
     const double kv_elems =
@@ -682,7 +677,6 @@ double StaticHostSeconds(const LayerKindTables& k, const Context& c) {
 struct GemmTerms {
   Cost qkv, attn_f, attn_b;
   Cost mlp_f, shared_f, routed_f;  // forward, {fc1 + fc2, fc1's source}
-  double block_gemm_s = 0;  // GEMM time the TP collectives can hide behind
   int tp_pairs = 1;         // TP all-gather + reduce-scatter pairs per forward
   double ep_fwd_s = 0;      // dispatch + combine, forward
   double ep_total_s = 0;    // forward + backward (combine volume twice)
@@ -706,13 +700,11 @@ GemmTerms AddGemmTerms(const LayerKindTables& k, const Context& c, const KindCos
   g.attn_b = kc.attn_b;
   l->Add(kSAttnCore, kc.attn_f);
   l->Add(kSAttnCore, kc.attn_b);
-  g.block_gemm_s = (kc.qkv.seconds + kc.oproj.seconds) * fwd_bwd;
   if (!k.moe) {
     // fc1 [tc x h] x [h x gate f/tp], fc2 [tc x f/tp] x [f/tp x h].
     g.mlp_f = {kc.fc1.seconds + kc.fc2.seconds, kc.fc1.source};
     l->Add(kSDenseMlp, kc.fc1, fwd_bwd);
     l->Add(kSDenseMlp, kc.fc2, fwd_bwd);
-    g.block_gemm_s += g.mlp_f.seconds * fwd_bwd;
     ++g.tp_pairs;
     return g;
   }
@@ -722,7 +714,6 @@ GemmTerms AddGemmTerms(const LayerKindTables& k, const Context& c, const KindCos
     g.shared_f = {kc.fc1.seconds + kc.fc2.seconds, kc.fc1.source};
     l->Add(kSShared, kc.fc1, fwd_bwd);
     l->Add(kSShared, kc.fc2, fwd_bwd);
-    g.block_gemm_s += g.shared_f.seconds * fwd_bwd;
     if (c.tp > 1) ++g.tp_pairs;
   }
   // Routed experts: E/ep local experts; under balanced routing each GPU
@@ -902,8 +893,8 @@ void AddTpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g,
   const bool has_mlp = g.tp_pairs > 1;
   const double total = attn.TotalSeconds() + (has_mlp ? mlp.TotalSeconds() : 0.0);
   const uint8_t src = SourceBit(kc.tp_ag.source) | SourceBit(kc.tp_rs.source) |
-                      SourceBit(kc.tp_attn_ag.source) | SourceBit(kc.tp_attn_rs.source) |
-                      SourceBit(kc.tp_in_ag.source) | SourceBit(kc.tp_attn_in_ag.source);
+                      SourceBit(kc.tp_attn_rs.source) | SourceBit(kc.tp_in_ag.source) |
+                      SourceBit(kc.tp_attn_in_ag.source);
   if (c.knobs->overlap.tp_comm && TpCommOverlapSupports(c.precision) &&
       TpOverlapSurvivesEpOverlap(c.cost->cluster().gpu.generation, ep_overlap_schedule)) {
     const double f = c.stack->tp_overlap_fraction;

@@ -243,15 +243,15 @@ struct KindCosts {
   // (CostModel::DispatchNvlinkShare; the ETP exchange is not counted).
   double dispatch_nvlink_share = 0, combine_nvlink_share = 0;
   Cost tp_ag, tp_rs;      // tp > 1 (layout only), hidden_size wide
-  // The attention block's input-side pair, AttentionTpGatherWidth wide
-  // (= tp_ag / tp_rs for GQA/MHA).
-  Cost tp_attn_ag, tp_attn_rs;
+  // The attention block's input gradient's reduce-scatter,
+  // AttentionTpGatherWidth wide (= tp_rs for GQA/MHA; layout only).
+  Cost tp_attn_rs;
   // The input-side all-gathers of the column-parallel GEMMs at the GEMM
   // input's bytes (precision; tp > 1): Transformer Engine quantizes the norm
   // output before gathering it (distributed.py gather_along_first_dim with
   // the input quantizer: FP8, MXFP8 and NVFP4 data and scales), hidden_size
   // wide; the attention block's AttentionTpGatherWidth wide, except MLA's,
-  // which Megatron-LM gathers itself in BF16 (= tp_attn_ag).
+  // which Megatron-LM gathers itself in BF16.
   Cost tp_in_ag, tp_attn_in_ag;
   // What the TP overlap's split GEMMs cost beyond the whole ones
   // (TpOverlapChunkingSeconds; precision, tp > 1).
