@@ -19,9 +19,10 @@
 //     published pair of runs measures one order against the other, so the
 //     search would rank by an effect nothing validates.
 //   knobs: precision x recompute level x offload level x dispatcher x
-//     grouped GEMM x overlap level x CUDA graphs, where an axis that cannot
-//     matter collapses to one value (no dispatcher or grouped GEMM choice on
-//     a dense model or at ep = 1, no MoE offload modules on a dense model).
+//     grouped GEMM x overlap level x TP overlap x CUDA graphs, where an axis
+//     that cannot matter collapses to one value (no dispatcher or grouped
+//     GEMM choice on a dense model or at ep = 1, no MoE offload modules on a
+//     dense model, no TP overlap choice at tp = 1).
 // Each knob axis but the TP overlap lists its values fastest first under
 // the step model's physics: less recompute, less offload, grouped GEMM,
 // CUDA graphs, de-duplicated dispatch (never more bytes than all-to-all)

@@ -1,7 +1,8 @@
 // The TP communication overlap (planner/internal/step_model_layers.h
-// TpPairExposedSeconds, AddTpTerms): each collective hides behind its own
-// userbuffers partner GEMM only, and the column-parallel inputs are gathered
-// at the GEMM input's bytes, once in forward and again for the wgrad.
+// TpPairExposedSeconds, TpOverlapChunkingSeconds, AddTpTerms): each
+// collective hides behind its own userbuffers partner GEMM only, the
+// column-parallel inputs are gathered at the GEMM input's bytes, once in
+// forward and again for the wgrad, and the overlapped GEMMs run split.
 #include <memory>
 
 #include "gtest/gtest.h"
