@@ -267,14 +267,15 @@ void PrecisionKindCosts(const LayerKindTables& k, const Context& c,
   const double o_k = double(m.num_attention_heads) * m.v_head_dim / c.tp;
   kc->qkv = cm.DenseGemm(tc, k.qkv_out_dim / c.tp, h, c.precision);
   kc->oproj = cm.DenseGemm(tc, h, o_k, c.precision);
-  if (!k.moe) {
-    const double f = double(m.ffn_hidden_size) / c.tp;
-    kc->fc1 = cm.DenseGemm(tc, gate * f, h, c.precision);
-    kc->fc2 = cm.DenseGemm(tc, h, f, c.precision);
-  } else if (m.num_shared_experts > 0) {
-    const double fs = double(m.moe_ffn_hidden_size) * m.num_shared_experts / c.tp;
-    kc->fc1 = cm.DenseGemm(tc, gate * fs, h, c.precision);
-    kc->fc2 = cm.DenseGemm(tc, h, fs, c.precision);
+  // The MLP block's width per rank: the dense MLP, or the shared experts of
+  // a MoE layer (0: none).
+  const double mlp_n = !k.moe ? double(m.ffn_hidden_size) / c.tp
+                       : m.num_shared_experts > 0
+                           ? double(m.moe_ffn_hidden_size) * m.num_shared_experts / c.tp
+                           : 0.0;
+  if (mlp_n > 0) {
+    kc->fc1 = cm.DenseGemm(tc, gate * mlp_n, h, c.precision);
+    kc->fc2 = cm.DenseGemm(tc, h, mlp_n, c.precision);
   }
   if (c.tp > 1) {
     const double in_bytes = c.low_precision ? c.operand_bytes : kActivationBytes;
@@ -287,13 +288,7 @@ void PrecisionKindCosts(const LayerKindTables& k, const Context& c,
                  : cm.Collective(CollectiveKind::kAllGather, tc * w * in_bytes, c.tp, c.tp_span);
     // The overlap's split GEMMs (TpOverlapChunkingSeconds): the attention
     // block's qkv [tc x h] x [h x qkv / tp] and proj [tc x o_k] x [o_k x h],
-    // and the MLP's (dense or shared experts) where the layer has one.
-    double mlp_n = 0;
-    if (!k.moe) {
-      mlp_n = double(m.ffn_hidden_size) / c.tp;
-    } else if (m.num_shared_experts > 0) {
-      mlp_n = double(m.moe_ffn_hidden_size) * m.num_shared_experts / c.tp;
-    }
+    // and the MLP block's where the layer has one.
     auto gemm = [&](double rows, double n, double kdim) {
       return cm.DenseGemm(rows, n, kdim, c.precision).seconds;
     };
