@@ -2054,7 +2054,8 @@ int main(int argc, char** argv) {
     // Each published set as one out-of-sample figure: the verification
     // cards (every card of a model with a preset whose recipe the step
     // model can be told; the SFT-long-context and PEFT cards are not among
-    // them) and the recipe-index runs no knob ladder holds.
+    // them), the recipe-index runs no knob ladder holds and the ModelZoo
+    // GB200 / GB300 runs.
     for (const auto& [set, r] : sets) {
       if (r.errors.empty()) continue;
       double abs_sum = 0, signed_sum = 0;
@@ -2068,7 +2069,9 @@ int main(int argc, char** argv) {
       std::printf("  %s: %zu runs, MAPE %.1f%%, signed %+.1f%%, worst %s %+.1f%%\n",
                   set == Set::kVerificationCard
                       ? "Megatron-Bridge verification cards (Jul-Aug 2026)"
-                      : "Megatron-LM recipe index (Aug 2026, runs outside the knob ladders)",
+                  : set == Set::kRecipeIndex
+                      ? "Megatron-LM recipe index (Aug 2026, runs outside the knob ladders)"
+                      : "Megatron-MoE-ModelZoo Qwen3-235B-A22B GB200 / GB300 (May 2026)",
                   r.errors.size(), 100 * abs_sum / n, 100 * signed_sum / n, worst->first.c_str(),
                   100 * worst->second);
       // Same model, same precision (each cluster's own recipe layout).

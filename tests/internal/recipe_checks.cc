@@ -211,6 +211,60 @@ RecipeCheck Dsv3IndexCheck(const char* id, const char* yaml, const char* recipe,
   return c;
 }
 
+// Megatron-MoE-ModelZoo's Qwen3-235B-A22B runs on GB200 / GB300
+// (yanring/Megatron-MoE-ModelZoo best_practice/qwen3/readme.md at e865051,
+// 2026-05-16, "GB200" and "GB300" tables, published as TFLOP/s/GPU on
+// Megatron-LM's count): each launch line's knobs on top of what
+// sbatch_benchmarking.sh and model_configs/benchmarking/Qwen3-235B-A22B.yaml
+// set for every run -- HybridEP with 32 SMs (DISPATCHER=hybridep), forced
+// balancing (--moe-router-force-load-balancing on every line), ETP 1,
+// sequence parallelism, distributed optimizer with grad-reduce and
+// param-gather overlap, the embedding and the loss counted as layers in the
+// pipeline split (96 / (pp vp) per virtual stage, one layer fewer on the
+// first and the last); MXFP8 runs add BF16 Adam moments
+// (--use-precision-aware-optimizer --exp-avg-dtype bf16) and FP8 parameter
+// gathers, BF16 runs --tp-comm-overlap; A2A_OVERLAP=1 adds
+// --overlap-moe-expert-parallel-comm --delay-wgrad-compute. Megatron-LM dev
+// of May 2026, priced as the 26.02 generation (as the ModelZoo knob
+// ladders are).
+constexpr char kModelZooQwen3Source[] =
+    "yanring/Megatron-MoE-ModelZoo@e8650517 best_practice/qwen3/readme.md";
+
+RecipeCheck ModelZooQwen3Check(const char* id, const char* recipe, const char* cluster,
+                               int gpus, int seq, int gbs, planner::Precision precision,
+                               int pp, int vp, int ep, int mbs, double measured_tflops) {
+  RecipeCheck c;
+  c.id = id;
+  c.source = kModelZooQwen3Source;
+  c.recipe = recipe;
+  c.model_preset = "qwen3-235b-a22b";
+  c.cluster_preset = cluster;
+  c.shape.gpus = gpus;
+  c.shape.seq_len = seq;
+  c.shape.global_batch = gbs;
+  c.parallel.pp = pp;
+  c.parallel.vp = vp;
+  c.parallel.ep = ep;
+  c.parallel.etp = 1;
+  c.parallel.mbs = mbs;
+  if (pp > 1) {
+    const int per_virtual_stage = 96 / (pp * vp);
+    c.parallel.first_stage_layers = per_virtual_stage - 1;
+    c.parallel.last_stage_layers = per_virtual_stage - 1;
+  }
+  c.generation = planner::StackGeneration::k2602;
+  c.knobs = RecipeKnobs(precision);
+  c.knobs.recompute.mode = planner::RecomputeMode::kNone;
+  c.knobs.overlap.ep_comm = false;
+  c.knobs.overlap.tp_comm = precision == planner::Precision::kBf16;
+  if (precision != planner::Precision::kBf16) {
+    c.knobs.optimizer_states = planner::OptimizerStates::kBf16Moments;
+  }
+  c.measured_tflops_per_gpu = measured_tflops;
+  c.set = RecipeCheck::Set::kModelZoo;
+  return c;
+}
+
 }  // namespace
 
 std::vector<RecipeCheck> PublicRecipeChecks() {
@@ -634,6 +688,53 @@ std::vector<RecipeCheck> PublicRecipeChecks() {
     g.generation = planner::StackGeneration::k2606;
     g.features.graph_full_iteration = true;
     g.not_modelled = "paged stash (expert-rank capacity 1.2)";
+    v.push_back(g);
+  }
+  {
+    // GB200 BF16: TP1 PP8 EP8 (SEGMENT=2: each EP group on two trays of
+    // one rack), MBS 1, GBS 8192, no recompute, TE graphs attn +
+    // moe_router + moe_preprocess, A2A_OVERLAP=0; 750 TFLOP/s/GPU.
+    v.push_back(ModelZooQwen3Check("modelzoo-qwen3-235b-gb200-bf16",
+                                   "graphs attn+moe_router+moe_preprocess, HybridEP, no EP overlap",
+                                   "gb200-nvl72", 256, 4096, 8192, planner::Precision::kBf16,
+                                   8, 1, 8, 1, 750));
+    // GB200 MXFP8: TP1 PP4 VP6 EP64 (SEGMENT=16), MBS 3, GBS 3072,
+    // recompute moe_act + layernorm, fine-grained offload of expert_fc1 and
+    // moe_act (--delay-offload-until-cuda-graph), the same graphs,
+    // A2A_OVERLAP=1; 919 TFLOP/s/GPU ("activation offloading required").
+    RecipeCheck m = ModelZooQwen3Check(
+        "modelzoo-qwen3-235b-gb200-mxfp8",
+        "graphs attn+moe_router+moe_preprocess, HybridEP, EP overlap, recompute "
+        "moe_act+layernorm, offload expert_fc1+moe_act",
+        "gb200-nvl72", 256, 4096, 3072, planner::Precision::kMxfp8, 4, 6, 64, 3, 919);
+    m.knobs.recompute.mode = planner::RecomputeMode::kSelective;
+    m.knobs.recompute.modules = planner::kRecomputeMoeAct | planner::kRecomputeLayerNorm;
+    m.knobs.offload_activations = true;
+    m.knobs.offload_modules = planner::kOffloadExpertFc1 | planner::kOffloadMoeAct;
+    m.knobs.overlap.ep_comm = true;
+    m.not_modelled = "separate send / recv groups for the pipeline";
+    v.push_back(m);
+    // GB200 MXFP8 at 128k tokens: TP4 CP4 PP4 VP12 EP32 on 128 GPUs, MBS 1,
+    // GBS 1024, recompute moe_act + layernorm, no CUDA graphs (no graph
+    // flag on the line), A2A_OVERLAP=0, no TP comm overlap (MXFP8);
+    // 1,150 TFLOP/s/GPU.
+    RecipeCheck l = ModelZooQwen3Check(
+        "modelzoo-qwen3-235b-gb200-128k",
+        "seq 131072, TP4 CP4, no CUDA graphs, HybridEP, no EP overlap, recompute moe_act+layernorm",
+        "gb200-nvl72", 128, 131072, 1024, planner::Precision::kMxfp8, 4, 12, 32, 1, 1150);
+    l.parallel.tp = 4;
+    l.parallel.cp = 4;
+    l.knobs.cuda_graphs = false;
+    l.knobs.recompute.mode = planner::RecomputeMode::kSelective;
+    l.knobs.recompute.modules = planner::kRecomputeMoeAct | planner::kRecomputeLayerNorm;
+    v.push_back(l);
+    // GB300 MXFP8: TP1 PP1 EP64 on 64 GPUs (SEGMENT=16), MBS 1, GBS 8192,
+    // no recompute, the same graphs, A2A_OVERLAP=1; 1,055 TFLOP/s/GPU.
+    RecipeCheck g = ModelZooQwen3Check(
+        "modelzoo-qwen3-235b-gb300-mxfp8",
+        "graphs attn+moe_router+moe_preprocess, HybridEP, EP overlap", "gb300-nvl72", 64, 4096,
+        8192, planner::Precision::kMxfp8, 1, 1, 64, 1, 1055);
+    g.knobs.overlap.ep_comm = true;
     v.push_back(g);
   }
   return v;

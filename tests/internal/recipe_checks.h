@@ -61,6 +61,12 @@
 // - Megatron-LM's recipe index, the runs no knob ladder holds: DeepSeek-V3
 //   GB200 +0.8%, GB300 -3.4%, B200 -4.1%; Qwen3-235B-A22B H100 +51%, B200
 //   +33% (both cross-node EP with the A2A overlap), B300 +8%, GB300 -8%.
+// - Megatron-MoE-ModelZoo's Qwen3-235B-A22B GB200 / GB300 runs (published
+//   as TFLOP/s/GPU; added in the nineteenth session, never fitted): GB200
+//   BF16 TP1 PP8 EP8 -31% (of its 37.7 s priced step, 18.1 s is MoE host
+//   time for 16 local experts with scoped graphs), GB200 MXFP8 PP4 VP6
+//   EP64 with offload -5%, GB200 MXFP8 128k tokens TP4 CP4 -18% (attention
+//   646 of 818 s), GB300 MXFP8 EP64 -6%: all four priced too slow.
 #pragma once
 
 #include <string>
@@ -107,6 +113,9 @@ struct RecipeCheck {
     kVerificationCard,
     // Megatron-LM's MoE recipe index (examples/moe_recipes/README.md).
     kRecipeIndex,
+    // Megatron-MoE-ModelZoo's Qwen3-235B-A22B GB200 / GB300 runs
+    // (best_practice/qwen3/readme.md).
+    kModelZoo,
   };
   Set set = Set::kOther;
 };
@@ -117,7 +126,8 @@ struct RecipeCheck {
 // DeepSeek-V3 (256 GB200 / GB300, 1,024 H100), Qwen3-235B-A22B (256 GB200 /
 // GB300) and GPT-OSS-120B performance cards (August 2026), and the
 // DeepSeek-V3 and Qwen3-235B-A22B runs of Megatron-LM's MoE recipe index
-// that no knob ladder holds.
+// that no knob ladder holds, and Megatron-MoE-ModelZoo's Qwen3-235B-A22B
+// GB200 / GB300 runs.
 std::vector<RecipeCheck> PublicRecipeChecks();
 
 }  // namespace moetune::tests

@@ -179,6 +179,67 @@ TEST(RecipeChecksTest, RecipeIndexRunsAsTheirYaml) {
   EXPECT_EQ(gb300.generation, planner::StackGeneration::k2606);
 }
 
+// The ModelZoo Qwen3-235B-A22B GB200 / GB300 runs as their launch lines
+// read (best_practice/qwen3/readme.md at e865051): NNODES x 4 GPUs, the
+// embedding and the loss counted as layers (96 / (pp vp) per virtual
+// stage, one fewer on the first and the last), A2A_OVERLAP=1 only on the
+// two EP64 lines, --tp-comm-overlap only for BF16 (sbatch_benchmarking.sh),
+// BF16 Adam moments for MXFP8, forced balancing everywhere.
+TEST(RecipeChecksTest, ModelZooRunsAsTheirLaunchLines) {
+  const std::map<std::string, RecipeCheck> m = ById();
+  struct Want {
+    const char* id;
+    int gpus, seq, gbs, tp, cp, pp, vp, ep, mbs, layers_per_virtual_stage;
+    bool ep_overlap, graphs;
+    double tflops;
+  };
+  for (const Want& w : {
+           Want{"modelzoo-qwen3-235b-gb200-bf16", 64 * 4, 4096, 8192, 1, 1, 8, 1, 8, 1, 12,
+                false, true, 750},
+           Want{"modelzoo-qwen3-235b-gb200-mxfp8", 64 * 4, 4096, 3072, 1, 1, 4, 6, 64, 3, 4,
+                true, true, 919},
+           Want{"modelzoo-qwen3-235b-gb200-128k", 32 * 4, 131072, 1024, 4, 4, 4, 12, 32, 1, 2,
+                false, false, 1150},
+           Want{"modelzoo-qwen3-235b-gb300-mxfp8", 16 * 4, 4096, 8192, 1, 1, 1, 1, 64, 1, 0,
+                true, true, 1055},
+       }) {
+    const RecipeCheck& c = m.at(w.id);
+    EXPECT_EQ(c.set, RecipeCheck::Set::kModelZoo) << w.id;
+    EXPECT_EQ(c.model_preset, "qwen3-235b-a22b") << w.id;
+    EXPECT_EQ(c.shape.gpus, w.gpus) << w.id;
+    EXPECT_EQ(c.shape.seq_len, w.seq) << w.id;
+    EXPECT_EQ(c.shape.global_batch, w.gbs) << w.id;
+    EXPECT_EQ(c.parallel.tp, w.tp) << w.id;
+    EXPECT_EQ(c.parallel.cp, w.cp) << w.id;
+    EXPECT_EQ(c.parallel.pp, w.pp) << w.id;
+    EXPECT_EQ(c.parallel.vp, w.vp) << w.id;
+    EXPECT_EQ(c.parallel.ep, w.ep) << w.id;
+    EXPECT_EQ(c.parallel.etp, 1) << w.id;
+    EXPECT_EQ(c.parallel.mbs, w.mbs) << w.id;
+    if (w.pp > 1) {
+      EXPECT_EQ((94 + 2) / (w.pp * w.vp), w.layers_per_virtual_stage) << w.id;
+      EXPECT_EQ(*c.parallel.first_stage_layers, w.layers_per_virtual_stage - 1) << w.id;
+      EXPECT_EQ(*c.parallel.last_stage_layers, w.layers_per_virtual_stage - 1) << w.id;
+    } else {
+      EXPECT_FALSE(c.parallel.first_stage_layers.has_value()) << w.id;
+    }
+    EXPECT_EQ(c.knobs.overlap.ep_comm, w.ep_overlap) << w.id;
+    EXPECT_EQ(c.knobs.cuda_graphs, w.graphs) << w.id;
+    EXPECT_EQ(c.knobs.overlap.tp_comm, c.knobs.precision == planner::Precision::kBf16) << w.id;
+    EXPECT_EQ(c.knobs.optimizer_states == planner::OptimizerStates::kBf16Moments,
+              c.knobs.precision != planner::Precision::kBf16)
+        << w.id;
+    EXPECT_EQ(c.knobs.routing, planner::Routing::kBalanced) << w.id;
+    EXPECT_EQ(c.knobs.dispatcher, planner::Dispatcher::kFusedDedup) << w.id;
+    EXPECT_DOUBLE_EQ(c.measured_tflops_per_gpu, w.tflops) << w.id;
+  }
+  const RecipeCheck& off = m.at("modelzoo-qwen3-235b-gb200-mxfp8");
+  EXPECT_TRUE(off.knobs.offload_activations);
+  EXPECT_EQ(off.knobs.offload_modules, planner::kOffloadExpertFc1 | planner::kOffloadMoeAct);
+  EXPECT_EQ(off.knobs.recompute.modules,
+            planner::kRecomputeMoeAct | planner::kRecomputeLayerNorm);
+}
+
 TEST(RecipeChecksTest, EveryCheckHasASourceAndAMeasurement) {
   for (const RecipeCheck& c : PublicRecipeChecks()) {
     EXPECT_FALSE(c.source.empty()) << c.id;
