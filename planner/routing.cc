@@ -1,6 +1,8 @@
 #include "planner/routing.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <string>
 
@@ -67,9 +69,33 @@ double ExpertLoadCv(double gini) {
   return std::sqrt(std::expm1(sigma * sigma));
 }
 
+namespace {
+double BlomExpectedMax(int n) { return InverseNormalUpper((n - 0.375) / (n + 0.25)); }
+// ExpectedMaxOfNormals for n < kBlomTableSize, computed on first use (the
+// search asks for the same few EP sizes and group counts for every
+// layout; each value is a Newton solve on erfc). Entries start as NaN;
+// racing threads store the same value.
+constexpr int kBlomTableSize = 4096;
+std::array<std::atomic<double>, kBlomTableSize>& BlomTable() {
+  static std::array<std::atomic<double>, kBlomTableSize>* table = [] {
+    auto* t = new std::array<std::atomic<double>, kBlomTableSize>;
+    for (std::atomic<double>& v : *t) v.store(std::nan(""), std::memory_order_relaxed);
+    return t;
+  }();
+  return *table;
+}
+}  // namespace
+
 double ExpectedMaxOfNormals(int n) {
   if (n <= 1) return 0.0;
-  return InverseNormalUpper((n - 0.375) / (n + 0.25));
+  if (n >= kBlomTableSize) return BlomExpectedMax(n);
+  std::atomic<double>& slot = BlomTable()[size_t(n)];
+  double v = slot.load(std::memory_order_relaxed);
+  if (std::isnan(v)) {
+    v = BlomExpectedMax(n);
+    slot.store(v, std::memory_order_relaxed);
+  }
+  return v;
 }
 
 double StdDevOfMaxOfNormals(int n) {

@@ -41,6 +41,12 @@ TEST(RoutingTest, ExpectedMaxOfNormals) {
   // Gumbel sd: pi / (sqrt 6 x sqrt(2 ln 64)) = 3.1416 / (2.4495 x 2.8841).
   EXPECT_NEAR(StdDevOfMaxOfNormals(64), 0.4447, 1e-3);
   EXPECT_EQ(StdDevOfMaxOfNormals(1), 1.0);
+  // The values kept after the first call (n below 4,096) and the ones
+  // computed each time (n from 4,096) are the same function: the same
+  // answer twice, and increasing across the table's edge (n = 4096: 3.611).
+  for (int n : {8, 4095, 4096, 5000}) EXPECT_EQ(ExpectedMaxOfNormals(n), ExpectedMaxOfNormals(n));
+  EXPECT_LT(ExpectedMaxOfNormals(4095), ExpectedMaxOfNormals(4096));
+  EXPECT_NEAR(ExpectedMaxOfNormals(4096), 3.611, 2e-3);
 }
 
 // DeepSeek-V3 (256 experts, top-8) at micro-batch 1 x 4,096 tokens, TP 1:

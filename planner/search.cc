@@ -194,6 +194,7 @@ class Searcher {
         model_(model),
         options_(options),
         axes_(std::move(axes)),
+        floor_params_(WeightsFloorParamsOf(problem.model)),
         limit_bytes_(options.max_memory_fraction * problem.cluster.gpu.hbm_bytes),
         top_(TrackedLayouts(options.top_k)) {
     BuildKnobSets();
@@ -251,8 +252,7 @@ class Searcher {
     return knob_sets_[size_t(ClassOf(p).Index())];
   }
   double Floor(const ParallelConfig& p) const {
-    return WeightsFloorBytes(problem_.model, p,
-                             problem_.shape.objective == Objective::kLora);
+    return WeightsFloorBytes(floor_params_, p, problem_.shape.objective == Objective::kLora);
   }
   // Scores one candidate and tallies the outcome in the worker.
   Outcome Score(uint32_t layout, uint32_t combo, Worker& w);
@@ -275,6 +275,8 @@ class Searcher {
   const CandidateScorer& model_;
   const SearchOptions& options_;
   KnobAxes axes_;
+  // The model's part of every layout's weights floor (Floor).
+  WeightsFloorParams floor_params_;
   double limit_bytes_;
   std::array<KnobSet, kNumRuleLayoutClasses> knob_sets_;
   std::array<std::vector<int8_t>, kNumRuleLayoutClasses> violations_;

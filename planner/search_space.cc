@@ -342,11 +342,16 @@ std::vector<Precision> SupportedPrecisions(const GpuSpec& gpu) {
 }
 
 std::vector<int> Divisors(int n) {
-  std::vector<int> out;
-  for (int d = 1; d <= n; ++d) {
-    if (n % d == 0) out.push_back(d);
+  // Pairs (d, n / d) up to sqrt(n): the small ones ascending, their
+  // partners descending, joined into one ascending list.
+  std::vector<int> small, large;
+  for (int d = 1; d <= n / d; ++d) {
+    if (n % d != 0) continue;
+    small.push_back(d);
+    if (d != n / d) large.push_back(n / d);
   }
-  return out;
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
 }
 
 absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
@@ -659,24 +664,14 @@ KnobSet BuildKnobSet(const KnobAxes& axes, const ModelSpec& model,
   return set;
 }
 
-std::vector<ParallelConfig> EnumerateLayouts(
-    const ModelSpec& model, const ClusterSpec& cluster,
-    const TrainingShape& shape, const FixedKnobs& f,
-    const std::function<void(const LayoutRejection&)>& on_reject,
-    bool search_shard_params) {
-  std::vector<ParallelConfig> out;
-  if (shape.gpus <= 0 || shape.global_batch <= 0 || shape.seq_len <= 0) {
-    return out;
-  }
+namespace {
+// Calls check(p) for every layout candidate EnumerateLayouts considers, in
+// its order (valid or not).
+template <typename Check>
+void ForEachLayoutCandidate(const ModelSpec& model, const ClusterSpec& cluster,
+                            const TrainingShape& shape, const FixedKnobs& f,
+                            bool search_shard_params, Check&& check) {
   const int domain = std::max(1, cluster.nvlink_domain_gpus);
-  auto check = [&](const ParallelConfig& p) {
-    const Infeasibility reason = CheckLayout(model, shape, p);
-    if (reason == Infeasibility::kNone) {
-      out.push_back(p);
-    } else if (on_reject) {
-      on_reject(LayoutRejection{reason, p});
-    }
-  };
   const std::vector<int> experts =
       model.IsMoe() ? Divisors(model.num_routed_experts) : std::vector<int>{1};
   // An axis fixed by the user takes exactly that value, even outside the
@@ -780,20 +775,52 @@ std::vector<ParallelConfig> EnumerateLayouts(
       }
     }
   }
+}
+}  // namespace
+
+std::vector<ParallelConfig> EnumerateLayouts(
+    const ModelSpec& model, const ClusterSpec& cluster,
+    const TrainingShape& shape, const FixedKnobs& f,
+    const std::function<void(const LayoutRejection&)>& on_reject,
+    bool search_shard_params) {
+  std::vector<ParallelConfig> out;
+  if (shape.gpus <= 0 || shape.global_batch <= 0 || shape.seq_len <= 0) {
+    return out;
+  }
+  // Counted first so that the list is allocated once (it runs to ~10^5
+  // layouts, and growing it copied each several times).
+  size_t candidates = 0;
+  ForEachLayoutCandidate(model, cluster, shape, f, search_shard_params,
+                         [&](const ParallelConfig&) { ++candidates; });
+  out.reserve(candidates);
+  ForEachLayoutCandidate(model, cluster, shape, f, search_shard_params,
+                         [&](const ParallelConfig& p) {
+                           const Infeasibility reason = CheckLayout(model, shape, p);
+                           if (reason == Infeasibility::kNone) {
+                             out.push_back(p);
+                           } else if (on_reject) {
+                             on_reject(LayoutRejection{reason, p});
+                           }
+                         });
   return out;
 }
 
-double WeightsFloorBytes(const ModelSpec& model, const ParallelConfig& layout,
-                         bool lora) {
-  double expert = 0;
+WeightsFloorParams WeightsFloorParamsOf(const ModelSpec& model) {
+  WeightsFloorParams w;
   double expert_incl_mtp = 0;
   if (model.IsMoe()) {
     const double per_layer = model.ExpertParams() * model.num_routed_experts;
-    expert = per_layer * model.NumMoeLayers();
-    expert_incl_mtp = per_layer * (model.NumMoeLayers() + model.mtp_layers);
+    const int moe_layers = model.NumMoeLayers();
+    w.expert = per_layer * moe_layers;
+    expert_incl_mtp = per_layer * (moe_layers + model.mtp_layers);
   }
   // MTP experts are left out of both parts: a lower bound either way.
-  const double non_expert = std::max(0.0, model.TotalParams() - expert_incl_mtp);
+  w.non_expert = std::max(0.0, model.TotalParams() - expert_incl_mtp);
+  return w;
+}
+
+double WeightsFloorBytes(const WeightsFloorParams& params, const ParallelConfig& layout,
+                         bool lora) {
   double dense_div = layout.tp;
   double expert_div = double(layout.ep) * layout.etp;
   if (layout.shard_params) {
@@ -802,10 +829,15 @@ double WeightsFloorBytes(const ModelSpec& model, const ParallelConfig& layout,
     expert_div = double(layout.tp) * layout.cp * dp;  // ep x etp x expert dp
   }
   const double per_gpu =
-      (non_expert / dense_div + expert / expert_div) / layout.pp;
+      (params.non_expert / dense_div + params.expert / expert_div) / layout.pp;
   constexpr double kWeightBytes = 2.0;  // BF16
   constexpr double kGradBytes = 2.0;    // BF16 main gradients at the least
   return per_gpu * (kWeightBytes + (lora ? 0.0 : kGradBytes));
+}
+
+double WeightsFloorBytes(const ModelSpec& model, const ParallelConfig& layout,
+                         bool lora) {
+  return WeightsFloorBytes(WeightsFloorParamsOf(model), layout, lora);
 }
 
 }  // namespace moetune::planner

@@ -263,5 +263,14 @@ std::vector<ParallelConfig> EnumerateLayouts(
 // shard_params both are further split over their data-parallel groups.
 double WeightsFloorBytes(const ModelSpec& model, const ParallelConfig& layout,
                          bool lora);
+// The model's part of that bound, computed once per model (the search asks
+// for the floor of every layout): routed-expert and other parameters.
+struct WeightsFloorParams {
+  double expert = 0;      // routed experts of the decoder layers
+  double non_expert = 0;  // everything else less the MTP layers' experts
+};
+WeightsFloorParams WeightsFloorParamsOf(const ModelSpec& model);
+double WeightsFloorBytes(const WeightsFloorParams& params, const ParallelConfig& layout,
+                         bool lora);
 
 }  // namespace moetune::planner

@@ -221,6 +221,43 @@ TEST(DivisorsTest, ByHand) {
   EXPECT_THAT(Divisors(12), ElementsAre(1, 2, 3, 4, 6, 12));
   EXPECT_THAT(Divisors(1), ElementsAre(1));
   EXPECT_THAT(Divisors(7), ElementsAre(1, 7));
+  // A square (its root once), and every divisor of a large count ascending.
+  EXPECT_THAT(Divisors(36), ElementsAre(1, 2, 3, 4, 6, 9, 12, 18, 36));
+  EXPECT_THAT(Divisors(8192), ElementsAre(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048,
+                                          4096, 8192));
+  for (int n : {360, 1000, 1536, 9973}) {
+    std::vector<int> slow;
+    for (int d = 1; d <= n; ++d) {
+      if (n % d == 0) slow.push_back(d);
+    }
+    EXPECT_EQ(Divisors(n), slow) << n;
+  }
+}
+
+// The model's part of the floor, taken once, gives the same bound as the
+// per-layout form: DeepSeek-V3 (routed experts, MTP) at a sharded and an
+// unsharded layout.
+TEST(WeightsFloorTest, ModelPartOnceEqualsPerLayoutForm) {
+  absl::StatusOr<ModelSpec> m = LoadModelPreset("deepseek-v3");
+  ASSERT_THAT(m, IsOk());
+  const WeightsFloorParams w = WeightsFloorParamsOf(*m);
+  EXPECT_GT(w.expert, 5e11);  // 58 MoE layers x 256 experts x 44 M
+  EXPECT_GT(w.non_expert, 0.0);
+  ParallelConfig p;
+  p.tp = 2;
+  p.pp = 8;
+  p.ep = 32;
+  p.dp = 64;
+  for (bool shard : {false, true}) {
+    p.shard_params = shard;
+    for (bool lora : {false, true}) {
+      EXPECT_DOUBLE_EQ(WeightsFloorBytes(w, p, lora), WeightsFloorBytes(*m, p, lora));
+    }
+  }
+  // By hand: (non-expert / tp + expert / (ep x etp)) / pp x (2 + 2) bytes.
+  p.shard_params = false;
+  EXPECT_DOUBLE_EQ(WeightsFloorBytes(w, p, false),
+                   (w.non_expert / 2 + w.expert / 32) / 8 * 4.0);
 }
 
 TEST(SupportedPrecisionsTest, HopperHasNoBlockScaledModes) {
