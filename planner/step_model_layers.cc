@@ -2,6 +2,7 @@
 #include "planner/internal/step_model_layers.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -113,6 +114,16 @@ double CombinedOneFOneBPairedFraction(int pp, int vp, int micro_batches) {
   // schedules.py count its in-flight chunks are (1 without pipelining).
   const double alone = InflightChunks(pp, vp, /*r=*/0, micro_batches);
   return std::max(0.0, n - std::min(n, alone)) / n;
+}
+
+double GemmWaveEfficiency(double m, double n, int sms, int concurrent) {
+  if (sms <= 0 || m <= 0 || n <= 0) return 1.0;
+  const double c = std::max(1, concurrent);
+  auto eff = [&](double tr, double tc) {
+    const double tiles = c * std::ceil(m / tr) * std::ceil(n / tc);
+    return c * m * n / (std::ceil(tiles / sms) * sms * tr * tc);
+  };
+  return std::min(1.0, std::max(eff(kGemmTileRows, kGemmTileCols), eff(kGemmTileCols, kGemmTileRows)));
 }
 
 double TpOverlapChunkingSeconds(const std::function<double(double, double, double)>& gemm_s,
@@ -289,8 +300,14 @@ void PrecisionKindCosts(const LayerKindTables& k, const Context& c,
     // The overlap's split GEMMs (TpOverlapChunkingSeconds): the attention
     // block's qkv [tc x h] x [h x qkv / tp] and proj [tc x o_k] x [o_k x h],
     // and the MLP block's where the layer has one.
+    const int sms = cm.cluster().gpu.sm_count;
     auto gemm = [&](double rows, double n, double kdim) {
-      return cm.DenseGemm(rows, n, kdim, c.precision).seconds;
+      // A chunk (rows < tc: tc / rows of them) runs beside up to
+      // kUbComputeStreams - 1 others.
+      const int chunks = int(std::lround(tc / rows));
+      const int concurrent = std::max(1, std::min(kUbComputeStreams, chunks));
+      return cm.DenseGemm(rows, n, kdim, c.precision).seconds /
+             GemmWaveEfficiency(rows, n, sms, concurrent);
     };
     double chunking = TpOverlapChunkingSeconds(gemm, tc, c.tp, k.qkv_out_dim / c.tp, o_k, h);
     if (mlp_n > 0) chunking += TpOverlapChunkingSeconds(gemm, tc, c.tp, gate * mlp_n, mlp_n, h);

@@ -625,7 +625,10 @@ StackConstants RoundStack() {
 
 double StepSeconds(const TrainingShape& shape, const ParallelConfig& p,
                    const Knobs& k, double collective_ms = 0) {
-  const ClusterSpec c = Cluster("h100-sxm");
+  // SM count unknown: the TP overlap's split GEMMs cost what UnitCostModel
+  // says, without wave quantization (GemmWaveEfficiency has its own test).
+  ClusterSpec c = Cluster("h100-sxm");
+  c.gpu.sm_count = 0;
   absl::StatusOr<StepModel> sm = StepModel::Create(
       TinyDense(), c, shape, std::make_shared<UnitCostModel>(c, collective_ms), RoundStack());
   EXPECT_TRUE(sm.ok()) << sm.status();
@@ -754,7 +757,8 @@ TEST(StepModelByHandTest, Nvfp4TensorParallelCommunicationIsNotHidden) {
   // (TpCommOverlapSupports), so the knob changes nothing and all 10 ms per
   // layer stay exposed, with nothing split: 8 x (4 x (12 + 10) + 3 + 2) =
   // 744 ms, the overlap-off figure.
-  const ClusterSpec c = Cluster("gb200-nvl72");
+  ClusterSpec c = Cluster("gb200-nvl72");
+  c.gpu.sm_count = 0;  // as StepSeconds: no wave quantization in this by-hand step
   auto step = [&](Precision precision, bool tp_overlap) {
     absl::StatusOr<StepModel> sm = StepModel::Create(
         TinyDense(), c, {2, 2048, 8}, std::make_shared<UnitCostModel>(c, 1.0), RoundStack());

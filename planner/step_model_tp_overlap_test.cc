@@ -3,6 +3,7 @@
 // collective hides behind its own userbuffers partner GEMM only, the
 // column-parallel inputs are gathered at the GEMM input's bytes, once in
 // forward and again for the wgrad, and the overlapped GEMMs run split.
+#include <algorithm>
 #include <memory>
 
 #include "gtest/gtest.h"
@@ -55,6 +56,38 @@ TEST(TpOverlapChunkingSecondsTest, ByHand) {
   // (rows + 128) x 1e-9 per GEMM: tp chunks add (tp - 1) x 128 ns, the
   // pipeline 3 x 128 ns: 7 + 7 + 3 = 17 x 128 ns.
   EXPECT_NEAR(TpOverlapChunkingSeconds(tiled, 4096, 8, 1280, 1024, 8192), 17 * 128e-9, 1e-15);
+}
+
+// Wave quantization by hand (132 SMs, tiles of 128 x 256 either way):
+// [512 x 1,280] alone is ceil(512/128) ceil(1280/256) = 4 x 5 = 20 tiles in
+// one wave of 132: 20/132; three at once 60/132; [4,096 x 1,280] 160 tiles
+// in two waves: 160/264; [4,096 x 8,192] 32 x 32 = 1,024 tiles in 8 waves:
+// 1024/1056. A padded tile counts only its outputs: [256 x 100] is one
+// 256 x 128 tile (or two half-empty 128 x 256 ones) in one wave:
+// 256 x 100 / (132 x 128 x 256).
+TEST(GemmWaveEfficiencyTest, ByHand) {
+  EXPECT_DOUBLE_EQ(step_model_internal::GemmWaveEfficiency(512, 1280, 132, 1), 20.0 / 132);
+  EXPECT_DOUBLE_EQ(step_model_internal::GemmWaveEfficiency(512, 1280, 132, 3), 60.0 / 132);
+  EXPECT_DOUBLE_EQ(step_model_internal::GemmWaveEfficiency(4096, 1280, 132, 1), 160.0 / 264);
+  EXPECT_DOUBLE_EQ(step_model_internal::GemmWaveEfficiency(4096, 8192, 132, 1), 1024.0 / 1056);
+  EXPECT_DOUBLE_EQ(step_model_internal::GemmWaveEfficiency(256, 100, 132, 1),
+                   256.0 * 100 / (132 * 128 * 256));
+  EXPECT_DOUBLE_EQ(step_model_internal::GemmWaveEfficiency(4096, 8192, 0, 1), 1.0);
+}
+
+// At TP 8 on H100 the chunked overlap costs more than the whole GEMMs'
+// difference alone says once the chunks' idle SMs count: Llama3-70B's
+// qkv and MLP chunks at 4,096 tokens, priced with a flat-rate GEMM
+// (1 ns per row, no fixed time) so that only the waves differ.
+TEST(TpOverlapChunkingSecondsTest, SmallChunksLeaveSmsIdle) {
+  auto flat = [](double rows, double, double) { return rows * 1e-9; };
+  // Flat rate: splitting costs nothing.
+  EXPECT_NEAR(TpOverlapChunkingSeconds(flat, 4096, 8, 1280, 1024, 8192), 0.0, 1e-15);
+  auto waves = [](double rows, double n, double) {
+    const int concurrent = std::min(step_model_internal::kUbComputeStreams, int(4096 / rows));
+    return rows * 1e-9 / step_model_internal::GemmWaveEfficiency(rows, n, 132, concurrent);
+  };
+  EXPECT_GT(TpOverlapChunkingSeconds(waves, 4096, 8, 1280, 1024, 8192), 1e-6);
 }
 
 struct TpSeconds {

@@ -338,6 +338,33 @@ bool TpOverlapSurvivesEpOverlap(GpuGeneration generation, bool ep_overlap_schedu
 // for one block: column_n the column GEMM's output width per rank, row_k
 // the row GEMM's input width per rank, hidden h, t tokens per micro-batch.
 inline constexpr int kTpPipelineSplits = 4;
+// The chunks are small GEMMs: at TP 8 a 4,096-token micro-batch gives
+// 512-row chunks, and a [512 x 1,280] output (Llama3-70B's qkv at TP 8) is
+// 20 tiles of 128 x 256 on 132 SMs. gemm_s above is therefore taken at the
+// share of the SMs the chunk's tiles keep busy (GemmWaveEfficiency): the
+// userbuffers overlap issues its chunk GEMMs round-robin on
+// kUbComputeStreams compute streams (Transformer Engine
+// comm_gemm_overlap.cpp split_overlap_ag / split_overlap_rs:
+// _stream_compute[i % _stream_compute.size()], pytorch/cpp_extensions/
+// gemm.py _NUM_MAX_UB_STREAMS = 3), so up to three run at once; the whole
+// GEMM it replaces (rows = tokens) runs alone. Both sides of each
+// difference are taken the same way, so what is added is the splitting's
+// loss only.
+inline constexpr int kUbComputeStreams = 3;
+// Share of the GPU's tile slots a GEMM's outputs use over its waves (wave
+// and tile quantization, NVIDIA's "Matrix Multiplication Background" user
+// guide): `concurrent` GEMMs of [m x n] outputs in flight, each cut into
+// kGemmTileRows x kGemmTileCols tiles (either orientation, the better:
+// cuBLASLt's large Hopper and Blackwell tiles), one tile per SM per wave,
+//   tiles = concurrent ceil(m / 128) ceil(n / 256),
+//   efficiency = concurrent m n / (ceil(tiles / sms) sms 128 x 256).
+// Example, 132 SMs: [512 x 1,280] alone is 20 tiles, 0.15; three at once
+// 60 tiles, 0.45. [4,096 x 1,280]: 160 tiles in 2 waves, 0.61. 1 where the
+// cluster does not give its SM count (sms <= 0).
+// The chunks in flight are min(kUbComputeStreams, the chunks of the split).
+inline constexpr double kGemmTileRows = 128;
+inline constexpr double kGemmTileCols = 256;
+double GemmWaveEfficiency(double m, double n, int sms, int concurrent);
 double TpOverlapChunkingSeconds(const std::function<double(double, double, double)>& gemm_s,
                                 double tokens, int tp, double column_n, double row_k,
                                 double hidden);
