@@ -123,7 +123,9 @@ double GemmWaveEfficiency(double m, double n, int sms, int concurrent) {
     const double tiles = c * std::ceil(m / tr) * std::ceil(n / tc);
     return c * m * n / (std::ceil(tiles / sms) * sms * tr * tc);
   };
-  return std::min(1.0, std::max(eff(kGemmTileRows, kGemmTileCols), eff(kGemmTileCols, kGemmTileRows)));
+  const double best =
+      std::max(eff(kGemmTileRows, kGemmTileCols), eff(kGemmTileCols, kGemmTileRows));
+  return std::min(1.0, best);
 }
 
 double TpOverlapChunkingSeconds(const std::function<double(double, double, double)>& gemm_s,

@@ -331,7 +331,8 @@ bool TpOverlapSurvivesEpOverlap(GpuGeneration generation, bool ep_overlap_schedu
 // pipeline, kTpPipelineSplits chunks, for the row-parallel fprop; bulk
 // overlaps (the column dgrad and wgrad) run whole. Seconds the split GEMMs
 // take beyond the whole ones, by the cost model's own GEMM cost
-// gemm_s(rows, n, k) (its tile factor and fixed time per kernel):
+// gemm_s(rows, n, k) (its tile factor and fixed time per kernel; the
+// caller divides it by GemmWaveEfficiency, below):
 //   tp G(t / tp, col_n, h) - G(t, col_n, h)          column fprop
 // + tp G(t / tp, row_k, h) - G(t, row_k, h)          row dgrad
 // + 4 G(t / 4, h, row_k) - G(t, h, row_k)            row fprop
