@@ -118,14 +118,20 @@ double CombinedOneFOneBPairedFraction(int pp, int vp, int micro_batches) {
 
 double GemmWaveEfficiency(double m, double n, int sms, int concurrent) {
   if (sms <= 0 || m <= 0 || n <= 0) return 1.0;
-  const double c = std::max(1, concurrent);
-  auto eff = [&](double tr, double tc) {
-    const double tiles = c * std::ceil(m / tr) * std::ceil(n / tc);
-    return c * m * n / (std::ceil(tiles / sms) * sms * tr * tc);
+  // Integer tile counts (ceil(ceil(m) / t) = ceil(m / t)): the search
+  // prices every layout's split GEMMs with this.
+  const int64_t c = std::max(1, concurrent);
+  const int64_t mi = int64_t(std::ceil(m));
+  const int64_t ni = int64_t(std::ceil(n));
+  constexpr int64_t kRows = int64_t(kGemmTileRows);
+  constexpr int64_t kCols = int64_t(kGemmTileCols);
+  // Tile slots the waves occupy, in output elements, one orientation.
+  auto slots = [&](int64_t tr, int64_t tc) {
+    const int64_t tiles = c * ((mi + tr - 1) / tr) * ((ni + tc - 1) / tc);
+    return double((tiles + sms - 1) / sms) * sms * double(tr * tc);
   };
-  const double best =
-      std::max(eff(kGemmTileRows, kGemmTileCols), eff(kGemmTileCols, kGemmTileRows));
-  return std::min(1.0, best);
+  const double fewest = std::min(slots(kRows, kCols), slots(kCols, kRows));
+  return std::min(1.0, double(c) * m * n / fewest);
 }
 
 double TpOverlapChunkingSeconds(const std::function<double(double, double, double)>& gemm_s,
