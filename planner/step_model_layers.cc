@@ -134,18 +134,19 @@ double GemmWaveEfficiency(double m, double n, int sms, int concurrent) {
   return std::min(1.0, double(c) * m * n / fewest);
 }
 
-double TpOverlapChunkingSeconds(const std::function<double(double, double, double)>& gemm_s,
-                                double tokens, int tp, double column_n, double row_k,
-                                double hidden) {
+double TpOverlapChunkingSeconds(
+    const std::function<double(double, double, double, int)>& gemm_s, double tokens, int tp,
+    double column_n, double row_k, double hidden) {
   if (tp <= 1) return 0;
   const double chunk = tokens / tp;
   const double pipe = tokens / kTpPipelineSplits;
   // Ring exchange: tp chunks of the column fprop and of the row dgrad.
-  const double column_fprop = tp * gemm_s(chunk, column_n, hidden) - gemm_s(tokens, column_n, hidden);
-  const double row_dgrad = tp * gemm_s(chunk, row_k, hidden) - gemm_s(tokens, row_k, hidden);
+  const double column_fprop =
+      tp * gemm_s(chunk, column_n, hidden, tp) - gemm_s(tokens, column_n, hidden, 1);
+  const double row_dgrad = tp * gemm_s(chunk, row_k, hidden, tp) - gemm_s(tokens, row_k, hidden, 1);
   // Pipeline: kTpPipelineSplits chunks of the row fprop.
-  const double row_fprop =
-      kTpPipelineSplits * gemm_s(pipe, hidden, row_k) - gemm_s(tokens, hidden, row_k);
+  const double row_fprop = kTpPipelineSplits * gemm_s(pipe, hidden, row_k, kTpPipelineSplits) -
+                           gemm_s(tokens, hidden, row_k, 1);
   return std::max(0.0, column_fprop) + std::max(0.0, row_dgrad) + std::max(0.0, row_fprop);
 }
 
@@ -309,11 +310,10 @@ void PrecisionKindCosts(const LayerKindTables& k, const Context& c,
     // block's qkv [tc x h] x [h x qkv / tp] and proj [tc x o_k] x [o_k x h],
     // and the MLP block's where the layer has one.
     const int sms = cm.cluster().gpu.sm_count;
-    auto gemm = [&](double rows, double n, double kdim) {
-      // A chunk (rows < tc: tc / rows of them) runs beside up to
-      // kUbComputeStreams - 1 others.
-      const int chunks = int(std::lround(tc / rows));
-      const int concurrent = std::max(1, std::min(kUbComputeStreams, chunks));
+    auto gemm = [&](double rows, double n, double kdim, int pieces) {
+      // One of `pieces` chunks runs beside up to kUbComputeStreams - 1
+      // others; the whole GEMM (pieces 1) alone.
+      const int concurrent = std::max(1, std::min(kUbComputeStreams, pieces));
       return cm.DenseGemm(rows, n, kdim, c.precision).seconds /
              GemmWaveEfficiency(rows, n, sms, concurrent);
     };

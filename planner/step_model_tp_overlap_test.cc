@@ -49,10 +49,10 @@ TEST(TpPairExposedSecondsTest, ByHand) {
 // factor rows / (rows + 128) on the time (a 512-row chunk runs at 0.8 of
 // the rate, the whole 4,096 at 0.97), the rows' own time grows too.
 TEST(TpOverlapChunkingSecondsTest, ByHand) {
-  auto fixed_only = [](double rows, double, double) { return rows * 1e-9 + 3e-6; };
+  auto fixed_only = [](double rows, double, double, int) { return rows * 1e-9 + 3e-6; };
   EXPECT_NEAR(TpOverlapChunkingSeconds(fixed_only, 4096, 8, 1280, 1024, 8192), 51e-6, 1e-12);
   EXPECT_EQ(TpOverlapChunkingSeconds(fixed_only, 4096, 1, 1280, 1024, 8192), 0.0);
-  auto tiled = [](double rows, double, double) { return rows * 1e-9 / (rows / (rows + 128)); };
+  auto tiled = [](double rows, double, double, int) { return rows * 1e-9 / (rows / (rows + 128)); };
   // (rows + 128) x 1e-9 per GEMM: tp chunks add (tp - 1) x 128 ns, the
   // pipeline 3 x 128 ns: 7 + 7 + 3 = 17 x 128 ns.
   EXPECT_NEAR(TpOverlapChunkingSeconds(tiled, 4096, 8, 1280, 1024, 8192), 17 * 128e-9, 1e-15);
@@ -80,11 +80,11 @@ TEST(GemmWaveEfficiencyTest, ByHand) {
 // qkv and MLP chunks at 4,096 tokens, priced with a flat-rate GEMM
 // (1 ns per row, no fixed time) so that only the waves differ.
 TEST(TpOverlapChunkingSecondsTest, SmallChunksLeaveSmsIdle) {
-  auto flat = [](double rows, double, double) { return rows * 1e-9; };
+  auto flat = [](double rows, double, double, int) { return rows * 1e-9; };
   // Flat rate: splitting costs nothing.
   EXPECT_NEAR(TpOverlapChunkingSeconds(flat, 4096, 8, 1280, 1024, 8192), 0.0, 1e-15);
-  auto waves = [](double rows, double n, double) {
-    const int concurrent = std::min(step_model_internal::kUbComputeStreams, int(4096 / rows));
+  auto waves = [](double rows, double n, double, int pieces) {
+    const int concurrent = std::min(step_model_internal::kUbComputeStreams, pieces);
     return rows * 1e-9 / step_model_internal::GemmWaveEfficiency(rows, n, 132, concurrent);
   };
   EXPECT_GT(TpOverlapChunkingSeconds(waves, 4096, 8, 1280, 1024, 8192), 1e-6);

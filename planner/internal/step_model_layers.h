@@ -331,7 +331,8 @@ bool TpOverlapSurvivesEpOverlap(GpuGeneration generation, bool ep_overlap_schedu
 // pipeline, kTpPipelineSplits chunks, for the row-parallel fprop; bulk
 // overlaps (the column dgrad and wgrad) run whole. Seconds the split GEMMs
 // take beyond the whole ones, by the cost model's own GEMM cost
-// gemm_s(rows, n, k) (its tile factor and fixed time per kernel; the
+// gemm_s(rows, n, k, pieces), pieces the number of chunks the GEMM is
+// split into (1: whole) (its tile factor and fixed time per kernel; the
 // caller divides it by GemmWaveEfficiency, below):
 //   tp G(t / tp, col_n, h) - G(t, col_n, h)          column fprop
 // + tp G(t / tp, row_k, h) - G(t, row_k, h)          row dgrad
@@ -366,9 +367,9 @@ inline constexpr int kUbComputeStreams = 3;
 inline constexpr double kGemmTileRows = 128;
 inline constexpr double kGemmTileCols = 256;
 double GemmWaveEfficiency(double m, double n, int sms, int concurrent);
-double TpOverlapChunkingSeconds(const std::function<double(double, double, double)>& gemm_s,
-                                double tokens, int tp, double column_n, double row_k,
-                                double hidden);
+double TpOverlapChunkingSeconds(
+    const std::function<double(double, double, double, int)>& gemm_s, double tokens, int tp,
+    double column_n, double row_k, double hidden);
 // The TP collectives of one block (attention, or the MLP / shared experts)
 // under sequence parallelism, seconds each: forward, the input's all-gather
 // before the column-parallel GEMM (qkv, fc1) and the output's
