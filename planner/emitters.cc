@@ -51,6 +51,13 @@ std::string Headline(const Prediction& p) {
       p.hbm_bytes / units::kGiB);
 }
 
+// The prediction's interval (IntervalText) as a line starting with
+// `prefix`; empty when the prediction carries none.
+std::string IntervalLine(const Prediction& p, const char* prefix) {
+  const std::string text = IntervalText(p.interval);
+  return text.empty() ? std::string() : absl::StrCat(prefix, text, "\n");
+}
+
 // "([0]*3+[1]*58)": Megatron's run-length form of a per-layer pattern
 // (--moe-layer-freq, --window-attn-skip-freq).
 std::string LayerPattern(int layers, const std::function<bool(int)>& is_one) {
@@ -521,8 +528,8 @@ std::string EmitMegatronArgs(const Prediction& p, const EmitContext& c) {
     absl::StrAppend(&out, "# generated_at: ", c.generated_at, "\n");
   }
   absl::StrAppend(
-      &out, "# predicted: ", Headline(p), "\n", "# cost source: ", CostSourceLine(p), "\n",
-      "# layout: ", ToString(p.parallel), " (dp=", dp, ")\n", "# knobs: ", ToString(p.knobs),
+      &out, "# predicted: ", Headline(p), "\n", IntervalLine(p, "# "), "# cost source: ",
+      CostSourceLine(p), "\n", "# layout: ", ToString(p.parallel), " (dp=", dp, ")\n", "# knobs: ", ToString(p.knobs),
       "\n",
       "# You add: data (--data-path), tokenizer (--tokenizer-type, --tokenizer-model), "
       "training length and learning rate (--train-iters, --lr, ...), checkpoint paths "
@@ -648,8 +655,8 @@ absl::StatusOr<MaxTextConfig> EmitMaxText(const Prediction& p, const ClusterSpec
   if (!c.generated_at.empty()) {
     absl::StrAppend(&y, "# generated_at: ", c.generated_at, "\n");
   }
-  absl::StrAppend(&y, "# predicted: ", Headline(p), "\n", "# cost source: ", CostSourceLine(p),
-                  "\n", "# layout: ", ToString(par), " (dp=", dp, ")\n",
+  absl::StrAppend(&y, "# predicted: ", Headline(p), "\n", IntervalLine(p, "# "),
+                  "# cost source: ", CostSourceLine(p), "\n", "# layout: ", ToString(par), " (dp=", dp, ")\n",
                   "# ICI = inside one NVLink slice of ", gpus / slices, " GPUs, DCN = across ",
                   slices, " slices\n",
                   "# (JAX finds the slices itself, from each device's slice_index: one NVLink\n"
@@ -816,7 +823,7 @@ std::string EmitText(const Prediction& p, const EmitContext& c) {
   }
   absl::StrAppend(&out, "  layout: ", ToString(p.parallel), " (dp=",
                   ResolvedDpOf(p), ")\n", "  knobs:  ", ToString(p.knobs),
-                  "\n", "  ", Headline(p), "\n", "  cost source: ",
+                  "\n", "  ", Headline(p), "\n", IntervalLine(p, "  "), "  cost source: ",
                   CostSourceLine(p), "\n", "  time per step:\n");
   for (const Term& t : p.breakdown) {
     absl::StrAppend(&out, absl::StrFormat("    %-28s %10.4f s%s\n", t.name,

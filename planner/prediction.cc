@@ -2,9 +2,19 @@
 
 #include <string>
 
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
 #include "planner/units.h"
 
 namespace moetune::planner {
+
+std::string IntervalText(const PredictionInterval& iv) {
+  if (iv.coverage <= 0) return "";
+  return absl::StrFormat("%.0f%% interval %.1f .. %.1f tokens/s/GPU (%s%s)", 100 * iv.coverage,
+                         iv.tokens_per_sec_per_gpu_low, iv.tokens_per_sec_per_gpu_high, iv.basis,
+                         iv.unmeasured.empty() ? "" : "; " + absl::StrJoin(iv.unmeasured, ", "));
+}
 
 std::string_view TermKindName(TermKind kind) {
   switch (kind) {

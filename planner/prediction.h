@@ -78,6 +78,11 @@ struct PredictionInterval {
   std::vector<std::string> unmeasured;
 };
 
+// The interval as one line for people, as every text output prints it:
+// "80% interval 2272.5 .. 3821.0 tokens/s/GPU (<basis>; <unmeasured, ...>)".
+// Empty when the prediction carries none (coverage 0).
+std::string IntervalText(const PredictionInterval& interval);
+
 struct Prediction {
   double step_time_s = 0;
   double tokens_per_sec_per_gpu = 0;

@@ -19,6 +19,17 @@ TEST(PredictionTest, TermKindsNameAndHide) {
   EXPECT_FALSE(IsHidden(TermKind::kComputeGroupedGemm));
 }
 
+TEST(PredictionTest, IntervalTextByHand) {
+  PredictionInterval iv;
+  EXPECT_EQ(IntervalText(iv), "");  // coverage 0: not computed, nothing printed
+  iv = {0.8, 2272.54, 3820.96, "MoE rows", {}};
+  EXPECT_EQ(IntervalText(iv), "80% interval 2272.5 .. 3821.0 tokens/s/GPU (MoE rows)");
+  iv.unmeasured = {"activation offload", "natural routing"};
+  EXPECT_EQ(IntervalText(iv),
+            "80% interval 2272.5 .. 3821.0 tokens/s/GPU (MoE rows; activation offload, "
+            "natural routing)");
+}
+
 TEST(PredictionTest, JsonCarriesTheContractFieldsAndTheResolvedConfig) {
   absl::StatusOr<ModelSpec> m = LoadModelPreset("qwen3-30b-a3b");
   absl::StatusOr<ClusterSpec> c = LoadClusterPreset("h100-sxm");

@@ -177,8 +177,16 @@ std::string TextReport(const pl::SearchResult& r, const pl::EmitContext& ctx) {
   absl::StrAppend(&out, "\ntop ", r.top.size(), " layouts:\n");
   for (size_t i = 0; i < r.top.size(); ++i) {
     const pl::Prediction& p = r.top[i].prediction;
-    absl::StrAppend(&out, absl::StrFormat("  %zu. %9.1f tok/s/GPU  %6.1f GiB  %s\n", i + 1,
-                                          p.tokens_per_sec_per_gpu,
+    // With the interval's ends: layouts whose predictions differ by less
+    // than the interval's width are ranked by the model alone.
+    const std::string range =
+        p.interval.coverage > 0
+            ? absl::StrFormat(" (%.0f%%: %.0f .. %.0f)", 100 * p.interval.coverage,
+                              p.interval.tokens_per_sec_per_gpu_low,
+                              p.interval.tokens_per_sec_per_gpu_high)
+            : std::string();
+    absl::StrAppend(&out, absl::StrFormat("  %zu. %9.1f tok/s/GPU%s  %6.1f GiB  %s\n", i + 1,
+                                          p.tokens_per_sec_per_gpu, range,
                                           p.peak_memory_bytes / pl::units::kGiB,
                                           pl::ToString(r.top[i].plan)));
   }

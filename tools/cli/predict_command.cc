@@ -307,15 +307,7 @@ std::string TextReport(const pl::Prediction& p) {
                                           std::string(pl::TermKindName(t.kind)), t.seconds,
                                           std::string(pl::CostSourceName(t.source))));
   }
-  if (p.interval.coverage > 0) {
-    absl::StrAppend(&out, absl::StrFormat("\n%.0f%% interval: %.1f .. %.1f tokens/s/GPU (%s%s)\n",
-                                          100 * p.interval.coverage,
-                                          p.interval.tokens_per_sec_per_gpu_low,
-                                          p.interval.tokens_per_sec_per_gpu_high, p.interval.basis,
-                                          p.interval.unmeasured.empty()
-                                              ? ""
-                                              : "; " + absl::StrJoin(p.interval.unmeasured, ", ")));
-  }
+  if (p.interval.coverage > 0) absl::StrAppend(&out, "\n", pl::IntervalText(p.interval), "\n");
   int calibrated = 0;
   for (const pl::Term& t : p.breakdown) calibrated += t.source == pl::CostSource::kCalibrated;
   absl::StrAppend(&out, absl::StrFormat("\ncost source: %d of %d terms calibrated, %d from datasheet "
