@@ -22,7 +22,7 @@ TEST(HardwareTest, PresetsMatchDatasheets) {
   struct Row {
     const char* name;
     double bf16_tflops;
-    double hbm_gb;
+    double hbm_mib;  // what nvidia-smi reports (the datasheets' GB are binary)
     double nvlink_gb_s;
     int domain;
     double nic_gb_s;
@@ -30,16 +30,16 @@ TEST(HardwareTest, PresetsMatchDatasheets) {
   // From ../shared/hardware/datasheets.json (NVIDIA MFU denominators;
   // NVLink per direction = bidirectional / 2; NIC Gbit/s / 8).
   const Row rows[] = {
-      {"h100-sxm", 989, 80, 450, 8, 50},     {"h800", 989, 80, 200, 8, 50},
-      {"h200", 989, 141, 450, 8, 50},        {"b200", 2250, 180, 900, 8, 50},
-      {"b300", 2250, 270, 900, 8, 100},      {"gb200-nvl72", 2450, 186, 900, 72, 50},
-      {"gb300-nvl72", 2450, 279, 900, 72, 100},
+      {"h100-sxm", 989, 81559, 450, 8, 50},      {"h800", 989, 81559, 200, 8, 50},
+      {"h200", 989, 143771, 450, 8, 50},         {"b200", 2250, 183359, 900, 8, 50},
+      {"b300", 2250, 275040, 900, 8, 100},       {"gb200-nvl72", 2450, 189471, 900, 72, 50},
+      {"gb300-nvl72", 2450, 284208, 900, 72, 100},
   };
   for (const Row& r : rows) {
     absl::StatusOr<ClusterSpec> c = LoadClusterPreset(r.name);
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(c->gpu.bf16_dense_flops_per_sec, r.bf16_tflops * kTFLOP) << r.name;
-    EXPECT_EQ(c->gpu.hbm_bytes, r.hbm_gb * kGB) << r.name;
+    EXPECT_EQ(c->gpu.hbm_bytes, r.hbm_mib * units::kMiB) << r.name;
     EXPECT_EQ(c->nvlink_bytes_per_sec, r.nvlink_gb_s * kGB) << r.name;
     EXPECT_EQ(c->nvlink_domain_gpus, r.domain) << r.name;
     EXPECT_EQ(c->scaleout_bytes_per_sec, r.nic_gb_s * kGB) << r.name;

@@ -40,7 +40,7 @@ struct PlanRequest {
   TrainingShape shape;  // with the objective
   SpaceConstraints constraints;  // pins, allowed precisions and dispatchers,
                                  // routing imbalance
-  double max_memory_fraction = 1.0;  // (0, 1]
+  double max_memory_fraction = kDefaultMaxMemoryFraction;  // (0, 1]
   int top_k = 5;
   bool exhaustive = false;
   int threads = 0;  // 0: one per core

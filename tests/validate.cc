@@ -381,7 +381,8 @@ std::optional<uint32_t> PublishedOffload(const json& row) {
 
 // Published recipes are tuned to leave room for allocator spikes and
 // fragmentation the memory model does not see: a layout counts as fitting
-// when the predicted peak is within 90% of HBM (what `moetune predict`
+// when the predicted peak is within 84% of the memory nvidia-smi reports
+// (kRunDefaultMemoryHeadroom; what `moetune predict`
 // assumes of a run too).
 constexpr double kRecipeMemoryHeadroom = mp::kRunDefaultMemoryHeadroom;
 

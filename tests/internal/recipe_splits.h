@@ -4,7 +4,7 @@
 // megatron-core-2026 row the split its recipe ran (ParallelConfig::
 // first_stage_layers / last_stage_layers); without it the step model would
 // balance the stages its own way, which moves rank 0's memory and so the
-// recompute the validator's 90%-headroom rule infers.
+// recompute the validator's headroom rule (kRunDefaultMemoryHeadroom) infers.
 #pragma once
 
 #include <optional>

@@ -80,7 +80,7 @@ const std::vector<FlagSpec>& PlanFlags() {
       {"explain", true, "print, per pruning rule, how many candidates it removed and one example"},
       {"format", false, "json (default), megatron, maxtext, text or html (report page with what-ifs)"},
       {"out", false, "write the output to FILE (atomically) instead of stdout"},
-      {"max-memory-fraction", false, "fraction of HBM a plan may use (default 1.0)"},
+      {"max-memory-fraction", false, "fraction of the GPU memory (as nvidia-smi reports it) a plan may use (default 0.94)"},
       {"dispatchers", false, "allowed MoE dispatchers: alltoall, fused_dedup (default both)"},
       {"threads", false, "worker threads (default: one per core)"},
       {"objective", false, "pretrain (default), finetune or lora"},

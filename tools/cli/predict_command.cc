@@ -330,7 +330,7 @@ int RunPredict(const std::vector<std::string>& argv) {
                  "[--precision P] [layout and knob flags]\n\n"
                  "With tp, pp, mbs (and ep for a MoE model) given, the knobs not given are what a "
                  "run does\nwith those flags unset: the stack's recipe defaults, the lightest "
-                 "recompute that fits\nwithin 90% of HBM, vp/cp 1, etp = tp "
+                 "recompute that fits\nwithin 84% of the GPU's memory, vp/cp 1, etp = tp "
                  "(--search-knobs: the autotuner's choice instead).\nOtherwise the layout and knob "
                  "flags not given are chosen by the search (the fastest plan\nthat fits in HBM, with "
                  "the given ones pinned). With all of them given, the step is\npredicted as given.\n\n"

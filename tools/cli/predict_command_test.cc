@@ -408,8 +408,8 @@ TEST(PredictCommandTest, DpOutermostIsAnInput) {
 // the knob flags unset -- the same prediction as every knob given at its run
 // default by hand. Llama 3.1 405B on 256 GB200, FP8, Megatron-Bridge's 26.02
 // layout TP4 PP16 VP4 (runs.json: 793 tokens/s/GPU measured; the validator,
-// which prices its rows this way, 795): no recompute needs more than 90% of
-// the 173 GiB, so the recompute is the lightest rung of the ladder that fits
+// which prices its rows this way, 795): no recompute needs more than 84% of
+// the 185 GiB nvidia-smi reports, so the recompute is the lightest rung of the ladder that fits
 // (core_attn + layernorm + mlp; the prediction's own is pinned by hand
 // below). --search-knobs gives the autotuner's best instead, at least as
 // fast (it offloads activations: 1,001).
@@ -439,15 +439,15 @@ TEST(PredictCommandTest, KnobsNotGivenWithTheRunLayoutAreTheRunDefaults) {
   EXPECT_DOUBLE_EQ(d["tokens_per_sec_per_gpu"].get<double>(),
                    nlohmann::json::parse(pinned.out)["tokens_per_sec_per_gpu"].get<double>());
   EXPECT_EQ(knobs["offload_modules"], "");
-  // Within the recipes' 90% headroom, and the lightest rung that is: no
-  // recompute does not fit there (it needs more than 90% of HBM).
-  EXPECT_LE(d["peak_memory_gib"].get<double>(), 0.9 * d["hbm_gib"].get<double>());
+  // Within the recipes' headroom (84% of the memory nvidia-smi reports),
+  // and the lightest rung that is: no recompute does not fit there.
+  EXPECT_LE(d["peak_memory_gib"].get<double>(), 0.84 * d["hbm_gib"].get<double>());
   std::vector<std::string> none = layout;
   none.insert(none.end(), {"--recompute", "none"});
   const Result no_recompute = RunPredict(none);
   ASSERT_EQ(no_recompute.code, kExitOk) << no_recompute.err;
   const nlohmann::json n = nlohmann::json::parse(no_recompute.out);
-  EXPECT_GT(n["peak_memory_gib"].get<double>(), 0.9 * n["hbm_gib"].get<double>());
+  EXPECT_GT(n["peak_memory_gib"].get<double>(), 0.84 * n["hbm_gib"].get<double>());
   std::vector<std::string> search = layout;
   search.push_back("--search-knobs");
   const Result searched = RunPredict(search);

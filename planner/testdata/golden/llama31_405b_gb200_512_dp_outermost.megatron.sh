@@ -1,7 +1,7 @@
 # moetune plan for Megatron-LM / Megatron-Core (pretrain_gpt.py)
 # problem: llama3.1-405b on 512 x gb200-nvl72, seq 8192, gbs 1152
 # generated_at: 2026-11-29T18:00:00Z
-# predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 173.2 GiB
+# predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 185.0 GiB
 # cost source: datasheet prior
 # layout: tp=4 pp=8 vp=8 ep=1 etp=1 cp=2 dp=8 mbs=1 first_stage_layers=1 last_stage_layers=1 rank_order=tp-cp-ep-pp-dp (dp=8)
 # knobs: precision=nvfp4 recompute=none offload=none dispatcher=fused_dedup grouped_gemm=true overlap(tp,ep,dp,pp)=0111 streams=2 cuda_graphs=true

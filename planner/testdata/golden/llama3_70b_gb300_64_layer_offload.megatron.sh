@@ -1,7 +1,7 @@
 # moetune plan for Megatron-LM / Megatron-Core (pretrain_gpt.py)
 # problem: llama3-70b on 64 x gb300-nvl72, seq 8192, gbs 256
 # generated_at: 2026-11-29T18:00:00Z
-# predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 259.8 GiB
+# predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 277.5 GiB
 # cost source: datasheet prior
 # layout: tp=1 pp=1 vp=1 ep=1 etp=1 cp=1 dp=64 mbs=2 shard_params=true (dp=64)
 # knobs: precision=fp8 recompute=none offload=none offload_layers=20 dispatcher=fused_dedup grouped_gemm=true overlap(tp,ep,dp,pp)=1111 streams=2 cuda_graphs=false

@@ -1,7 +1,7 @@
 # moetune plan for Megatron-LM / Megatron-Core (pretrain_gpt.py)
 # problem: llama3-8b on 16 x h100-sxm, seq 8192, gbs 128
 # generated_at: 2026-11-29T18:00:00Z
-# predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 74.5 GiB
+# predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 79.6 GiB
 # cost source: datasheet prior
 # layout: tp=2 pp=1 vp=1 ep=1 etp=1 cp=2 dp=4 mbs=1 (dp=4)
 # knobs: precision=fp8 recompute=full offload=none dispatcher=fused_dedup grouped_gemm=true overlap(tp,ep,dp,pp)=0000 streams=1 cuda_graphs=false

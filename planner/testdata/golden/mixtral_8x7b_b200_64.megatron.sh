@@ -1,7 +1,7 @@
 # moetune plan for Megatron-LM / Megatron-Core (pretrain_gpt.py)
 # problem: mixtral-8x7b on 64 x b200, seq 4096, gbs 512
 # generated_at: 2026-11-29T18:00:00Z
-# predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 167.6 GiB
+# predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 179.1 GiB
 # cost source: datasheet prior
 # layout: tp=2 pp=2 vp=2 ep=8 etp=2 cp=1 dp=16 mbs=2 shard_params=true (dp=16)
 # knobs: precision=nvfp4 recompute=none offload=none dispatcher=alltoall grouped_gemm=false overlap(tp,ep,dp,pp)=0111 streams=2 cuda_graphs=true

@@ -1,7 +1,7 @@
 # moetune plan for Megatron-LM / Megatron-Core (pretrain_gpt.py)
 # problem: moonlight-16b-a3b on 16 x h100-sxm, seq 4096, gbs 1024
 # generated_at: 2026-11-29T18:00:00Z
-# predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 74.5 GiB
+# predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 79.6 GiB
 # cost source: datasheet prior
 # layout: tp=1 pp=1 vp=1 ep=8 etp=1 cp=1 dp=16 mbs=2 (dp=16)
 # knobs: precision=bf16 recompute=none offload=none dispatcher=fused_dedup grouped_gemm=true overlap(tp,ep,dp,pp)=0111 streams=2 cuda_graphs=false
