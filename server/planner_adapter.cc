@@ -192,6 +192,14 @@ v1::Prediction ToProto(const p::Prediction& pred) {
                                                 ? v1::TERM_SOURCE_CALIBRATED
                                                 : v1::TERM_SOURCE_DATASHEET;
   }
+  if (pred.interval.coverage > 0) {
+    v1::PredictionInterval* iv = out.mutable_interval();
+    iv->set_coverage(pred.interval.coverage);
+    iv->set_tokens_per_sec_per_gpu_low(pred.interval.tokens_per_sec_per_gpu_low);
+    iv->set_tokens_per_sec_per_gpu_high(pred.interval.tokens_per_sec_per_gpu_high);
+    iv->set_basis(pred.interval.basis);
+    for (const std::string& u : pred.interval.unmeasured) iv->add_unmeasured(u);
+  }
   out.set_planner_json(p::ToJson(pred).dump());
   return out;
 }

@@ -104,6 +104,12 @@ TEST_F(PlannerAdapterTest, PlanRendersItsFrameworksFormatsForEachPlan) {
   EXPECT_EQ(p.tensor_parallel() * p.pipeline_parallel() * p.context_parallel() * p.data_parallel(), 8);
   EXPECT_GT(best.prediction().tokens_per_sec_per_gpu(), 0);
   EXPECT_FALSE(best.prediction().planner_json().empty());
+  // The 80% interval travels as typed fields, bracketing the prediction.
+  const v1::PredictionInterval& iv = best.prediction().interval();
+  EXPECT_DOUBLE_EQ(iv.coverage(), 0.8);
+  EXPECT_LT(iv.tokens_per_sec_per_gpu_low(), best.prediction().tokens_per_sec_per_gpu());
+  EXPECT_GT(iv.tokens_per_sec_per_gpu_high(), best.prediction().tokens_per_sec_per_gpu());
+  EXPECT_FALSE(iv.basis().empty());
   for (const auto& [term, source] : best.prediction().term_sources()) {
     EXPECT_EQ(source, v1::TERM_SOURCE_DATASHEET) << term;
   }

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/util/json_util.h"
+#include "planner/prediction.h"
 #include "tools/cli/command_registry.h"
 #include "security/client_credentials.h"
 
@@ -171,6 +172,16 @@ std::string JobSummary(const moetune::v1::Job& job) {
                         c.micro_batch_size(), HumanSeconds(pr.step_time_seconds()),
                         pr.tokens_per_sec_per_gpu(), pr.tflops_per_gpu(), 100 * pr.mfu(),
                         HumanBytes(static_cast<double>(pr.peak_memory_bytes_per_gpu()))));
+    if (pr.has_interval() && pr.interval().coverage() > 0) {
+      const v1::PredictionInterval& iv = pr.interval();
+      moetune::planner::PredictionInterval interval;
+      interval.coverage = iv.coverage();
+      interval.tokens_per_sec_per_gpu_low = iv.tokens_per_sec_per_gpu_low();
+      interval.tokens_per_sec_per_gpu_high = iv.tokens_per_sec_per_gpu_high();
+      interval.basis = iv.basis();
+      interval.unmeasured.assign(iv.unmeasured().begin(), iv.unmeasured().end());
+      absl::StrAppend(&out, "     ", moetune::planner::IntervalText(interval), "\n");
+    }
   }
   return out;
 }
