@@ -198,12 +198,20 @@ std::string TextReport(const pl::SearchResult& r, const pl::EmitContext& ctx) {
                                           p.tokens_per_sec_per_gpu,
                                           pl::ToString(rp.plan)));
   }
+  // What "feasible" means: the peak-memory budget (max_memory_fraction of
+  // the GPU memory nvidia-smi reports).
+  const double hbm = r.best.prediction.hbm_bytes;
+  const std::string budget =
+      hbm > 0 ? absl::StrFormat(" (peak memory within %.1f GiB = %.2f x %.1f GiB)",
+                                r.memory_limit_bytes / pl::units::kGiB, r.memory_limit_bytes / hbm,
+                                hbm / pl::units::kGiB)
+              : std::string();
   absl::StrAppend(&out,
                   absl::StrFormat("\nsearch (%s): %u candidates, %u scored, %u "
-                                  "feasible, %.3f s\n",
+                                  "feasible%s, %.3f s\n",
                                   r.exhaustive ? "exhaustive" : "default",
                                   r.candidates_total, r.candidates_evaluated,
-                                  r.candidates_feasible, r.search_seconds));
+                                  r.candidates_feasible, budget, r.search_seconds));
   return out;
 }
 

@@ -67,6 +67,8 @@ expect_in "maxtext stack form" "$TMP/err" "maxtext-YYYY-MM-DD"
 check "text + explain + fix" 0 $?
 expect_in "text layout" "$TMP/out.txt" "tp=1 "
 expect_in "explain rules" "$TMP/out.txt" "invalid_layout\|over_memory\|dominated_in_group"
+expect_in "text interval" "$TMP/out.txt" "80% interval"
+expect_in "text memory budget" "$TMP/out.txt" "feasible (peak memory within .* = 0.94 x 79.6 GiB)"
 
 # 0: model and cluster from files (native model JSON, cluster preset + override).
 cat > "$TMP/model.json" <<'JSON'
