@@ -529,7 +529,8 @@ std::string EmitMegatronArgs(const Prediction& p, const EmitContext& c) {
   }
   absl::StrAppend(
       &out, "# predicted: ", Headline(p), "\n", IntervalLine(p, "# "), "# cost source: ",
-      CostSourceLine(p), "\n", "# layout: ", ToString(p.parallel), " (dp=", dp, ")\n", "# knobs: ", ToString(p.knobs),
+      CostSourceLine(p), "\n", "# layout: ", ToString(p.parallel), " (dp=", dp, ")\n",
+      "# knobs: ", ToString(p.knobs),
       "\n",
       "# You add: data (--data-path), tokenizer (--tokenizer-type, --tokenizer-model), "
       "training length and learning rate (--train-iters, --lr, ...), checkpoint paths "
@@ -656,7 +657,8 @@ absl::StatusOr<MaxTextConfig> EmitMaxText(const Prediction& p, const ClusterSpec
     absl::StrAppend(&y, "# generated_at: ", c.generated_at, "\n");
   }
   absl::StrAppend(&y, "# predicted: ", Headline(p), "\n", IntervalLine(p, "# "),
-                  "# cost source: ", CostSourceLine(p), "\n", "# layout: ", ToString(par), " (dp=", dp, ")\n",
+                  "# cost source: ", CostSourceLine(p), "\n", "# layout: ", ToString(par),
+                  " (dp=", dp, ")\n",
                   "# ICI = inside one NVLink slice of ", gpus / slices, " GPUs, DCN = across ",
                   slices, " slices\n",
                   "# (JAX finds the slices itself, from each device's slice_index: one NVLink\n"

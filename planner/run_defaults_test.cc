@@ -61,7 +61,8 @@ TEST(RunDefaultsTest, ALayoutNotPinnedIsLeftToTheSearch) {
 }
 
 // The recompute is the first rung of the ladder whose predicted peak is
-// within 84% of the GPU's memory (kRunDefaultMemoryHeadroom): each rung predicted on its own, fully pinned, says so
+// within 84% of the GPU's memory (kRunDefaultMemoryHeadroom): each rung
+// predicted on its own, fully pinned, says so
 // (Llama 3.1 405B on 256 GB200, FP8, TP4 PP16 VP4: 793 tokens/s/GPU
 // measured in Megatron-Bridge 26.02).
 TEST(RunDefaultsTest, RecomputeIsTheLightestRungThatFits) {

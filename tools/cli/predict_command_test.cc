@@ -409,8 +409,8 @@ TEST(PredictCommandTest, DpOutermostIsAnInput) {
 // default by hand. Llama 3.1 405B on 256 GB200, FP8, Megatron-Bridge's 26.02
 // layout TP4 PP16 VP4 (runs.json: 793 tokens/s/GPU measured; the validator,
 // which prices its rows this way, 795): no recompute needs more than 84% of
-// the 185 GiB nvidia-smi reports, so the recompute is the lightest rung of the ladder that fits
-// (core_attn + layernorm + mlp; the prediction's own is pinned by hand
+// the 185 GiB nvidia-smi reports, so the recompute is the lightest rung of
+// the ladder that fits (core_attn + layernorm + mlp; the prediction's own is pinned by hand
 // below). --search-knobs gives the autotuner's best instead, at least as
 // fast (it offloads activations: 1,001).
 TEST(PredictCommandTest, KnobsNotGivenWithTheRunLayoutAreTheRunDefaults) {

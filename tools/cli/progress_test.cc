@@ -37,7 +37,8 @@ TEST(JobSummary, PlanLinesCarryTheirInterval) {
   const std::string out = JobSummary(job);
   EXPECT_NE(out.find("  #1 tp=2 pp=1 vp=1 ep=8 etp=1 cp=1 dp=4 mbs=1: step "), std::string::npos)
       << out;
-  EXPECT_NE(out.find("\n     80% interval 900.0 .. 1150.0 tokens/s/GPU (MoE rows; natural routing)\n"),
+  EXPECT_NE(out.find("\n     80% interval 900.0 .. 1150.0 tokens/s/GPU "
+                     "(MoE rows; natural routing)\n"),
             std::string::npos)
       << out;
   // Without an interval (coverage 0) no line is printed.
