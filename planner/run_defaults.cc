@@ -19,9 +19,11 @@ Knobs RunDefaultKnobs(Precision precision) {
   return k;
 }
 
-CudaGraphScope RunDefaultCudaGraphScope(const SoftwareStack& stack, const ModelSpec& model) {
+CudaGraphScope RunDefaultCudaGraphScope(const SoftwareStack& stack, const ModelSpec& model,
+                                        Precision precision) {
   const bool full = stack.framework == Framework::kMegatron &&
-                    stack.generation == StackGeneration::k2606 && model.IsMoe();
+                    stack.generation == StackGeneration::k2606 && model.IsMoe() &&
+                    precision == Precision::kMxfp8;
   return full ? CudaGraphScope::kFullIteration : CudaGraphScope::kModules;
 }
 
@@ -67,10 +69,19 @@ bool PinsRunLayout(const PlanRequest& r) {
 
 namespace {
 
+// The precision a run-defaults prediction prices: the pinned one, else the
+// request's first allowed one, else BF16.
+Precision RunPrecision(const PlanRequest& r) {
+  return r.constraints.fixed.precision.value_or(
+      r.constraints.precisions.empty() ? Precision::kBf16 : r.constraints.precisions.front());
+}
+
 // The request's stack with the run's graph scope where the caller gave none.
 SoftwareStack RunStack(const PlanRequest& r) {
   SoftwareStack stack = r.stack;
-  if (!r.cuda_graph_scope_given) stack.cuda_graph_scope = RunDefaultCudaGraphScope(r.stack, r.model);
+  if (!r.cuda_graph_scope_given) {
+    stack.cuda_graph_scope = RunDefaultCudaGraphScope(r.stack, r.model, RunPrecision(r));
+  }
   return stack;
 }
 
@@ -109,9 +120,7 @@ absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& r,
         "expert tensor parallelism 1"));
   }
   // The knobs: the run defaults under what the request pins.
-  const Precision precision = given.precision.value_or(
-      r.constraints.precisions.empty() ? Precision::kBf16 : r.constraints.precisions.front());
-  Knobs k = RunDefaultKnobs(precision);
+  Knobs k = RunDefaultKnobs(RunPrecision(r));
   if (!given.dispatcher && r.constraints.dispatchers.size() == 1) {
     k.dispatcher = r.constraints.dispatchers.front();
   }

@@ -45,12 +45,17 @@ inline constexpr double kRunDefaultMemoryHeadroom = 0.84;
 Knobs RunDefaultKnobs(Precision precision);
 
 // What the run's CUDA graphs capture when the request does not say: the
-// whole iteration for a MoE model on a 26.06+ Megatron stack (Megatron-
-// Bridge moved its MoE performance recipes to cuda_graph_impl full_iteration
-// before 26.06: MegatronFeatures::graph_full_iteration has the commits),
-// else the scoped graphs (attn, moe_router, moe_preprocess) moetune's
-// Megatron files write.
-CudaGraphScope RunDefaultCudaGraphScope(const SoftwareStack& stack, const ModelSpec& model);
+// whole iteration for a MoE model at MXFP8 on a 26.06+ Megatron stack, else
+// the scoped graphs (attn, moe_router, moe_preprocess) moetune's Megatron
+// files write. Megatron-Bridge moved its MXFP8 MoE performance recipes to
+// cuda_graph_impl full_iteration before 26.06 (MegatronFeatures::
+// graph_full_iteration has the commits); its BF16, FP8 current-scaling and
+// NVFP4 MoE recipes keep the scoped Transformer Engine graphs or none, and
+// no Hopper recipe captures the whole iteration (perf_recipes/{qwen,
+// deepseek,gpt_oss,kimi}/*/ at 067f987df0: every full_iteration recipe is
+// an fp8_mx one).
+CudaGraphScope RunDefaultCudaGraphScope(const SoftwareStack& stack, const ModelSpec& model,
+                                        Precision precision);
 
 // The selective-recompute modules of `modules` the model has: the MLA up
 // projections only with multi-latent attention, the MoE modules only with

@@ -45,9 +45,15 @@ TEST(RunDefaultsTest, GraphScopeIsTheStacksRecipes) {
   const ModelSpec dense = *LoadModelPreset("llama3-8b");
   SoftwareStack s2606 = *ParseSoftwareStack("26.06");
   SoftwareStack s2604 = *ParseSoftwareStack("26.04.01");
-  EXPECT_EQ(RunDefaultCudaGraphScope(s2606, moe), CudaGraphScope::kFullIteration);
-  EXPECT_EQ(RunDefaultCudaGraphScope(s2606, dense), CudaGraphScope::kModules);
-  EXPECT_EQ(RunDefaultCudaGraphScope(s2604, moe), CudaGraphScope::kModules);
+  // Megatron-Bridge's MXFP8 MoE recipes capture the whole iteration from
+  // 26.06 on; its BF16 / FP8 current-scaling / NVFP4 ones scope the graphs.
+  EXPECT_EQ(RunDefaultCudaGraphScope(s2606, moe, Precision::kMxfp8),
+            CudaGraphScope::kFullIteration);
+  EXPECT_EQ(RunDefaultCudaGraphScope(s2606, moe, Precision::kBf16), CudaGraphScope::kModules);
+  EXPECT_EQ(RunDefaultCudaGraphScope(s2606, moe, Precision::kFp8), CudaGraphScope::kModules);
+  EXPECT_EQ(RunDefaultCudaGraphScope(s2606, moe, Precision::kNvfp4), CudaGraphScope::kModules);
+  EXPECT_EQ(RunDefaultCudaGraphScope(s2606, dense, Precision::kMxfp8), CudaGraphScope::kModules);
+  EXPECT_EQ(RunDefaultCudaGraphScope(s2604, moe, Precision::kMxfp8), CudaGraphScope::kModules);
 }
 
 TEST(RunDefaultsTest, ALayoutNotPinnedIsLeftToTheSearch) {

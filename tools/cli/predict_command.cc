@@ -137,7 +137,7 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"objective", false, "pretrain (default), finetune or lora"},
       {"stack", false, "software stack: container version (Megatron: 26.02, 26.04.01, 26.06, ...; MaxText: maxtext-2026-09-10, ...) or latest (default)"},
       {"framework", false, "megatron (default) or maxtext: whose rules the pins must pass and how the step is priced"},
-      {"cuda-graph-scope", false, "what the run's CUDA graphs capture: modules (attn, moe_router, moe_preprocess, as moetune's Megatron file writes) or full_iteration (the whole step with a static MoE token budget, as Megatron-Bridge's 26.06+ MoE performance recipes run); default: full_iteration for a MoE model on a 26.06+ stack with the run layout given, else modules"},
+      {"cuda-graph-scope", false, "what the run's CUDA graphs capture: modules (attn, moe_router, moe_preprocess, as moetune's Megatron file writes) or full_iteration (the whole step with a static MoE token budget, as Megatron-Bridge's 26.06+ MoE performance recipes run); default: full_iteration for a MoE model at mxfp8 on a 26.06+ stack with the run layout given, else modules"},
       {"format", false, "json (default), text, or maxtext (with --framework maxtext: the MaxText YAML and XLA_FLAGS)"},
       {"search-knobs", true, "knobs not given (recompute, offload, dispatcher, overlap, streams, CUDA graphs) are the autotuner's choice (the fastest that fits) instead of what a run does with those flags unset (the default once tp, pp, mbs and, for MoE, ep are given: planner/run_defaults.h)"},
       {"help", true, "show this help"},
