@@ -746,14 +746,26 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
 }
 
 // The row's recipe captured the whole iteration in CUDA graphs: Megatron-
-// Bridge moved its MoE performance recipes to cuda_graph_impl
+// Bridge moved its MXFP8 MoE performance recipes to cuda_graph_impl
 // full_iteration with a static token budget before 26.06
 // (MegatronFeatures::graph_full_iteration has the commits), and every
-// 26.06+ MoE row of runs.json is one of those tables. Earlier rows and the
-// dense ones: the scoped graphs (the flag changes nothing there).
+// 26.06+ MoE row of runs.json is MXFP8 -- but two of those recipes kept the
+// scoped Transformer Engine graphs (attn, moe_router, moe_preprocess) at
+// 26.06 (Megatron-Bridge v0.5.0, scripts/performance/configs/):
+// DEEPSEEK_V3_PRETRAIN_CONFIG_B300_FP8_MX_V2 = B300_BF16_V2 (GBS 4,096,
+// MBS 2, PP 8, EP 8: cuda_graph_impl "transformer_engine") and
+// GPT_OSS_120B_PRETRAIN_CONFIG_B300_FP8_MX_V2 = B300_BF16_V2 (EP 8, GBS
+// 1,280: the V1 TE scope). Earlier rows and the dense ones: the scoped
+// graphs (the flag changes nothing there).
 bool RecipeRanFullIterationGraphs(const RowSpec& r) {
-  return r.stack == "megatron-core-2026" && r.generation == mp::StackGeneration::k2606 &&
-         r.model.IsMoe();
+  if (r.stack != "megatron-core-2026" || r.generation != mp::StackGeneration::k2606 ||
+      !r.model.IsMoe()) {
+    return false;
+  }
+  const bool b300_scoped = r.cluster_name == "b300" &&
+                           (r.model_preset == "deepseek-v3" || r.model_preset == "gpt-oss-120b") &&
+                           r.container.rfind("26.06", 0) == 0;
+  return !b300_scoped;
 }
 
 // Builds cost models and step models for rows under given constants.
