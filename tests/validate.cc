@@ -109,6 +109,11 @@ ABSL_FLAG(std::string, recompute_from, "rule",
           "that fits within kRecipeMemoryHeadroom, the headline) or 'recipe' (what "
           "the row's Megatron-Bridge recipe sets, kRecipeRecompute; a second "
           "scheme, reported beside the headline)");
+ABSL_FLAG(std::string, graphs_from, "stack",
+          "which CUDA graphs a row ran: 'stack' (the headline: graphs on, the "
+          "generation's scope, full iteration for 26.06+ MXFP8 MoE rows) or 'recipe' "
+          "(what the row's Megatron-Bridge preset sets, RecipeGraphsFor; a second "
+          "scheme, reported beside the headline)");
 ABSL_FLAG(bool, check, false,
           "exit 1 when a done criterion of issue 16 that the model meets on the public "
           "rows is broken (CriteriaCheck below); needs --cv and no --set");
@@ -320,6 +325,78 @@ int RecipeOffloadLayersFor(const std::string& model_preset, const std::string& c
   if (cluster_preset == "gb200-nvl72") return 40;
   if (cluster_preset == "gb300-nvl72") return 20;
   return 0;
+}
+
+// The CUDA graphs a megatron-core-2026 row's recipe ran, read like
+// kRecipeRecompute from Megatron-Bridge at the container's release tag
+// (26.02 v0.3.0 ... 26.06.01 v0.5.1; 26.08 v0.6.0's flat perf_recipes):
+// the row's preset in scripts/performance/configs/<family>/
+// *_workload_base_configs.py (the V2, else V1 preset whose layout is the
+// row's). A preset's cuda_graph_impl None keeps the base recipe's, which is
+// Megatron-Core's default "none" (v0.3.0 - v0.4.x recipes set none; v0.5.0
+// sets "none" explicitly for DeepSeek, GPT-OSS and Llama), so most presets
+// run eager:
+// - Llama3-70B / Llama3.1-405B pre-training: every preset of the rows None
+//   or "none" (the NVFP4 ones "none" with a full_iteration scope, unused):
+//   no graphs. Llama3-70B SFT / LoRA (26.06): transformer_engine, scope mlp,
+//   except the H100 LoRA preset (None).
+// - DeepSeek-V3 B200 / B300: None -> no graphs, except B300 from 26.04.01
+//   (DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V2: TE attn, moe_router,
+//   moe_preprocess); GB300 26.06: full_iteration.
+// - GPT-OSS-120B: B200 and GB200 BF16 None -> no graphs; B300 (BF16, and
+//   MXFP8 = BF16_V2 at 26.06): TE attn, moe_router, moe_preprocess.
+// - Qwen3-235B-A22B: B200 and H100 None -> no graphs; GB200 MXFP8 26.02 -
+//   26.04.01 TE attn, moe_router, moe_preprocess, 26.06+ full_iteration.
+// - Qwen3-30B-A3B: H100 None -> no graphs; B200 MXFP8 TE (26.02: moe_router,
+//   moe_preprocess; 26.02.01+: with attn); GB300 MXFP8 26.02 - 26.04.01 TE
+//   moe_router, moe_preprocess (no attn), 26.06+ full_iteration.
+struct RecipeGraphs {
+  bool on = false;  // cuda_graph_impl other than none
+  bool full_iteration = false;
+  bool attn = false, moe_router = false, moe_preprocess = false;  // TE scope
+};
+
+std::optional<RecipeGraphs> RecipeGraphsFor(const std::string& model, const std::string& gpu,
+                                            const std::string& container,
+                                            mp::Objective objective) {
+  const bool v2606 = container.rfind("26.06", 0) == 0 || container.rfind("26.08", 0) == 0;
+  RecipeGraphs none;
+  RecipeGraphs full;
+  full.on = full.full_iteration = true;
+  RecipeGraphs te_moe;  // TE attn, moe_router, moe_preprocess
+  te_moe.on = te_moe.attn = te_moe.moe_router = te_moe.moe_preprocess = true;
+  RecipeGraphs te_moe_no_attn = te_moe;
+  te_moe_no_attn.attn = false;
+  if (model == "llama3-70b" || model == "llama3.1-405b") {
+    if (objective == mp::Objective::kPretrain) return none;
+    if (gpu == "h100-sxm" && objective == mp::Objective::kLora) return none;
+    RecipeGraphs mlp;  // TE scope mlp: the dense MLP captured, attention eager
+    mlp.on = true;
+    return mlp;
+  }
+  if (model == "deepseek-v3") {
+    if (gpu == "gb300-nvl72" && v2606) return full;
+    if (gpu == "b300" && (container == "26.04.01" || v2606)) return te_moe;
+    if (gpu == "b200" || gpu == "b300") return none;
+    return std::nullopt;
+  }
+  if (model == "gpt-oss-120b") {
+    if (gpu == "b300") return te_moe;
+    if (gpu == "b200" || gpu == "gb200-nvl72") return none;
+    return std::nullopt;
+  }
+  if (model == "qwen3-235b-a22b") {
+    if (gpu == "b200" || gpu == "h100-sxm") return none;
+    if (gpu == "gb200-nvl72") return v2606 ? full : te_moe;
+    return std::nullopt;
+  }
+  if (model == "qwen3-30b-a3b") {
+    if (gpu == "h100-sxm") return none;
+    if (gpu == "b200") return container == "26.02" ? te_moe_no_attn : te_moe;
+    if (gpu == "gb300-nvl72") return v2606 ? full : te_moe_no_attn;
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 absl::StatusOr<mp::Recompute> PublishedRecompute(const json& row) {
@@ -630,6 +707,8 @@ struct RowSpec {
   std::optional<mp::Recompute> published_recompute;
   std::optional<uint32_t> published_offload;  // OffloadModule bits
   int recipe_offload_layers = 0;  // --recompute_from=recipe only
+  // --graphs_from=recipe only: the CUDA graphs the row's recipe ran.
+  std::optional<RecipeGraphs> recipe_graphs;
   std::optional<double> measured_tokens;  // tokens/s/GPU
   std::optional<double> measured_tflops;  // model TFLOPS/GPU
   // Everything the prediction depends on (model, cluster, shape, layout,
@@ -722,6 +801,10 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
   }
   if (published.ok()) r.published_recompute = *published;
   r.published_offload = PublishedOffload(row);
+  if (r.stack == "megatron-core-2026" && absl::GetFlag(FLAGS_graphs_from) == "recipe") {
+    r.recipe_graphs =
+        RecipeGraphsFor(r.model_preset, r.cluster_name, r.container, r.shape.objective);
+  }
   r.label = absl::StrFormat(
       "%s %s %dg s%d gbs%d mbs%d tp%d pp%d vp%d ep%d cp%d %s sw%s", r.model.name,
       r.cluster_name, r.shape.gpus, r.shape.seq_len, r.shape.global_batch, p.mbs, p.tp,
@@ -819,6 +902,16 @@ class RowModel {
   absl::StatusOr<mp::StepModel> Model(const RowSpec& r, const FittedConstants& f) const {
     mp::StackConstants s = Stack(r.generation, f);
     s.features.graph_full_iteration = RecipeRanFullIterationGraphs(r);
+    if (r.recipe_graphs.has_value()) {
+      const RecipeGraphs& g = *r.recipe_graphs;
+      s.features.graph_full_iteration = g.full_iteration;
+      if (g.on && !g.full_iteration) {
+        s.features.graph_attn = g.attn;
+        s.features.graph_moe_router = g.moe_router;
+        s.features.graph_moe_preprocess = g.moe_preprocess;
+        s.features.graph_shared_experts = g.moe_router;
+      }
+    }
     return mp::StepModel::Create(r.model, r.cluster, r.shape, Cost(r.cluster, f), s);
   }
   // With the software features of a knob-ladder step instead of the
@@ -853,6 +946,7 @@ absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, 
   RowSetup s;
   s.knobs = StackKnobs(r.precision);
   s.knobs.optimizer_states = r.optimizer_states;
+  if (r.recipe_graphs.has_value()) s.knobs.cuda_graphs = r.recipe_graphs->on;
   // The EP A2A overlap only where the row's recipe or notes say it ran
   // (older stacks predate it or leave it off, like the Bridge default).
   const RecipeKnobs* recipe = r.stack == "megatron-core-2026"
@@ -1303,13 +1397,19 @@ int main(int argc, char** argv) {
                  recompute_from.c_str());
     return 2;
   }
+  const std::string graphs_from = absl::GetFlag(FLAGS_graphs_from);
+  if (graphs_from != "stack" && graphs_from != "recipe") {
+    std::fprintf(stderr, "--graphs_from: '%s' is neither 'stack' nor 'recipe'\n",
+                 graphs_from.c_str());
+    return 2;
+  }
   if (absl::GetFlag(FLAGS_check) &&
       (!absl::GetFlag(FLAGS_cv) || !absl::GetFlag(FLAGS_set).empty() ||
        stack != "megatron-core-2026" || !absl::GetFlag(FLAGS_row).empty() ||
-       recompute_from != "rule")) {
+       recompute_from != "rule" || graphs_from != "stack")) {
     std::fprintf(stderr,
                  "--check needs the cross-validation on every megatron-core-2026 row: no "
-                 "--cv=false, --set, --row, --stack or --recompute_from\n");
+                 "--cv=false, --set, --row, --stack, --recompute_from or --graphs_from\n");
     return 2;
   }
   if (recompute_from == "recipe") {
