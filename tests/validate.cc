@@ -833,22 +833,18 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
 // full_iteration with a static token budget before 26.06
 // (MegatronFeatures::graph_full_iteration has the commits), and every
 // 26.06+ MoE row of runs.json is MXFP8 -- but two of those recipes kept the
-// scoped Transformer Engine graphs (attn, moe_router, moe_preprocess) at
-// 26.06 (Megatron-Bridge v0.5.0, scripts/performance/configs/):
-// DEEPSEEK_V3_PRETRAIN_CONFIG_B300_FP8_MX_V2 = B300_BF16_V2 (GBS 4,096,
-// MBS 2, PP 8, EP 8: cuda_graph_impl "transformer_engine") and
-// GPT_OSS_120B_PRETRAIN_CONFIG_B300_FP8_MX_V2 = B300_BF16_V2 (EP 8, GBS
-// 1,280: the V1 TE scope). Earlier rows and the dense ones: the scoped
-// graphs (the flag changes nothing there).
+// scoped Transformer Engine graphs at 26.06 (DeepSeek-V3 and GPT-OSS-120B
+// on B300: RecipeGraphsFor, the audit this reads). Earlier rows and the
+// dense ones: the scoped graphs (the flag changes nothing there); a 26.06+
+// MoE row the audit does not cover: full iteration.
 bool RecipeRanFullIterationGraphs(const RowSpec& r) {
   if (r.stack != "megatron-core-2026" || r.generation != mp::StackGeneration::k2606 ||
       !r.model.IsMoe()) {
     return false;
   }
-  const bool b300_scoped = r.cluster_name == "b300" &&
-                           (r.model_preset == "deepseek-v3" || r.model_preset == "gpt-oss-120b") &&
-                           r.container.rfind("26.06", 0) == 0;
-  return !b300_scoped;
+  const std::optional<RecipeGraphs> g =
+      RecipeGraphsFor(r.model_preset, r.cluster_name, r.container, r.shape.objective);
+  return !g.has_value() || g->full_iteration;
 }
 
 // Builds cost models and step models for rows under given constants.
@@ -903,8 +899,7 @@ class RowModel {
     mp::StackConstants s = Stack(r.generation, f);
     s.features.graph_full_iteration = RecipeRanFullIterationGraphs(r);
     if (r.recipe_graphs.has_value()) {
-      const RecipeGraphs& g = *r.recipe_graphs;
-      s.features.graph_full_iteration = g.full_iteration;
+      const RecipeGraphs& g = *r.recipe_graphs;  // its full_iteration set just above
       if (g.on && !g.full_iteration) {
         s.features.graph_attn = g.attn;
         s.features.graph_moe_router = g.moe_router;
