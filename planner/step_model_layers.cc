@@ -832,6 +832,33 @@ double MoeActRecomputeHostSecondsOf(const Context& c, int local_experts) {
              (1.0 + kBackwardKernelFactor);
 }
 
+// The exposed host seconds of a MoE layer outside the 26.06 hiding
+// (StackConstants::MoeHostForm): `host` the experts' and permutations' host
+// work, `ungraphed` the ops outside CUDA graphs, `compute` the layer's GPU
+// compute, all forward + backward.
+double ExposedMoeHostSeconds(StackConstants::MoeHostForm form, double host, double ungraphed,
+                             double compute) {
+  using Form = StackConstants::MoeHostForm;
+  switch (form) {
+    case Form::kAdditive:
+      return host + ungraphed;
+    case Form::kUngraphedRunsAhead:
+      return host + std::max(0.0, ungraphed - compute);
+    case Form::kBackwardRunsAhead: {
+      // Backward is kBackwardKernelFactor of the 1 + kBackwardKernelFactor
+      // passes, of the host work and of the compute alike.
+      const double bwd = kBackwardKernelFactor / (1.0 + kBackwardKernelFactor);
+      const double bwd_exposed = std::max(0.0, bwd * (host - compute));
+      const double compute_left =
+          (1.0 - bwd) * compute + std::max(0.0, bwd * (compute - host));
+      return (1.0 - bwd) * host + bwd_exposed + std::max(0.0, ungraphed - compute_left);
+    }
+    case Form::kMaxHostCompute:
+      return std::max(0.0, host + ungraphed - compute);
+  }
+  return host + ungraphed;
+}
+
 void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_schedule,
                   Slots* l) {
   // Ops outside CUDA graphs (StaticHostSeconds).
@@ -848,6 +875,7 @@ void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_sc
                         ExtraQuantizationsHostSeconds(c, 2.0 * local, 0.0) +
                         (PermuteHostSeconds(c) - LatestPermuteHostSeconds(c)) +
                         MoeActRecomputeHostSecondsOf(c, local);
+    const double compute = SlotSum(*l, kSAttnCore, kSMemBound);
     if (MoeHostHidden(*c.stack, ep_overlap_schedule, c.ep, c.knobs->cuda_graphs)) {
       // The other micro-batch's layer keeps the GPU busy while this one's
       // host work runs: only host time beyond that compute shows. That
@@ -856,12 +884,13 @@ void AddHostTerms(const LayerKindTables& k, const Context& c, bool ep_overlap_sc
       // micro-batches' ops in turn and its time adds (the Megatron-Bridge
       // MoE recipes pair moe_a2a_overlap with CUDA graphs); with graphs
       // scoped to parts of the layer it does not happen (MoeHostHidden).
-      const double compute = SlotSum(*l, kSAttnCore, kSMemBound);
       l->AddSeconds(kSLaunch, std::max(0.0, host - compute), kPriorBit);
+      l->AddSeconds(kSLaunch, static_host, kPriorBit);
     } else {
-      l->AddSeconds(kSLaunch, host, kPriorBit);
+      l->AddSeconds(kSLaunch, ExposedMoeHostSeconds(c.stack->moe_host_form, host, static_host,
+                                                    compute),
+                    kPriorBit);
     }
-    l->AddSeconds(kSLaunch, static_host, kPriorBit);
   }
   l->AddSeconds(kSLaunch, k.kernels_fwd * (1.0 + kBackwardKernelFactor) * c.launch_s,
                 kPriorBit);

@@ -981,6 +981,35 @@ TEST(StepModelByHandTest, MegatronFeaturesOnTheHost) {
               0.004608, 1e-12);
 }
 
+TEST(StepModelByHandTest, RejectedMoeHostFormsByHand) {
+  // The study forms of StackConstants::MoeHostForm, on the eager TinyMoe of
+  // MegatronFeaturesOnTheHost (26.02, EP 2): per layer and micro-batch 9 ms
+  // of compute, 1.825 ms of the experts' host work and 0.261 ms of eager
+  // ops; 3 ms per micro-batch outside the layers; 8 micro-batches.
+  const ParallelConfig ep2 = Layout(1, 1, 1, 2, 1, 1);
+  StackConstants s = StackConstantsFor(StackGeneration::k2602);
+  s.host_op_s = 25e-6;
+  s.step_host_s = 0;
+  Knobs eager;
+  eager.cuda_graphs = false;
+  using Form = StackConstants::MoeHostForm;
+  ASSERT_EQ(s.moe_host_form, Form::kAdditive);
+  // Additive (shipped): 8 x (2 x (9 + 1.825 + 0.261) + 3) = 201.376 ms.
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, s, eager), 0.201376, 1e-12);
+  // The eager ops hidden behind the 9 ms: 8 x (2 x (9 + 1.825) + 3) = 197.2.
+  s.moe_host_form = Form::kUngraphedRunsAhead;
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, s, eager), 0.1972, 1e-12);
+  // Backward's two thirds of the experts' host work (1.216667 ms) hidden
+  // behind backward's 6 ms, the eager ops behind the compute left: the
+  // forward third, 0.608333 ms, shows: 8 x (2 x 9.608333 + 3) = 177.7333.
+  s.moe_host_form = Form::kBackwardRunsAhead;
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, s, eager),
+              0.008 * (2 * (9 + 1.825 / 3) + 3), 1e-12);
+  // max(1.825 + 0.261, 9) = 9: 8 x (2 x 9 + 3) = 168 ms.
+  s.moe_host_form = Form::kMaxHostCompute;
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, s, eager), 0.168, 1e-12);
+}
+
 TEST(StepModelRelativeTest, DeepEpOnMultiNodeNvlinkIsSlowerThanHybridEp) {
   // EP 32 inside one NVL72 domain: DeepEP's MNNVL ceilings (400 GB/s
   // dispatch, 190 GB/s combine) below the prior's ~630 GB/s make the EP

@@ -97,8 +97,9 @@ ABSL_FLAG(std::string, stack, "megatron-core-2026",
 ABSL_FLAG(bool, verbose, false, "print each row's breakdown");
 ABSL_FLAG(std::string, set, "",
           "sensitivity study: override global constants, e.g. "
-          "ep_overlap_fraction=0.5,host_op_us=20,gemm_efficiency_scale=0.9 "
-          "(keys: see ApplyOverrides); a constant set here is pinned (not "
+          "ep_overlap_fraction=0.5,host_op_us=20,gemm_efficiency_scale=0.9, or "
+          "moe_host_form=1 (a rejected MoE host form, StackConstants::MoeHostForm) "
+          "(keys: see ParseOverrides); a constant set here is pinned (not "
           "refitted by the cross-validation)");
 ABSL_FLAG(std::string, row, "",
           "only rows whose id contains this; prints every recompute option's "
@@ -487,6 +488,9 @@ bool SetStackConstant(const std::string& key, double v, mp::StackConstants* k) {
   else if (key == "host_op_us") k->host_op_s = v * 1e-6;
   else if (key == "step_host_ms") k->step_host_s = v * 1e-3;
   else if (key == "moe_host_hidden_by_ep_overlap") k->moe_host_hidden_by_ep_overlap = v != 0;
+  else if (key == "moe_host_form" && (v == 0 || v == 1 || v == 2 || v == 3))
+    // 0 additive (shipped); 1-3 the rejected overlaps (StackConstants::MoeHostForm)
+    k->moe_host_form = static_cast<mp::StackConstants::MoeHostForm>(int(v));
   else if (key == "lora_adapter_hbm_passes") k->lora_adapter_hbm_passes = v;
   else if (key == "grad_buffer_bytes_per_param") k->grad_buffer_bytes_per_param = v;
   else if (key == "unfused_sink_layers")  // 0 none, 1 sliding window, 2 all
@@ -621,6 +625,11 @@ absl::StatusOr<Overrides> ParseOverrides(const std::string& text) {
     if (eq == std::string::npos) return absl::InvalidArgumentError("--set needs key=value");
     const std::string key = item.substr(0, eq);
     const double v = std::atof(item.substr(eq + 1).c_str());
+    if (key == "moe_host_form" && !(v == 0 || v == 1 || v == 2 || v == 3)) {
+      return absl::InvalidArgumentError(
+          "--set moe_host_form must be 0, 1, 2 or 3 (StackConstants::MoeHostForm), got " +
+          item.substr(eq + 1));
+    }
     mp::StackConstants probe;
     const bool is_fitted = std::any_of(fit.begin(), fit.end(),
                                        [&](const mt::FitParameter& p) { return p.name == key; });
