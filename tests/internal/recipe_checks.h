@@ -34,9 +34,9 @@
 //   comes out +82..+83% (FP8 attention's own speed not priced; the fused
 //   sink attention is priced ~12x cheaper than the unfused one, which gave
 //   -6..-12% as a what-if line): the time model's fused-sink attention is
-//   too cheap for these rows. The 26.06.01 rows, which regressed in cuDNN
-//   attention (cudnn-frontend issue 256), are +187..+197% fused, +43..+47%
-//   unfused.
+//   too cheap for these rows. The 26.06.01 rows, which regressed in cuDNN's
+//   fused MoE grouped GEMM + dGLU backward kernel (cudnn-frontend issue 256,
+//   not attention), are +187..+197% fused, +43..+47% unfused.
 // - The August 2026 performance cards (Megatron-Bridge model verification,
 //   nemo:26.08, each priced as its recipe reads): DeepSeek-V3 256 GB200
 //   +4.1%, 256 GB300 +0.9%, 1,024 H100 -1.6% (-11.0% before the dispatch
