@@ -1882,9 +1882,15 @@ int main(int argc, char** argv) {
     const bool tflops = !l.measured_tflops.empty();
     if (!tflops) std::printf("  (step times only: %% = meas s / pred s - 1, the throughput error)\n");
     for (size_t i = 0; i < pred.size(); ++i) {
+      // Published as TFLOP/s: the measured step is the priced one scaled by
+      // the FLOP rates (same model FLOPs per step); its excess over the
+      // priced step shows costs paid once per step or per micro-batch.
       const std::string meas_text =
-          tflops ? absl::StrFormat("meas %6.1f TF  pred %6.1f TF (%+5.1f%%)", measured[i], pred[i],
-                                   100 * (pred[i] / measured[i] - 1))
+          tflops ? absl::StrFormat("meas %6.1f TF  pred %6.1f TF (%+5.1f%%) step %6.2f s vs %6.2f "
+                                   "s (%+.2f s)",
+                                   measured[i], pred[i], 100 * (pred[i] / measured[i] - 1),
+                                   pred_step_s[i] * pred[i] / measured[i], pred_step_s[i],
+                                   pred_step_s[i] * (pred[i] / measured[i] - 1))
                  : absl::StrFormat("meas %6.2f s   pred %6.2f s  (%+5.1f%%)", l.measured_step_s[i],
                                    pred_step_s[i],
                                    100 * (l.measured_step_s[i] / pred_step_s[i] - 1));
