@@ -488,8 +488,8 @@ bool SetStackConstant(const std::string& key, double v, mp::StackConstants* k) {
   else if (key == "host_op_us") k->host_op_s = v * 1e-6;
   else if (key == "step_host_ms") k->step_host_s = v * 1e-3;
   else if (key == "moe_host_hidden_by_ep_overlap") k->moe_host_hidden_by_ep_overlap = v != 0;
-  else if (key == "moe_host_form" && (v == 0 || v == 1 || v == 2 || v == 3))
-    // 0 additive (shipped); 1-3 the rejected overlaps (StackConstants::MoeHostForm)
+  else if (key == "moe_host_form")  // 0 additive (shipped), 1-3 the rejected overlaps;
+                                     // ParseOverrides refuses other values
     k->moe_host_form = static_cast<mp::StackConstants::MoeHostForm>(int(v));
   else if (key == "lora_adapter_hbm_passes") k->lora_adapter_hbm_passes = v;
   else if (key == "grad_buffer_bytes_per_param") k->grad_buffer_bytes_per_param = v;
