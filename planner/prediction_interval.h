@@ -13,7 +13,12 @@
 // predicted / (1 + q10)]. Plans using a setting none of those rows used
 // (UnmeasuredSettings) get the same ranks of the errors on the other-stack
 // rows of runs.json instead (older containers and other frameworks, never
-// used to set any constant): the model's error where it was not tuned.
+// used to set any constant, each predicted as `moetune predict` prices it,
+// with the run defaults for the knobs the row does not publish): the
+// model's error where it was not tuned. So do predictions that leave
+// execution knobs to the run defaults (PredictPinned; RunKnobsNotGiven in
+// run_defaults.h): the run's own settings are then a guess, as they were
+// for those rows.
 // tests/validate also checks, on held-out folds, that such intervals cover
 // about 80% (NestedIntervalCoverage, tests/internal/intervals.h).
 #pragma once

@@ -53,6 +53,21 @@ TEST(PredictionIntervalTest, UnmeasuredSettings) {
   EXPECT_THAT(UnmeasuredSettings(m, gb200, shape, p, k),
               ElementsAre("cuda_graphs off", "moe_load_imbalance > 1", "etp > 1",
                           "more than 1,024 GPUs"));
+  // Overlaps off that the published rows ran: the EP A2A overlap either way
+  // (most MoE recipes leave it off), no P2P overlap on a non-interleaved
+  // pipeline (Megatron turns it off itself), no TP overlap at TP 1.
+  {
+    ParallelConfig q;
+    q.tp = 1, q.pp = 4, q.vp = 1, q.ep = 8;
+    Knobs off;
+    off.overlap.ep_comm = false;
+    off.overlap.pp_comm = false;
+    off.overlap.tp_comm = false;
+    EXPECT_TRUE(UnmeasuredSettings(m, gb200, {256, 4096, 1024}, q, off).empty());
+    q.vp = 2;  // an interleaved pipeline could overlap its P2P sends
+    EXPECT_THAT(UnmeasuredSettings(m, gb200, {256, 4096, 1024}, q, off),
+                ElementsAre("an overlap off"));
+  }
   // H200: no published megatron-core-2026 rows.
   EXPECT_THAT(UnmeasuredSettings(m, *LoadClusterPreset("h200"), {256, 4096, 1024},
                                  ParallelConfig{}, Knobs{}),

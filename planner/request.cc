@@ -10,8 +10,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "planner/framework_rules.h"
 #include "planner/internal/strings.h"
+#include "planner/prediction_interval.h"
 #include "planner/run_defaults.h"
 #include "planner/step_model.h"
 
@@ -63,10 +65,24 @@ std::optional<std::pair<ParallelConfig, Knobs>> SingleCandidate(const PlanReques
   return std::make_pair(p, k);
 }
 
-}  // namespace
+// The prediction's interval, widened to the errors of runs priced the same
+// way (the other-stack rows through predict's run defaults) when the request
+// left execution knobs to the run defaults: the run's own settings are then
+// a guess the layout does not carry (planner/prediction_interval.h).
+absl::StatusOr<Prediction> WithKnobsNotGiven(const PlanRequest& request,
+                                             absl::StatusOr<Prediction> p) {
+  if (!p.ok()) return p;
+  const std::vector<std::string> unset = RunKnobsNotGiven(request);
+  if (unset.empty()) return p;
+  std::vector<std::string> unmeasured = p->interval.unmeasured;
+  unmeasured.push_back(absl::StrCat("knobs not given (", absl::StrJoin(unset, " "), ")"));
+  p->interval = IntervalFor(p->tokens_per_sec_per_gpu, p->model.IsMoe(), unmeasured);
+  return p;
+}
 
-absl::StatusOr<Prediction> PredictPinned(const PlanRequest& request,
-                                         std::shared_ptr<const CostModel> cost_model) {
+// The step of `request` as pinned (or filled with the run defaults).
+absl::StatusOr<Prediction> PredictPinnedRun(const PlanRequest& request,
+                                            std::shared_ptr<const CostModel> cost_model) {
   PlanRequest r = request;
   if (UsesRunDefaults(request)) {
     absl::StatusOr<PlanRequest> pinned = WithRunDefaults(request, cost_model);
@@ -96,6 +112,13 @@ absl::StatusOr<Prediction> PredictPinned(const PlanRequest& request,
   absl::StatusOr<Prediction> p = sm->Predict(single->first, n.knobs);
   if (p.ok()) p->framework = r.stack.framework;
   return p;
+}
+
+}  // namespace
+
+absl::StatusOr<Prediction> PredictPinned(const PlanRequest& request,
+                                         std::shared_ptr<const CostModel> cost_model) {
+  return WithKnobsNotGiven(request, PredictPinnedRun(request, std::move(cost_model)));
 }
 
 absl::StatusOr<std::optional<std::string>> ReadIfFile(std::string_view arg) {

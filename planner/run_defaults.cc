@@ -92,6 +92,22 @@ bool UsesRunDefaults(const PlanRequest& r) {
          r.stack.framework == Framework::kMegatron && PinsRunLayout(r);
 }
 
+std::vector<std::string> RunKnobsNotGiven(const PlanRequest& r) {
+  std::vector<std::string> unset;
+  if (!UsesRunDefaults(r)) return unset;
+  const FixedKnobs& f = r.constraints.fixed;
+  const bool moe = r.model.IsMoe();
+  if (!f.cuda_graphs) unset.push_back("--cuda-graphs");
+  if (moe && !r.cuda_graph_scope_given) unset.push_back("--cuda-graph-scope");
+  if (moe && f.ep.value_or(1) > 1 && !f.dispatcher && r.constraints.dispatchers.size() != 1) {
+    unset.push_back("--dispatcher");
+  }
+  if (moe && !f.grouped_gemm) unset.push_back("--grouped-gemm");
+  if (!f.overlap && !f.overlap_exact) unset.push_back("--overlap");
+  if (!f.comm_streams) unset.push_back("--comm-streams");
+  return unset;
+}
+
 SoftwareStack PredictedStack(const PlanRequest& r) {
   return UsesRunDefaults(r) ? RunStack(r) : r.stack;
 }

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -78,6 +79,15 @@ bool PinsRunLayout(const PlanRequest& request);
 // defaults: it asks for them (UnpinnedKnobs::kRunDefaults), is a Megatron
 // request and pins the run layout.
 bool UsesRunDefaults(const PlanRequest& request);
+
+// The execution knobs `request` leaves to the run defaults (UsesRunDefaults
+// and unpinned), each as the flag a user would give: "--cuda-graphs",
+// "--cuda-graph-scope" (MoE), "--dispatcher" (MoE with ep > 1),
+// "--grouped-gemm" (MoE), "--overlap", "--comm-streams". Empty when the
+// request pins them all or does not use run defaults. The recompute is not
+// among them: the validator's headline infers every row's recompute by the
+// same rule, so its errors already carry that guess.
+std::vector<std::string> RunKnobsNotGiven(const PlanRequest& request);
 
 // The software stack PredictPinned prices `request` with: its own, with the
 // CUDA-graph scope of RunDefaultCudaGraphScope when the request asks for run

@@ -1,9 +1,11 @@
 #include "planner/run_defaults.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planner/prediction_interval.h"
 #include "planner/request.h"
 #include "testing/status_matchers.h"
 
@@ -142,6 +144,49 @@ TEST(RunDefaultsTest, AnExpertGridTheDefaultEtpCannotFillSaysSo) {
   // With etp given as 1 the same layout is predicted.
   r.constraints.fixed.etp = 1;
   EXPECT_TRUE(PredictPinned(r, Prior(r)).ok());
+}
+
+// The execution knobs a request leaves to the run defaults are named as the
+// flags that would pin them, and the prediction's interval says so: it takes
+// the errors of runs priced the same way (the other-stack rows through the
+// run defaults, ShippedIntervalTable().unmeasured) instead of the class's.
+TEST(RunDefaultsTest, KnobsNotGivenWidenTheInterval) {
+  PlanRequest r = Request("qwen3-30b-a3b", "gb200-nvl72", {8, 4096, 512},
+                          "tp=1,pp=1,ep=8,mbs=4,precision=mxfp8");
+  r.constraints.routing = Routing::kBalanced;
+  EXPECT_THAT(RunKnobsNotGiven(r),
+              ::testing::ElementsAre("--cuda-graphs", "--cuda-graph-scope", "--dispatcher",
+                                     "--grouped-gemm", "--overlap", "--comm-streams"));
+  absl::StatusOr<Prediction> guessed = PredictPinned(r, Prior(r));
+  ASSERT_TRUE(guessed.ok()) << guessed.status();
+  EXPECT_THAT(guessed->interval.unmeasured,
+              ::testing::ElementsAre(::testing::StartsWith("knobs not given (--cuda-graphs")));
+  const IntervalTable& t = ShippedIntervalTable();
+  const double tps = guessed->tokens_per_sec_per_gpu;
+  EXPECT_NEAR(guessed->interval.tokens_per_sec_per_gpu_low, tps / (1 + t.unmeasured.q90), 1e-6);
+  EXPECT_NEAR(guessed->interval.tokens_per_sec_per_gpu_high,
+              tps / (1 + std::min(t.unmeasured.q10, t.moe.q10)), 1e-6);
+
+  // Every one of them given: nothing guessed, the MoE rows' interval.
+  PlanRequest given = r;
+  FixedKnobs& f = given.constraints.fixed;
+  f.cuda_graphs = true, f.dispatcher = Dispatcher::kFusedDedup, f.grouped_gemm = true;
+  f.overlap = true, f.comm_streams = 2;
+  given.cuda_graph_scope_given = true;
+  given.stack.cuda_graph_scope = CudaGraphScope::kFullIteration;
+  EXPECT_TRUE(RunKnobsNotGiven(given).empty());
+  absl::StatusOr<Prediction> pinned = PredictPinned(given, Prior(given));
+  ASSERT_TRUE(pinned.ok()) << pinned.status();
+  EXPECT_TRUE(pinned->interval.unmeasured.empty());
+  EXPECT_NEAR(pinned->interval.tokens_per_sec_per_gpu_low,
+              pinned->tokens_per_sec_per_gpu / (1 + t.moe.q90), 1e-6);
+
+  // A dense model has no MoE knobs to guess; the search path guesses none.
+  PlanRequest dense = Request("llama3-70b", "gb200-nvl72", {64, 8192, 128}, "tp=2,pp=4,mbs=1");
+  EXPECT_THAT(RunKnobsNotGiven(dense),
+              ::testing::ElementsAre("--cuda-graphs", "--overlap", "--comm-streams"));
+  dense.unpinned_knobs = UnpinnedKnobs::kSearch;
+  EXPECT_TRUE(RunKnobsNotGiven(dense).empty());
 }
 
 }  // namespace
