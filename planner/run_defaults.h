@@ -5,8 +5,8 @@
 // different question, "what is the best this layout can do", and is
 // optimistic for a run that keeps its recipe's settings: given only their
 // published layout, container and objective, the 88 megatron-core-2026 rows
-// of runs.json come out MAPE 14.5%, mean signed +8.2% through the search and
-// 5.6%, +1.5% through these defaults (forced-balanced routing, as the rows
+// of runs.json come out MAPE 13.5%, mean signed +7.6% through the search and
+// 6.9%, +1.2% through these defaults (forced-balanced routing, as the rows
 // ran; validate's section "Through `moetune predict` with only the published
 // layout"). The validator prices every row with them (tests/validate.cc
 // ChooseKnobs, plus the recipes' own EP-overlap settings).

@@ -288,17 +288,33 @@ struct StackConstants {
   // (Llama3-70B on 8 GB200/GB300/H100): ~1 ms per layer and micro-batch of
   // 4,096 tokens on GB300, which is what the measured rows leave unexplained.
   double lora_adapter_hbm_passes = 6.0;
-  // Which attention layers with learned softmax sinks (GPT-OSS) the stack's
-  // fused kernels (Transformer Engine cuDNN/flash backends) cannot run, so
-  // that Megatron falls back to unfused attention (batched GEMMs over all
-  // keys, scores through HBM). An assumption about the software inferred
-  // from the published GPT-OSS-120B throughput, not a measured fact: with
-  // every sink layer fused the GPT-OSS rows come out ~50% too fast, with
-  // every one unfused ~25% too slow and with too small an MXFP8 gain; the
-  // sliding-window ones only fits both. A calibrated attention probe
-  // replaces it.
+  // Which attention layers with learned softmax sinks (GPT-OSS) are priced,
+  // in time, as unfused attention (batched GEMMs over all keys, scores
+  // through HBM): a proxy set from the published GPT-OSS-120B throughput,
+  // not the mechanism. With every sink layer priced as the fused kernel the
+  // GPT-OSS rows come out ~50% too fast (+56..+65% on the BF16 rows even
+  // with each recipe's own CUDA graphs, `validate --graphs_from=recipe --set
+  // unfused_sink_layers=0`: about 2 s per step missing), with every one
+  // unfused ~25% too slow and with too small an MXFP8 gain; the
+  // sliding-window ones only fits both. The software does run them fused:
+  // Transformer Engine >= 2.8 with cuDNN >= 9.13.1 has learnable-softmax
+  // sinks in its FusedAttention backend, sliding window included, forward
+  // and backward (TE PR 2148; its tests cover GPT-OSS's 64 heads, GQA 8,
+  // head_dim 64, window (128, 0)), the 26.02 / 26.04 / 26.06 containers ship
+  // TE 2.12 / 2.14 / 2.16, and Megatron-Bridge falls back to Megatron's own
+  // unfused attention only below TE 2.8 (gpt_oss_provider.py, v0.3.0). So
+  // the ~2 s per step are somewhere the model does not price -- the cuDNN
+  // sink kernels' own speed is the first suspect -- and a calibrated
+  // attention probe replaces the proxy. Memory follows the kernel that runs
+  // (sink_attention_stores_probabilities below).
   enum class UnfusedSinkLayers { kNone, kSlidingWindow, kAll };
   UnfusedSinkLayers unfused_sink_layers = UnfusedSinkLayers::kSlidingWindow;
+  // Whether the layers priced as unfused above also hold the unfused
+  // kernel's BF16 probabilities (heads x keys per query) for backward. False:
+  // the fused cuDNN kernel that runs them keeps only its softmax statistics
+  // (see above). True describes a stack below TE 2.8, where Megatron's own
+  // unfused attention runs.
+  bool sink_attention_stores_probabilities = false;
   // Bytes per local parameter of the gradient buffer. Megatron-Core
   // allocates it in fp32 only with grad_reduce_in_fp32, else in the
   // parameter dtype (megatron/core/distributed/distributed_data_parallel.py:

@@ -1275,9 +1275,10 @@ double LayerActivationBytes(const LayerKindTables& k,
   // k.act_* are per token before TP; the SP shard holds tokens_rank tokens.
   double total = c.tokens_rank * bytes;
   // Unfused attention keeps the BF16 probabilities for backward unless
-  // core attention is recomputed.
+  // core attention is recomputed (only where the stack runs the unfused
+  // kernel, not where the sink layers' time is priced as it).
   const bool unfused = k.sliding ? c.sinks_unfused_sliding : c.sinks_unfused_full;
-  if (unfused && !(r & kRecomputeCoreAttn)) {
+  if (unfused && c.stack->sink_attention_stores_probabilities && !(r & kRecomputeCoreAttn)) {
     total += c.tokens_cp * (double(m.num_attention_heads) / c.tp) * c.seq_len *
              kActivationBytes;
   }

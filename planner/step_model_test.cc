@@ -1,5 +1,6 @@
 #include "planner/step_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -487,17 +488,15 @@ TEST(StepModelKnownErrorTest, GptOssExpertParallelOverInfiniBand) {
   // mbridge 26.02, B300 x 64 (8 HGX nodes), EP 64 across the NICs, BF16,
   // mbs 4, gbs 1280: measured 8,359 tokens/s/GPU, about the same as B200
   // (8,047) although B300's NIC is twice as fast. With the Blackwell
-  // inter-node dispatch ceiling (35 GB/s per GPU) the model is ~1% high
-  // (before it: 12,708, +52%).
+  // inter-node dispatch ceiling (32.5 GB/s per GPU) the model is ~1% high
+  // (before it: 12,708, +52%), without recompute as the recipe runs
+  // (GPT_OSS_120B_PRETRAIN_CONFIG_B300_BF16_V1 sets none).
   const StepModel sm = MakeFor(Preset("gpt-oss-120b"), "b300", {64, 4096, 1280},
                                StackGeneration::k2602);
   Knobs k;
   k.overlap.ep_comm = false;  // the recipe leaves moe_a2a_overlap off
-  k.recompute.mode = RecomputeMode::kSelective;
-  k.recompute.modules = kRecomputeCoreAttn | kRecomputeMlaUpProj |
-                        kRecomputeLayerNorm | kRecomputeMoeAct;
   const double t = TokensPerSec(sm, Layout(1, 1, 1, 64, 1, 4), k);
-  EXPECT_NEAR(t, 8415, 0.03 * 8415);  // true: 8,359
+  EXPECT_NEAR(t, 8429, 0.03 * 8429);  // true: 8,359
 }
 
 TEST(StepModelKnownErrorTest, Qwen3On8Gb300AfterContainer2606) {
@@ -1127,8 +1126,9 @@ TEST(StepModelTest, PredictionCarriesAnInterval) {
   absl::StatusOr<Prediction> e = sm.Predict(Layout(1, 1, 1, 1, 1, 1), eager);
   ASSERT_TRUE(e.ok());
   EXPECT_THAT(e->interval.unmeasured, ::testing::ElementsAre("cuda_graphs off"));
+  // Never narrower than the class's on either side (IntervalFor).
   EXPECT_DOUBLE_EQ(e->interval.tokens_per_sec_per_gpu_high,
-                   e->tokens_per_sec_per_gpu / (1 + t.unmeasured.q10));
+                   e->tokens_per_sec_per_gpu / (1 + std::min(t.unmeasured.q10, t.dense.q10)));
 }
 
 TEST(StepModelByHandTest, HierarchicalDataParallelCollective) {
