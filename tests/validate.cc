@@ -1243,13 +1243,6 @@ std::string ContainerKey(const RowSpec& r) {
 
 }  // namespace
 
-// The question out-of-sample checks ask of a published run: `moetune
-// predict` given only what the row publishes -- its layout (unpublished
-// vp / etp / cp as 1), container, objective, FSDP and, where published, its
-// recompute and offload -- with every other knob left to the tool: the run
-// defaults (planner/run_defaults.h, predict's default) or the autotuner's
-// choice (--search-knobs), under forced-balanced routing (what the rows ran)
-// and natural routing (predict's default).
 // `moetune predict` of a published row given only what it publishes (its
 // layout, container, objective, precision, optimizer states and, where
 // published, recompute and offload); every other knob from `mode`.
@@ -1270,6 +1263,13 @@ absl::StatusOr<mp::Prediction> PredictPublishedLayout(const RowSpec& r, mp::Unpi
   return mp::PredictPinned(q, std::make_shared<mp::DatasheetCostModel>(r.cluster));
 }
 
+// The question out-of-sample checks ask of a published run: `moetune
+// predict` given only what the row publishes -- its layout (unpublished
+// vp / etp / cp as 1), container, objective, FSDP and, where published, its
+// recompute and offload -- with every other knob left to the tool: the run
+// defaults (planner/run_defaults.h, predict's default) or the autotuner's
+// choice (--search-knobs), under forced-balanced routing (what the rows ran)
+// and natural routing (predict's default).
 void PrintPublishedLayoutOnly(const std::vector<RowSpec>& specs) {
   std::printf("\n== Through `moetune predict` with only the published layout, container, objective "
               "(and recompute / offload where published) ==\n");
