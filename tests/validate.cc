@@ -1241,6 +1241,12 @@ std::string ContainerKey(const RowSpec& r) {
   return r.container.empty() ? "(none)" : r.container;
 }
 
+// Whether a measured throughput lies inside a prediction's 80% interval.
+bool InsideInterval(const mp::PredictionInterval& iv, double tokens_per_sec_per_gpu) {
+  return iv.tokens_per_sec_per_gpu_low <= tokens_per_sec_per_gpu &&
+         tokens_per_sec_per_gpu <= iv.tokens_per_sec_per_gpu_high;
+}
+
 }  // namespace
 
 // `moetune predict` of a published row given only what it publishes (its
@@ -1289,8 +1295,7 @@ void PrintPublishedLayoutOnly(const std::vector<RowSpec>& specs) {
         const double meas = *r.measured_tokens;
         const double err = pred->tokens_per_sec_per_gpu / meas - 1;
         errors.push_back(err);
-        covered += pred->interval.tokens_per_sec_per_gpu_low <= meas &&
-                   meas <= pred->interval.tokens_per_sec_per_gpu_high;
+        covered += InsideInterval(pred->interval, meas);
         if (std::abs(err) > std::abs(worst_err)) worst_err = err, worst = r.id;
       }
       const mt::ErrorSummary e = mt::Summarize(errors);
@@ -1359,8 +1364,7 @@ void PrintRecipeChecksThroughPredict() {
       }
       tps[natural] = pred->tokens_per_sec_per_gpu;
       errors[natural][c.set].push_back(tps[natural] / meas - 1);
-      covered[natural][c.set] += pred->interval.tokens_per_sec_per_gpu_low <= meas &&
-                                 meas <= pred->interval.tokens_per_sec_per_gpu_high;
+      covered[natural][c.set] += InsideInterval(pred->interval, meas);
       if (!natural && absl::GetFlag(FLAGS_verbose)) {
         // Which knobs the run defaults chose against the recipe's own.
         detail = absl::StrFormat("      predict: %s, graphs %s\n      recipe:  %s, graphs %s\n",
@@ -2379,8 +2383,7 @@ int main(int argc, char** argv) {
         pt.pred_s = p->step_time_s;
         pt.pred_tps = p->tokens_per_sec_per_gpu;
         pt.ok = true;
-        pt.in_interval = pt.meas_tps >= p->interval.tokens_per_sec_per_gpu_low &&
-                         pt.meas_tps <= p->interval.tokens_per_sec_per_gpu_high;
+        pt.in_interval = InsideInterval(p->interval, pt.meas_tps);
         points.push_back(pt);
         if (quiet) continue;
         const std::string band = absl::StrFormat(
