@@ -15,10 +15,13 @@
 // rows of runs.json instead (older containers and other frameworks, never
 // used to set any constant, each predicted as `moetune predict` prices it,
 // with the run defaults for the knobs the row does not publish): the
-// model's error where it was not tuned. So do predictions that leave
-// execution knobs to the run defaults (PredictPinned; RunKnobsNotGiven in
-// run_defaults.h): the run's own settings are then a guess, as they were
-// for those rows.
+// model's error where it was not tuned. A prediction that leaves execution
+// knobs to the run defaults (PredictPinned; RunKnobsNotGiven in
+// run_defaults.h) carries the union of the intervals at the defaults and at
+// the slowest and the fastest settings those knobs could take (request.cc
+// KnobEnds: eager, NCCL all-to-all, no overlap / full-iteration graphs,
+// every overlap): the run's own settings are a guess the layout does not
+// carry, and they move the step by up to ~2x.
 // tests/validate also checks, on held-out folds, that such intervals cover
 // about 80% (NestedIntervalCoverage, tests/internal/intervals.h).
 #pragma once

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -10,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "planner/framework_rules.h"
 #include "planner/internal/strings.h"
@@ -65,21 +69,6 @@ std::optional<std::pair<ParallelConfig, Knobs>> SingleCandidate(const PlanReques
   return std::make_pair(p, k);
 }
 
-// The prediction's interval, widened to the errors of runs priced the same
-// way (the other-stack rows through predict's run defaults) when the request
-// left execution knobs to the run defaults: the run's own settings are then
-// a guess the layout does not carry (planner/prediction_interval.h).
-absl::StatusOr<Prediction> WithKnobsNotGiven(const PlanRequest& request,
-                                             absl::StatusOr<Prediction> p) {
-  if (!p.ok()) return p;
-  const std::vector<std::string> unset = RunKnobsNotGiven(request);
-  if (unset.empty()) return p;
-  std::vector<std::string> unmeasured = p->interval.unmeasured;
-  unmeasured.push_back(absl::StrCat("knobs not given (", absl::StrJoin(unset, " "), ")"));
-  p->interval = IntervalFor(p->tokens_per_sec_per_gpu, p->model.IsMoe(), unmeasured);
-  return p;
-}
-
 // The step of `request` as pinned (or filled with the run defaults).
 absl::StatusOr<Prediction> PredictPinnedRun(const PlanRequest& request,
                                             std::shared_ptr<const CostModel> cost_model) {
@@ -114,11 +103,89 @@ absl::StatusOr<Prediction> PredictPinnedRun(const PlanRequest& request,
   return p;
 }
 
+// The two ends of what the execution knobs a request leaves to the run
+// defaults could be (RunKnobsNotGiven), each as a request that pins them:
+// - slowest: CUDA graphs off, the NCCL all-to-all dispatcher, no
+//   communication overlap -- how Megatron-Bridge's functional and SFT
+//   recipes run (e.g. qwen3_30b_a3b_sft_16gpu_h100_bf16_config);
+// - fastest: CUDA graphs on, capturing the whole iteration for a MoE model
+//   (Megatron-LM's --cuda-graph-impl full_iteration), every overlap on,
+//   the EP A2A overlap included; the dispatcher stays the default (DeepEP /
+//   HybridEP, the faster one).
+// Grouped GEMM and the stream count keep the defaults at both ends: every
+// 2026 MoE recipe runs grouped GEMM, and the streams do not decide what is
+// hidden in the step model. A knob the request pins stays as pinned.
+std::array<PlanRequest, 2> KnobEnds(const PlanRequest& r) {
+  const std::vector<std::string> unset = RunKnobsNotGiven(r);
+  const auto not_given = [&](std::string_view flag) {
+    return std::find(unset.begin(), unset.end(), flag) != unset.end();
+  };
+  PlanRequest slow = r, fast = r;
+  if (not_given("--cuda-graphs")) {
+    slow.constraints.fixed.cuda_graphs = false;
+    fast.constraints.fixed.cuda_graphs = true;
+  }
+  if (not_given("--cuda-graph-scope")) {
+    slow.cuda_graph_scope_given = fast.cuda_graph_scope_given = true;
+    slow.stack.cuda_graph_scope = CudaGraphScope::kModules;
+    fast.stack.cuda_graph_scope = CudaGraphScope::kFullIteration;
+  }
+  if (not_given("--dispatcher")) slow.constraints.fixed.dispatcher = Dispatcher::kAllToAll;
+  if (not_given("--overlap")) {
+    Overlap none;
+    none.tp_comm = none.ep_comm = none.dp_comm = none.pp_comm = false;
+    slow.constraints.fixed.overlap_exact = none;
+    slow.constraints.fixed.overlap = false;
+    fast.constraints.fixed.overlap = true;
+  }
+  return {std::move(slow), std::move(fast)};
+}
+
+// The prediction's interval when the request left execution knobs to the
+// run defaults: the run's own settings are then a guess the layout does not
+// carry, and they move the step by up to ~2x (CUDA graphs on a small-expert
+// MoE, the EP A2A overlap across nodes). The interval becomes the union of
+// the intervals at the defaults and at both ends of what those knobs could
+// be (KnobEnds), each end with its own basis (an end outside the settings
+// published runs measured gets the wider errors, prediction_interval.h).
+// The prediction itself stays the defaults'. An end the framework refuses
+// for this layout (e.g. the EP A2A overlap with the whole MoE layer
+// recomputed) is left out of the union.
+absl::StatusOr<Prediction> WithKnobsNotGiven(const PlanRequest& request,
+                                             absl::StatusOr<Prediction> p,
+                                             const std::shared_ptr<const CostModel>& cost_model) {
+  if (!p.ok()) return p;
+  const std::vector<std::string> unset = RunKnobsNotGiven(request);
+  if (unset.empty()) return p;
+  PredictionInterval& iv = p->interval;
+  std::vector<std::string> ends;
+  const char* const kEndNames[] = {"slowest", "fastest"};
+  int i = 0;
+  for (const PlanRequest& end : KnobEnds(request)) {
+    const absl::StatusOr<Prediction> e = PredictPinnedRun(end, cost_model);
+    const char* name = kEndNames[i++];
+    if (!e.ok()) {
+      ends.push_back(absl::StrCat(name, " not priced: ", e.status().message()));
+      continue;
+    }
+    iv.tokens_per_sec_per_gpu_low =
+        std::min(iv.tokens_per_sec_per_gpu_low, e->interval.tokens_per_sec_per_gpu_low);
+    iv.tokens_per_sec_per_gpu_high =
+        std::max(iv.tokens_per_sec_per_gpu_high, e->interval.tokens_per_sec_per_gpu_high);
+    ends.push_back(absl::StrFormat("%s %.1f", name, e->tokens_per_sec_per_gpu));
+  }
+  iv.basis = absl::StrCat(iv.basis, "; widened over what the knobs not given could be (",
+                          absl::StrJoin(ends, ", "), " tokens/s/GPU)");
+  iv.unmeasured.push_back(absl::StrCat("knobs not given (", absl::StrJoin(unset, " "), ")"));
+  return p;
+}
+
 }  // namespace
 
 absl::StatusOr<Prediction> PredictPinned(const PlanRequest& request,
                                          std::shared_ptr<const CostModel> cost_model) {
-  return WithKnobsNotGiven(request, PredictPinnedRun(request, std::move(cost_model)));
+  absl::StatusOr<Prediction> p = PredictPinnedRun(request, cost_model);
+  return WithKnobsNotGiven(request, std::move(p), cost_model);
 }
 
 absl::StatusOr<std::optional<std::string>> ReadIfFile(std::string_view arg) {

@@ -86,7 +86,8 @@ bool UsesRunDefaults(const PlanRequest& request);
 // "--grouped-gemm" (MoE), "--overlap", "--comm-streams". Empty when the
 // request pins them all or does not use run defaults. The recompute is not
 // among them: the validator's headline infers every row's recompute by the
-// same rule, so its errors already carry that guess.
+// same rule, so its errors already carry that guess. PredictPinned widens
+// the prediction's interval over what these could be (request.h).
 std::vector<std::string> RunKnobsNotGiven(const PlanRequest& request);
 
 // The software stack PredictPinned prices `request` with: its own, with the

@@ -1320,8 +1320,8 @@ void PrintRecipeChecksThroughPredict() {
   using Set = mt::RecipeCheck::Set;
   std::printf("\n== Recipe checks through `moetune predict` with only the published layout, "
               "precision and container (run defaults) ==\n");
-  std::printf("  %-38s %9s %9s %8s %9s %8s\n", "run", "meas", "balanced", "err", "natural",
-              "err");
+  std::printf("  %-38s %9s %9s %8s %9s %8s  %s\n", "run", "meas", "balanced", "err", "natural",
+              "err", "balanced 80% interval");
   std::map<Set, std::vector<double>> errors[2];
   // Held-out runs inside the prediction's own 80% interval (the interval
   // predict prints: comparable rows' cross-validated errors, widened where
@@ -1333,7 +1333,7 @@ void PrintRecipeChecksThroughPredict() {
     if (!model.ok() || !cluster.ok()) continue;
     double tps[2] = {0, 0};
     double meas = c.measured_tokens_per_sec_per_gpu;
-    std::string why, detail;
+    std::string why, detail, interval;
     for (int natural = 0; natural < 2; ++natural) {
       mp::PlanRequest q;
       q.model = *model;
@@ -1364,7 +1364,13 @@ void PrintRecipeChecksThroughPredict() {
       }
       tps[natural] = pred->tokens_per_sec_per_gpu;
       errors[natural][c.set].push_back(tps[natural] / meas - 1);
-      covered[natural][c.set] += InsideInterval(pred->interval, meas);
+      const bool inside = InsideInterval(pred->interval, meas);
+      covered[natural][c.set] += inside;
+      if (!natural) {
+        interval = absl::StrFormat("%.0f-%.0f%s", pred->interval.tokens_per_sec_per_gpu_low,
+                                   pred->interval.tokens_per_sec_per_gpu_high,
+                                   inside ? "" : " out");
+      }
       if (!natural && absl::GetFlag(FLAGS_verbose)) {
         // Which knobs the run defaults chose against the recipe's own.
         detail = absl::StrFormat("      predict: %s, graphs %s\n      recipe:  %s, graphs %s\n",
@@ -1376,9 +1382,9 @@ void PrintRecipeChecksThroughPredict() {
                     c.features.graph_full_iteration ? "full iteration" : "scoped");
       }
     }
-    std::printf("  %-38s %9.0f %9.0f %+7.1f%% %9.0f %+7.1f%% %s\n", c.id.c_str(), meas, tps[0],
-                tps[0] > 0 ? 100 * (tps[0] / meas - 1) : 0.0, tps[1],
-                tps[1] > 0 ? 100 * (tps[1] / meas - 1) : 0.0, why.c_str());
+    std::printf("  %-38s %9.0f %9.0f %+7.1f%% %9.0f %+7.1f%%  %s%s\n", c.id.c_str(), meas,
+                tps[0], tps[0] > 0 ? 100 * (tps[0] / meas - 1) : 0.0, tps[1],
+                tps[1] > 0 ? 100 * (tps[1] / meas - 1) : 0.0, interval.c_str(), why.c_str());
     std::printf("%s", detail.c_str());
   }
   for (int natural = 0; natural < 2; ++natural) {
