@@ -104,41 +104,55 @@ absl::StatusOr<Prediction> PredictPinnedRun(const PlanRequest& request,
 }
 
 // The two ends of what the execution knobs a request leaves to the run
-// defaults could be (RunKnobsNotGiven), each as a request that pins them:
+// defaults could be (RunKnobsNotGiven), each as requests that pin them,
+// tried in order until the framework accepts one:
 // - slowest: CUDA graphs off, the NCCL all-to-all dispatcher, no
 //   communication overlap -- how Megatron-Bridge's functional and SFT
 //   recipes run (e.g. qwen3_30b_a3b_sft_16gpu_h100_bf16_config);
-// - fastest: CUDA graphs on, capturing the whole iteration for a MoE model
-//   (Megatron-LM's --cuda-graph-impl full_iteration), every overlap on,
-//   the EP A2A overlap included; the dispatcher stays the default (DeepEP /
-//   HybridEP, the faster one).
+// - fastest: CUDA graphs as the run defaults have them (on, unless
+//   Megatron-Core excludes them with the pinned settings), capturing the
+//   whole iteration for a MoE model (--cuda-graph-impl full_iteration),
+//   every overlap on,
+//   the EP A2A overlap included -- or, where Megatron-Core refuses that
+//   overlap with the pinned settings (e.g. the whole MoE layer recomputed),
+//   every other one; the dispatcher stays the default (DeepEP / HybridEP,
+//   the faster one).
 // Grouped GEMM and the stream count keep the defaults at both ends: every
 // 2026 MoE recipe runs grouped GEMM, and the streams do not decide what is
 // hidden in the step model. A knob the request pins stays as pinned.
-std::array<PlanRequest, 2> KnobEnds(const PlanRequest& r) {
+struct KnobEnd {
+  const char* name;
+  std::vector<PlanRequest> tries;
+};
+std::array<KnobEnd, 2> KnobEnds(const PlanRequest& r) {
   const std::vector<std::string> unset = RunKnobsNotGiven(r);
   const auto not_given = [&](std::string_view flag) {
     return std::find(unset.begin(), unset.end(), flag) != unset.end();
   };
   PlanRequest slow = r, fast = r;
-  if (not_given("--cuda-graphs")) {
-    slow.constraints.fixed.cuda_graphs = false;
-    fast.constraints.fixed.cuda_graphs = true;
-  }
+  // Graphs on is the run default: the fast end leaves them to it, so that
+  // Megatron-Core's own exclusions turn them off where it would (NormalizeFor).
+  if (not_given("--cuda-graphs")) slow.constraints.fixed.cuda_graphs = false;
   if (not_given("--cuda-graph-scope")) {
     slow.cuda_graph_scope_given = fast.cuda_graph_scope_given = true;
     slow.stack.cuda_graph_scope = CudaGraphScope::kModules;
     fast.stack.cuda_graph_scope = CudaGraphScope::kFullIteration;
   }
   if (not_given("--dispatcher")) slow.constraints.fixed.dispatcher = Dispatcher::kAllToAll;
+  std::vector<PlanRequest> fast_tries;
   if (not_given("--overlap")) {
     Overlap none;
     none.tp_comm = none.ep_comm = none.dp_comm = none.pp_comm = false;
     slow.constraints.fixed.overlap_exact = none;
     slow.constraints.fixed.overlap = false;
     fast.constraints.fixed.overlap = true;
+    fast_tries.push_back(fast);
+    Overlap all_but_ep;
+    all_but_ep.ep_comm = false;
+    fast.constraints.fixed.overlap_exact = all_but_ep;
   }
-  return {std::move(slow), std::move(fast)};
+  fast_tries.push_back(std::move(fast));
+  return {KnobEnd{"slowest", {std::move(slow)}}, KnobEnd{"fastest", std::move(fast_tries)}};
 }
 
 // The prediction's interval when the request left execution knobs to the
@@ -149,8 +163,7 @@ std::array<PlanRequest, 2> KnobEnds(const PlanRequest& r) {
 // be (KnobEnds), each end with its own basis (an end outside the settings
 // published runs measured gets the wider errors, prediction_interval.h).
 // The prediction itself stays the defaults'. An end the framework refuses
-// for this layout (e.g. the EP A2A overlap with the whole MoE layer
-// recomputed) is left out of the union.
+// in every form is left out of the union, and the basis says so.
 absl::StatusOr<Prediction> WithKnobsNotGiven(const PlanRequest& request,
                                              absl::StatusOr<Prediction> p,
                                              const std::shared_ptr<const CostModel>& cost_model) {
@@ -159,20 +172,21 @@ absl::StatusOr<Prediction> WithKnobsNotGiven(const PlanRequest& request,
   if (unset.empty()) return p;
   PredictionInterval& iv = p->interval;
   std::vector<std::string> ends;
-  const char* const kEndNames[] = {"slowest", "fastest"};
-  int i = 0;
-  for (const PlanRequest& end : KnobEnds(request)) {
-    const absl::StatusOr<Prediction> e = PredictPinnedRun(end, cost_model);
-    const char* name = kEndNames[i++];
+  for (const KnobEnd& end : KnobEnds(request)) {
+    absl::StatusOr<Prediction> e = absl::UnknownError("no settings to try");
+    for (const PlanRequest& attempt : end.tries) {
+      e = PredictPinnedRun(attempt, cost_model);
+      if (e.ok()) break;
+    }
     if (!e.ok()) {
-      ends.push_back(absl::StrCat(name, " not priced: ", e.status().message()));
+      ends.push_back(absl::StrCat(end.name, " refused: ", e.status().message()));
       continue;
     }
     iv.tokens_per_sec_per_gpu_low =
         std::min(iv.tokens_per_sec_per_gpu_low, e->interval.tokens_per_sec_per_gpu_low);
     iv.tokens_per_sec_per_gpu_high =
         std::max(iv.tokens_per_sec_per_gpu_high, e->interval.tokens_per_sec_per_gpu_high);
-    ends.push_back(absl::StrFormat("%s %.1f", name, e->tokens_per_sec_per_gpu));
+    ends.push_back(absl::StrFormat("%s %.1f", end.name, e->tokens_per_sec_per_gpu));
   }
   iv.basis = absl::StrCat(iv.basis, "; widened over what the knobs not given could be (",
                           absl::StrJoin(ends, ", "), " tokens/s/GPU)");

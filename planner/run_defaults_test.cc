@@ -223,6 +223,17 @@ TEST(RunDefaultsTest, KnobsNotGivenWidenTheIntervalOverWhatTheyCouldBe) {
               1e-6);
   EXPECT_THAT(guessed->interval.basis, ::testing::HasSubstr("slowest"));
 
+  // Recomputing the whole MoE layer: Megatron-Core refuses the EP A2A
+  // overlap with it (and the moe_router graph), so the fastest end is every
+  // other overlap, priced rather than left out.
+  PlanRequest moe_recompute = r;
+  moe_recompute.constraints.fixed.recompute =
+      Recompute{RecomputeMode::kSelective, kRecomputeMoe, 0};
+  absl::StatusOr<Prediction> refused_ep = PredictPinned(moe_recompute, Prior(moe_recompute));
+  ASSERT_TRUE(refused_ep.ok()) << refused_ep.status();
+  EXPECT_THAT(refused_ep->interval.basis, ::testing::HasSubstr("fastest "));
+  EXPECT_THAT(refused_ep->interval.basis, ::testing::Not(::testing::HasSubstr("refused")));
+
   // A dense model has no MoE knobs to guess; the search path guesses none.
   PlanRequest dense = Request("llama3-70b", "gb200-nvl72", {64, 8192, 128}, "tp=2,pp=4,mbs=1");
   EXPECT_THAT(RunKnobsNotGiven(dense),
