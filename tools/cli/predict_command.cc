@@ -330,7 +330,9 @@ int RunPredict(const std::vector<std::string>& argv) {
                  "With tp, pp, mbs (and ep for a MoE model) given, the knobs not given are what a "
                  "run does\nwith those flags unset: the stack's recipe defaults, the lightest "
                  "recompute that fits\nwithin 84% of the GPU's memory, vp/cp 1, etp = tp "
-                 "(--search-knobs: the autotuner's choice instead).\nOtherwise the layout and knob "
+                 "(--search-knobs: the autotuner's choice instead);\nthe 80% interval then also "
+                 "spans what those knobs could be (eager, all-to-all, no\noverlap .. graphs, every "
+                 "overlap).\nOtherwise the layout and knob "
                  "flags not given are chosen by the search (the fastest plan\nthat fits in HBM, with "
                  "the given ones pinned). With all of them given, the step is\npredicted as given.\n\n"
               << Args::Usage(PredictFlags());
