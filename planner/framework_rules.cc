@@ -232,7 +232,10 @@ bool P2pOverlapActive(const ParallelConfig& p, const Knobs& k) {
 
 std::optional<FrameworkRule> MegatronViolation(const ModelSpec& model,
                                                const ParallelConfig& p,
-                                               const Knobs& k) {
+                                               const Knobs& k, bool full_iteration_graphs) {
+  // Per-layer (Transformer Engine) graphs; the whole-iteration graph has
+  // none of their exclusions.
+  const bool layer_graphs = k.cuda_graphs && !full_iteration_graphs;
   const bool full = k.recompute.mode == RecomputeMode::kFull;
   const uint32_t modules = SelectiveModules(k);
   const bool moe_rc = model.IsMoe() && (modules & kRecomputeMoe);
@@ -243,8 +246,8 @@ std::optional<FrameworkRule> MegatronViolation(const ModelSpec& model,
     if (moe_rc) return FrameworkRule::kEpOverlapWithMoeRecompute;
     if (model.mtp_layers > 1) return FrameworkRule::kEpOverlapWithDeepMtp;
   }
-  if (k.cuda_graphs && full) return FrameworkRule::kGraphsWithFullRecompute;
-  if (k.cuda_graphs && moe_rc) return FrameworkRule::kGraphsWithMoeRecompute;
+  if (layer_graphs && full) return FrameworkRule::kGraphsWithFullRecompute;
+  if (layer_graphs && moe_rc) return FrameworkRule::kGraphsWithMoeRecompute;
   if ((modules & kRecomputeMoeAct) && !(model.IsMoe() && k.grouped_gemm)) {
     return FrameworkRule::kMoeActRecomputeNeedsGroupedGemm;
   }
@@ -273,14 +276,15 @@ std::optional<FrameworkRule> MegatronViolation(const ModelSpec& model,
     if (p.pp > 1) return FrameworkRule::kLayerOffloadNeedsPp1;
     if (k.recompute.mode != RecomputeMode::kNone) return FrameworkRule::kLayerOffloadWithRecompute;
     if (offload != 0) return FrameworkRule::kLayerOffloadWithModuleOffload;
-    if (k.cuda_graphs) return FrameworkRule::kLayerOffloadWithGraphs;
+    if (layer_graphs) return FrameworkRule::kLayerOffloadWithGraphs;
   }
   return std::nullopt;
 }
 
 NormalizedKnobs NormalizeForMegatron(const ModelSpec& model,
                                      const ParallelConfig& p,
-                                     const FixedKnobs& fixed, Knobs k) {
+                                     const FixedKnobs& fixed, Knobs k,
+                                     bool full_iteration_graphs) {
   const bool full = k.recompute.mode == RecomputeMode::kFull;
   const uint32_t modules = SelectiveModules(k);
   const bool moe_rc = model.IsMoe() && (modules & kRecomputeMoe);
@@ -295,7 +299,7 @@ NormalizedKnobs NormalizeForMegatron(const ModelSpec& model,
     k.overlap.ep_comm = false;
   }
   // Per-layer CUDA graphs: off with full recompute or a recomputed MoE.
-  if (k.cuda_graphs && !fixed.cuda_graphs && (full || moe_rc)) {
+  if (k.cuda_graphs && !full_iteration_graphs && !fixed.cuda_graphs && (full || moe_rc)) {
     k.cuda_graphs = false;
   }
   // Nothing inside a recomputed MoE layer is offloaded.
@@ -313,7 +317,7 @@ NormalizedKnobs NormalizeForMegatron(const ModelSpec& model,
   // Layer-wise CPU offloading runs without per-layer graphs or fine-grained
   // offload (the search's axes already say so; the run defaults need it).
   if (k.offload_layers > 0) {
-    if (k.cuda_graphs && !fixed.cuda_graphs) k.cuda_graphs = false;
+    if (k.cuda_graphs && !full_iteration_graphs && !fixed.cuda_graphs) k.cuda_graphs = false;
     // Not a Megatron check: TE's offload synchronizer counts one micro-
     // batch's forward, then its backward (cpu_offload.py fwd_step /
     // bwd_step), while the EP A2A overlap's combined 1F1B interleaves two
@@ -331,7 +335,7 @@ NormalizedKnobs NormalizeForMegatron(const ModelSpec& model,
     k.overlap.tp_comm = false;
   }
   NormalizedKnobs out;
-  out.violation = MegatronViolation(model, p, k);
+  out.violation = MegatronViolation(model, p, k, full_iteration_graphs);
   out.knobs = k;
   return out;
 }
@@ -527,15 +531,19 @@ MaxTextRemat MaxTextRematOf(const ModelSpec& m, const Knobs& k) {
 }
 
 std::optional<FrameworkRule> FrameworkViolation(Framework framework, const ModelSpec& model,
-                                                const ParallelConfig& p, const Knobs& k) {
-  return framework == Framework::kMaxText ? MaxTextViolation(model, p, k)
-                                          : MegatronViolation(model, p, k);
+                                                const ParallelConfig& p, const Knobs& k,
+                                                bool full_iteration_graphs) {
+  return framework == Framework::kMaxText
+             ? MaxTextViolation(model, p, k)
+             : MegatronViolation(model, p, k, full_iteration_graphs);
 }
 
 NormalizedKnobs NormalizeFor(Framework framework, const ModelSpec& model,
-                             const ParallelConfig& p, const FixedKnobs& fixed, Knobs k) {
-  return framework == Framework::kMaxText ? NormalizeForMaxText(model, p, fixed, k)
-                                          : NormalizeForMegatron(model, p, fixed, k);
+                             const ParallelConfig& p, const FixedKnobs& fixed, Knobs k,
+                             bool full_iteration_graphs) {
+  return framework == Framework::kMaxText
+             ? NormalizeForMaxText(model, p, fixed, k)
+             : NormalizeForMegatron(model, p, fixed, k, full_iteration_graphs);
 }
 
 RuleLayoutClass ClassOf(const ParallelConfig& p) {

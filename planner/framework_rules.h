@@ -97,10 +97,17 @@ bool EpOverlapActive(const ModelSpec& model, const ParallelConfig& parallel,
 // overlap_p2p_comm off itself (arguments.py, validate_args).
 bool P2pOverlapActive(const ParallelConfig& parallel, const Knobs& knobs);
 
-// The first rule broken, or nullopt.
+// The first rule broken, or nullopt. `full_iteration_graphs`: the run's CUDA
+// graphs capture the whole iteration (--cuda-graph-impl full_iteration, what
+// `predict --cuda-graph-scope full_iteration` prices) rather than Transformer
+// Engine's per-layer graphs (what moetune's Megatron files write): Megatron-
+// Core refuses full recompute, a recomputed whole MoE layer under the
+// moe_router graph and layer-wise CPU offloading only with per-layer graphs
+// (TransformerConfig.__post_init__), so those three rules do not apply.
 std::optional<FrameworkRule> MegatronViolation(const ModelSpec& model,
                                                const ParallelConfig& parallel,
-                                               const Knobs& knobs);
+                                               const Knobs& knobs,
+                                               bool full_iteration_graphs = false);
 
 // The knobs Megatron-Core runs for `knobs` on `parallel`, changing only axes
 // not pinned in `fixed`; then the first rule still broken (a conflict among
@@ -111,7 +118,8 @@ struct NormalizedKnobs {
 };
 NormalizedKnobs NormalizeForMegatron(const ModelSpec& model,
                                      const ParallelConfig& parallel,
-                                     const FixedKnobs& fixed, Knobs knobs);
+                                     const FixedKnobs& fixed, Knobs knobs,
+                                     bool full_iteration_graphs = false);
 
 // --- MaxText --------------------------------------------------------------
 // MaxText as of AI-Hypercomputer/maxtext commit
@@ -184,13 +192,15 @@ struct MaxTextRemat {
 };
 MaxTextRemat MaxTextRematOf(const ModelSpec& model, const Knobs& knobs);
 
-// Framework-generic forms: Megatron's or MaxText's rules.
+// Framework-generic forms: Megatron's or MaxText's rules
+// (full_iteration_graphs: Megatron only, as above).
 std::optional<FrameworkRule> FrameworkViolation(Framework framework, const ModelSpec& model,
                                                 const ParallelConfig& parallel,
-                                                const Knobs& knobs);
+                                                const Knobs& knobs,
+                                                bool full_iteration_graphs = false);
 NormalizedKnobs NormalizeFor(Framework framework, const ModelSpec& model,
                              const ParallelConfig& parallel, const FixedKnobs& fixed,
-                             Knobs knobs);
+                             Knobs knobs, bool full_iteration_graphs = false);
 
 // What in a layout the normalization depends on (besides the model and the
 // pins): the search builds one knob set per class.

@@ -77,6 +77,35 @@ TEST(MegatronViolationTest, GraphsAndRecompute) {
               Optional(FrameworkRule::kGraphsWithMoeRecompute));
 }
 
+TEST(MegatronViolationTest, FullIterationGraphsHaveNoPerLayerExclusions) {
+  // TransformerConfig.__post_init__ asserts these for per-layer graphs only:
+  // full recompute needs cuda_graph_impl full_iteration, the moe recompute
+  // clash is for transformer_engine's moe_router graph, and CPU offloading
+  // runs under full_iteration graphs.
+  Knobs full = FullRecompute();
+  full.overlap.ep_comm = false;
+  EXPECT_EQ(MegatronViolation(Moe(), Layout(1, 1, 8), full, /*full_iteration_graphs=*/true),
+            std::nullopt);
+  Knobs moe = Selective(kRecomputeMoe);
+  moe.overlap.ep_comm = false;
+  EXPECT_EQ(MegatronViolation(Moe(), Layout(1, 1, 8), moe, true), std::nullopt);
+  const ModelSpec llama = *LoadModelPreset("llama3-70b");
+  Knobs layers;  // CUDA graphs on
+  layers.offload_layers = 40;
+  EXPECT_EQ(MegatronViolation(llama, Layout(1, 1, 1), layers, true), std::nullopt);
+  // The rules that do not involve graphs still hold.
+  Knobs ep = FullRecompute();
+  EXPECT_THAT(MegatronViolation(Moe(), Layout(1, 1, 8), ep, true),
+              Optional(FrameworkRule::kEpOverlapWithFullRecompute));
+  // Normalization keeps unpinned graphs on under the whole-iteration graph
+  // (and turns the EP overlap off, which full recompute excludes anyway).
+  const NormalizedKnobs kept = NormalizeForMegatron(Moe(), Layout(1, 1, 8), FixedKnobs{}, ep, true);
+  EXPECT_EQ(kept.violation, std::nullopt);
+  EXPECT_TRUE(kept.knobs.cuda_graphs);
+  EXPECT_FALSE(kept.knobs.overlap.ep_comm);
+  EXPECT_FALSE(NormalizeForMegatron(Moe(), Layout(1, 1, 8), FixedKnobs{}, ep).knobs.cuda_graphs);
+}
+
 TEST(MegatronViolationTest, ModulesNeedTheirFeature) {
   Knobs act = Selective(kRecomputeMoeAct);
   act.grouped_gemm = false;

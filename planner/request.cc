@@ -92,8 +92,9 @@ absl::StatusOr<Prediction> PredictPinnedRun(const PlanRequest& request,
           FrameworkLayoutViolations(r.stack.framework, r.model, r.shape, single->first))) {
     return absl::InvalidArgumentError(RuleText(*rule));
   }
-  const NormalizedKnobs n = NormalizeFor(r.stack.framework, r.model, single->first,
-                                         r.constraints.fixed, single->second);
+  const NormalizedKnobs n =
+      NormalizeFor(r.stack.framework, r.model, single->first, r.constraints.fixed, single->second,
+                   r.stack.cuda_graph_scope == CudaGraphScope::kFullIteration);
   if (n.violation) return absl::InvalidArgumentError(RuleText(*n.violation));
   absl::StatusOr<StepModel> sm = StepModel::Create(r.model, r.cluster, r.shape,
                                                    std::move(cost_model), StackConstantsFor(r.stack));

@@ -169,7 +169,8 @@ absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& r,
   NormalizedKnobs chosen;
   for (const Recompute& rc : rungs) {
     k.recompute = rc;
-    chosen = NormalizeFor(r.stack.framework, r.model, p, given, k);
+    chosen = NormalizeFor(r.stack.framework, r.model, p, given, k,
+                          stack.cuda_graph_scope == CudaGraphScope::kFullIteration);
     if (chosen.violation || given.recompute) break;
     absl::StatusOr<Prediction> pred = sm->Predict(p, chosen.knobs);
     if (!pred.ok()) return pred.status();

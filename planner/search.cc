@@ -239,8 +239,9 @@ class Searcher {
       violations.assign(ks.combos.size(), -1);
       for (size_t j = 0; j < ks.combos.size(); ++j) {
         ks.combos[j].optimizer_states = options_.constraints.optimizer_states;
-        const NormalizedKnobs n = NormalizeFor(
-            options_.framework, problem_.model, rep, options_.constraints.fixed, ks.combos[j]);
+        const NormalizedKnobs n =
+            NormalizeFor(options_.framework, problem_.model, rep, options_.constraints.fixed,
+                         ks.combos[j], options_.full_iteration_graphs);
         ks.combos[j] = n.knobs;
         ks.combos[j].moe_load_imbalance = options_.constraints.moe_load_imbalance;
         ks.combos[j].routing = options_.constraints.routing;
@@ -643,7 +644,8 @@ absl::StatusOr<RankedPlan> Searcher::Derive(const Scored& s) const {
   const ParallelConfig p = options_.framework == Framework::kMaxText
                                ? layouts_[s.layout]
                                : ExplicitStages(layouts_[s.layout], k);
-  if (const auto rule = FrameworkViolation(options_.framework, problem_.model, p, k)) {
+  if (const auto rule = FrameworkViolation(options_.framework, problem_.model, p, k,
+                                           options_.full_iteration_graphs)) {
     return absl::InternalError(absl::StrCat(
         "search derived a plan the framework refuses: ", Describe(s.layout, s.combo),
         ": ", RuleText(*rule)));
@@ -1195,7 +1197,9 @@ absl::StatusOr<SearchResult> Search(const SearchProblem& problem,
       problem.model, problem.cluster, problem.shape, std::move(cost_model), stack);
   if (!model.ok()) return model.status();
   StepModelScorer scorer(*model);
-  return SearchWith(problem, scorer, options);
+  SearchOptions o = options;
+  o.full_iteration_graphs = stack.features.graph_full_iteration;
+  return SearchWith(problem, scorer, o);
 }
 
 nlohmann::json ToJson(const SearchResult& r) {

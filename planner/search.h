@@ -104,6 +104,12 @@ struct SearchOptions {
   // (shard_params) both ways unless pinned and keeps pipeline stages even.
   // Search() requires it to equal StackConstants::framework.
   Framework framework = Framework::kMegatron;
+  // The step model's CUDA graphs capture the whole iteration
+  // (StackConstants features.graph_full_iteration; Search() sets it from the
+  // stack): Megatron's per-layer-graph exclusions do not apply
+  // (framework_rules.h MegatronViolation). Only `predict` prices such a
+  // stack; the emitted Megatron files write per-layer graphs.
+  bool full_iteration_graphs = false;
   // Called from the calling thread about every progress_interval_s while the
   // search runs, and once at the end. May be empty.
   std::function<void(const SearchProgress&)> progress;

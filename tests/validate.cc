@@ -982,7 +982,8 @@ absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, 
     // interleaving or with recompute of the whole MoE layer) -- what
     // `moetune predict` would price for these pins.
     k.recompute.modules = ModulesOfModel(r.model, r.parallel, k.recompute.modules);
-    const mp::NormalizedKnobs n = mp::NormalizeForMegatron(r.model, r.parallel, {}, k);
+    const mp::NormalizedKnobs n =
+        mp::NormalizeForMegatron(r.model, r.parallel, {}, k, RecipeRanFullIterationGraphs(r));
     s.knobs = n.knobs;
     pred = sm.Predict(r.parallel, s.knobs);
     if (print && pred.ok()) {
@@ -1969,7 +1970,9 @@ int main(int argc, char** argv) {
         knobs = lc.knobs;
         knobs.recompute = rc;
         knobs.recompute.modules = ModulesOfModel(*model, lc.parallel, rc.modules);
-        knobs = mp::NormalizeForMegatron(*model, lc.parallel, {}, knobs).knobs;
+        knobs = mp::NormalizeForMegatron(*model, lc.parallel, {}, knobs,
+                                         s.features.graph_full_iteration)
+                    .knobs;
         p = sm->Predict(lc.parallel, knobs);
         if (!p.ok() || p->peak_memory_bytes <= kRecipeMemoryHeadroom * p->hbm_bytes) break;
       }
@@ -2062,7 +2065,8 @@ int main(int argc, char** argv) {
           *model, *cluster, shape, row_model.Cost(*cluster, default_constants), st);
       if (!sm.ok()) return std::nullopt;
       knobs.recompute.modules = ModulesOfModel(*model, p, knobs.recompute.modules);
-      knobs = mp::NormalizeForMegatron(*model, p, {}, knobs).knobs;
+      knobs = mp::NormalizeForMegatron(*model, p, {}, knobs, st.features.graph_full_iteration)
+                  .knobs;
       absl::StatusOr<mp::Prediction> pred = sm->Predict(p, knobs);
       if (!pred.ok()) return std::nullopt;
       // torch's peak allocated: the tensors, without the CUDA context /
@@ -2190,7 +2194,8 @@ int main(int argc, char** argv) {
         absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
             *model, *cluster, c.shape, row_model.Cost(*cluster, default_constants), s);
         if (!sm.ok()) return sm.status();
-        const mp::NormalizedKnobs n = mp::NormalizeForMegatron(*model, c.parallel, {}, c.knobs);
+        const mp::NormalizedKnobs n = mp::NormalizeForMegatron(
+            *model, c.parallel, {}, c.knobs, s.features.graph_full_iteration);
         return sm->Predict(c.parallel, n.knobs);
       };
       auto attention_s = [](const mp::Prediction& p) {
@@ -2238,7 +2243,8 @@ int main(int argc, char** argv) {
         absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
             *model, *cluster, c.shape, row_model.Cost(*cluster, default_constants), ws);
         if (sm.ok()) {
-          const mp::NormalizedKnobs n = mp::NormalizeForMegatron(*model, c.parallel, {}, wk);
+          const mp::NormalizedKnobs n = mp::NormalizeForMegatron(
+              *model, c.parallel, {}, wk, ws.features.graph_full_iteration);
           q = sm->Predict(c.parallel, n.knobs);
         }
         if (!q.ok()) return;
@@ -2369,7 +2375,8 @@ int main(int argc, char** argv) {
             *model, *cluster, a.shape, row_model.Cost(*cluster, default_constants), stack);
         absl::StatusOr<mp::Prediction> p = absl::UnknownError("not predicted");
         if (sm.ok()) {
-          const mp::NormalizedKnobs n = mp::NormalizeForMegatron(*model, a.parallel, {}, a.knobs);
+          const mp::NormalizedKnobs n = mp::NormalizeForMegatron(
+              *model, a.parallel, {}, a.knobs, stack.features.graph_full_iteration);
           p = sm->Predict(a.parallel, n.knobs);
         } else {
           p = sm.status();
