@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <array>
-
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -112,12 +112,11 @@ absl::StatusOr<Prediction> PredictPinnedRun(const PlanRequest& request,
 //   recipes run (e.g. qwen3_30b_a3b_sft_16gpu_h100_bf16_config);
 // - fastest: CUDA graphs as the run defaults have them (on, unless
 //   Megatron-Core excludes them with the pinned settings), capturing the
-//   whole iteration for a MoE model (--cuda-graph-impl full_iteration),
-//   every overlap on,
-//   the EP A2A overlap included -- or, where Megatron-Core refuses that
-//   overlap with the pinned settings (e.g. the whole MoE layer recomputed),
-//   every other one; the dispatcher stays the default (DeepEP / HybridEP,
-//   the faster one).
+//   whole iteration for a MoE model (--cuda-graph-impl full_iteration);
+//   every overlap on, the EP A2A overlap included -- or, where Megatron-Core
+//   refuses that overlap with the pinned settings (e.g. the whole MoE layer
+//   recomputed), every other one; the dispatcher stays the default (DeepEP /
+//   HybridEP, the faster one).
 // Grouped GEMM and the stream count keep the defaults at both ends: every
 // 2026 MoE recipe runs grouped GEMM, and the streams do not decide what is
 // hidden in the step model. A knob the request pins stays as pinned.
