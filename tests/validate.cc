@@ -1326,7 +1326,8 @@ void PrintRecipeChecksThroughPredict() {
   std::map<Set, std::vector<double>> errors[2];
   // Held-out runs inside the prediction's own 80% interval (the interval
   // predict prints: comparable rows' cross-validated errors, widened where
-  // the run defaults use a setting no runs.json row measured).
+  // the run defaults use a setting no runs.json row measured, and spanning
+  // what the knobs these requests leave unset could be).
   std::map<Set, int> covered[2];
   for (const mt::RecipeCheck& c : mt::PublicRecipeChecks()) {
     absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(c.model_preset);
