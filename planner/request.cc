@@ -105,7 +105,7 @@ absl::StatusOr<Prediction> PredictPinnedRun(const PlanRequest& request,
 }
 
 // The two ends of what the execution knobs a request leaves to the run
-// defaults could be (RunKnobsNotGiven), each as requests that pin them,
+// defaults could be (`unset`, RunKnobsNotGiven), each as requests that pin them,
 // tried in order until the framework accepts one:
 // - slowest: CUDA graphs off, the NCCL all-to-all dispatcher, no
 //   communication overlap -- how Megatron-Bridge's functional and SFT
@@ -124,8 +124,7 @@ struct KnobEnd {
   const char* name;
   std::vector<PlanRequest> tries;
 };
-std::array<KnobEnd, 2> KnobEnds(const PlanRequest& r) {
-  const std::vector<std::string> unset = RunKnobsNotGiven(r);
+std::array<KnobEnd, 2> KnobEnds(const PlanRequest& r, const std::vector<std::string>& unset) {
   const auto not_given = [&](std::string_view flag) {
     return std::find(unset.begin(), unset.end(), flag) != unset.end();
   };
@@ -172,7 +171,7 @@ absl::StatusOr<Prediction> WithKnobsNotGiven(const PlanRequest& request,
   if (unset.empty()) return p;
   PredictionInterval& iv = p->interval;
   std::vector<std::string> ends;
-  for (const KnobEnd& end : KnobEnds(request)) {
+  for (const KnobEnd& end : KnobEnds(request, unset)) {
     absl::StatusOr<Prediction> e = absl::UnknownError("no settings to try");
     for (const PlanRequest& attempt : end.tries) {
       e = PredictPinnedRun(attempt, cost_model);
