@@ -18,9 +18,9 @@
 // model's error where it was not tuned. A prediction that leaves execution
 // knobs to the run defaults (PredictPinned; RunKnobsNotGiven in
 // run_defaults.h) carries the union of the intervals at the defaults and at
-// the slowest and the fastest settings those knobs could take (request.cc
-// KnobEnds: eager, NCCL all-to-all, no overlap / full-iteration graphs,
-// every overlap): the run's own settings are a guess the layout does not
+// both ends of what those knobs could be (request.cc KnobEnds: eager -- no
+// graphs, NCCL all-to-all, no overlap -- and graphed -- full-iteration
+// graphs, every overlap): the run's own settings are a guess the layout does not
 // carry, and they move the step by up to ~2x.
 // tests/validate also checks, on held-out folds, that such intervals cover
 // about 80% (NestedIntervalCoverage, tests/internal/intervals.h).

@@ -107,16 +107,20 @@ absl::StatusOr<Prediction> PredictPinnedRun(const PlanRequest& request,
 // The two ends of what the execution knobs a request leaves to the run
 // defaults could be (`unset`, RunKnobsNotGiven), each as requests that pin them,
 // tried in order until the framework accepts one:
-// - slowest: CUDA graphs off, the NCCL all-to-all dispatcher, no
+// - eager: CUDA graphs off, the NCCL all-to-all dispatcher, no
 //   communication overlap -- how Megatron-Bridge's functional and SFT
 //   recipes run (e.g. qwen3_30b_a3b_sft_16gpu_h100_bf16_config);
-// - fastest: CUDA graphs as the run defaults have them (on, unless
+// - graphed: CUDA graphs as the run defaults have them (on, unless
 //   Megatron-Core excludes them with the pinned settings), capturing the
 //   whole iteration for a MoE model (--cuda-graph-impl full_iteration);
 //   every overlap on, the EP A2A overlap included -- or, where Megatron-Core
 //   refuses that overlap with the pinned settings (e.g. the whole MoE layer
 //   recomputed), every other one; the dispatcher stays the default (DeepEP /
 //   HybridEP, the faster one).
+// These are the slow and the fast settings for most runs, not for every one:
+// capturing the whole iteration prices natural routing's static token
+// budget (padded expert rows), which can cost more than graphs save, so the
+// ends are named by their settings, not by speed.
 // Grouped GEMM and the stream count keep the defaults at both ends: every
 // 2026 MoE recipe runs grouped GEMM, and the streams do not decide what is
 // hidden in the step model. A knob the request pins stays as pinned.
@@ -151,7 +155,7 @@ std::array<KnobEnd, 2> KnobEnds(const PlanRequest& r, const std::vector<std::str
     fast.constraints.fixed.overlap_exact = all_but_ep;
   }
   fast_tries.push_back(std::move(fast));
-  return {KnobEnd{"slowest", {std::move(slow)}}, KnobEnd{"fastest", std::move(fast_tries)}};
+  return {KnobEnd{"eager", {std::move(slow)}}, KnobEnd{"graphed", std::move(fast_tries)}};
 }
 
 // The prediction's interval when the request left execution knobs to the

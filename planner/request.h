@@ -72,10 +72,12 @@ absl::StatusOr<SearchResult> PlanSearch(const PlanRequest& request,
 // request pins every knob: that one plan is predicted with fits = false.
 // With run defaults filling execution knobs the request did not give
 // (RunKnobsNotGiven), the interval is the union of the intervals at the
-// defaults and at the slowest and the fastest settings those knobs could
-// take (eager, NCCL all-to-all, no overlap / graphs on -- the whole
-// iteration for MoE -- and every overlap on), so it spans what the run may
-// have set them to; the basis names both ends' predictions.
+// defaults and at both ends of what those knobs could be -- eager (no
+// graphs, NCCL all-to-all, no overlap) and graphed (graphs on, the whole
+// iteration for MoE, every overlap on) -- so it spans what the run may have
+// set them to; the basis names both ends' predictions (usually the slow and
+// the fast end; not always: full-iteration graphs price natural routing's
+// static token budget).
 absl::StatusOr<Prediction> PredictPinned(const PlanRequest& request,
                                          std::shared_ptr<const CostModel> cost_model);
 

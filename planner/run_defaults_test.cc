@@ -221,17 +221,17 @@ TEST(RunDefaultsTest, KnobsNotGivenWidenTheIntervalOverWhatTheyCouldBe) {
                         at_slow->interval.tokens_per_sec_per_gpu_high,
                         at_fast->interval.tokens_per_sec_per_gpu_high}),
               1e-6);
-  EXPECT_THAT(guessed->interval.basis, ::testing::HasSubstr("slowest"));
+  EXPECT_THAT(guessed->interval.basis, ::testing::HasSubstr("(eager "));
 
   // Recomputing the whole MoE layer: Megatron-Core refuses the EP A2A
-  // overlap with it (and the moe_router graph), so the fastest end is every
+  // overlap with it (and the moe_router graph), so the graphed end is every
   // other overlap, priced rather than left out.
   PlanRequest moe_recompute = r;
   moe_recompute.constraints.fixed.recompute =
       Recompute{RecomputeMode::kSelective, kRecomputeMoe, 0};
   absl::StatusOr<Prediction> refused_ep = PredictPinned(moe_recompute, Prior(moe_recompute));
   ASSERT_TRUE(refused_ep.ok()) << refused_ep.status();
-  EXPECT_THAT(refused_ep->interval.basis, ::testing::HasSubstr("fastest "));
+  EXPECT_THAT(refused_ep->interval.basis, ::testing::HasSubstr("graphed "));
   EXPECT_THAT(refused_ep->interval.basis, ::testing::Not(::testing::HasSubstr("refused")));
 
   // A dense model has no MoE knobs to guess; the search path guesses none.

@@ -436,9 +436,11 @@ class StepModel {
     double act_norm = 0;        // norm outputs (layernorm recompute)
     double act_attn = 0;        // norm inputs, q/k/v, core output
     double act_mla_up = 0;      // MLA up-projection outputs
+    double core_attn_qkv = 0;   // q, k, v: core attention's inputs
     double act_mlp = 0;         // dense MLP fc1/act outputs
     double act_moe = 0;         // routed: permuted inputs, fc1, fc2 outputs
     double act_moe_act = 0;     // routed activation outputs (moe_act)
+    double moe_fc1_out = 0;     // routed fc1 outputs (the activation's input)
     double act_shared = 0;      // shared experts
     double kernels_fwd = 0;     // kernel launches in the forward pass
     // LoRA: input + output widths of the adapted linears (linear_qkv,

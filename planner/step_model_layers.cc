@@ -64,6 +64,7 @@ void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
   t->act_attn = 2 * h + core_out + latents +
                 (model.attention == AttentionType::kMla ? 0.0 : q_dim + kv_dim);
   t->act_mla_up = model.attention == AttentionType::kMla ? q_dim + kv_dim : 0.0;
+  t->core_attn_qkv = q_dim + kv_dim;
   t->kernels_fwd = AttentionForwardKernels(model);
   t->lora_io_elems = (h + t->qkv_out_dim) + (core_out + h);
   if (!t->moe) {
@@ -93,6 +94,7 @@ void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
     // expert outputs are not kept.
     t->act_moe = k * h + k * gate * fe + 2.0 * model.num_routed_experts;
     t->act_moe_act = k * fe;
+    t->moe_fc1_out = k * gate * fe;
     t->act_shared = fs > 0 ? (gate + 1) * fs : 0.0;
     t->lora_io_elems += k * ((h + gate * fe) + (fe + h)) +
                         (fs > 0 ? (h + gate * fs) + (fs + h) : 0.0);
@@ -1128,18 +1130,7 @@ std::optional<double> RecomputeSeconds(const LayerKindTables& k, const Context& 
 void AddOffloadTerms(const LayerKindTables& k, const Context& c, Slots* l) {
   const Knobs& knobs = *c.knobs;
   if (!knobs.offload_activations || knobs.offload_modules == 0) return;
-  const ModelSpec& m = *c.model;
-  const double h = double(m.hidden_size);
-  double elems = 0;
-  const uint32_t o = knobs.offload_modules;
-  if (o & kOffloadAttnNorm) elems += h;
-  if (o & kOffloadCoreAttn) elems += double(m.num_attention_heads) * m.v_head_dim;
-  if (o & kOffloadAttnProj) elems += h;
-  if (o & kOffloadMlpNorm) elems += h;
-  // Routed rows: etp x as many after the ETP gather, ffn / etp wide.
-  if (k.moe && (o & kOffloadExpertFc1)) elems += m.moe_top_k * h * c.etp;
-  if (k.moe && (o & kOffloadMoeAct)) elems += m.moe_top_k * double(m.moe_ffn_hidden_size);
-  const Cost copy = c.cost->HostOffload(c.tokens_rank * elems * kActivationBytes);
+  const Cost copy = c.cost->HostOffload(c.tokens_rank * OffloadedBytesPerToken(k, c));
   // The copy engines run beside everything the layer's stream waits on:
   // its compute and its exposed host time (kSLaunch). Hiding the copies
   // behind compute alone double-counted: more expert work would then hide
@@ -1193,6 +1184,47 @@ double CoreOutputSavedBytes(bool low_precision, double operand_bytes) {
   // columnwise_usage=True): on Hopper the transposed FP8 copy, on Blackwell
   // the column-wise MXFP8 data, operand_bytes per element).
   return kActivationBytes + (low_precision ? operand_bytes : 0.0);
+}
+
+double OffloadedBytesPerToken(const LayerKindTables& k, const Context& c) {
+  const Knobs& knobs = *c.knobs;
+  if (!knobs.offload_activations) return 0;
+  const ModelSpec& m = *c.model;
+  const double h = double(m.hidden_size);
+  const uint32_t o = knobs.offload_modules;
+  const uint32_t r =
+      knobs.recompute.mode == RecomputeMode::kSelective ? knobs.recompute.modules : 0u;
+  const double gemm_in = c.low_precision ? c.operand_bytes : kActivationBytes;
+  const double core_out = double(m.num_attention_heads) * m.v_head_dim;
+  double bytes = 0;
+  if (o & kOffloadAttnNorm) bytes += h * kActivationBytes;
+  if ((o & kOffloadCoreAttn) && !(r & kRecomputeCoreAttn)) {
+    // q, k, v and the output, as the fused attention saves them (BF16);
+    // MLA's q, k, v are not kept when its up projection is recomputed.
+    const bool qkv_recomputed =
+        m.attention == AttentionType::kMla && (r & kRecomputeMlaUpProj);
+    bytes += ((qkv_recomputed ? 0.0 : k.core_attn_qkv) + core_out) * kActivationBytes;
+  }
+  if ((o & kOffloadAttnProj) && c.low_precision) bytes += core_out * c.operand_bytes;
+  if (o & kOffloadMlpNorm) bytes += h * kActivationBytes;
+  if (k.moe && !(r & kRecomputeMoe)) {
+    // Routed rows: the busiest GPU's (moe_load_imbalance x the mean).
+    const double busiest = std::max(1.0, knobs.moe_load_imbalance);
+    if (o & kOffloadExpertFc1) {
+      // linear_fc1 keeps its quantized input under MXFP8 / NVFP4 and, with
+      // this offload, its original BF16 input otherwise (experts.py:
+      // set_save_original_input "to avoid the CPU overhead of multiple d2h
+      // copies").
+      const bool block_scaled =
+          knobs.precision == Precision::kMxfp8 || knobs.precision == Precision::kNvfp4;
+      bytes += busiest * m.moe_top_k * h * c.etp *
+               (block_scaled ? c.operand_bytes : kActivationBytes);
+    }
+    // The moe_act group wraps the activation (or its checkpoint under
+    // moe_act recompute): what it keeps is its input, fc1's BF16 output.
+    if (o & kOffloadMoeAct) bytes += busiest * k.moe_fc1_out * kActivationBytes;
+  }
+  return bytes;
 }
 
 // Saved activations of one layer for one micro-batch (bytes per GPU).
@@ -1257,20 +1289,7 @@ double LayerActivationBytes(const LayerKindTables& k,
     }
   }
   if (c.knobs->offload_activations) {
-    const uint32_t o = c.knobs->offload_modules;
-    double off = 0;
-    if (o & kOffloadAttnNorm) off += h * kActivationBytes;
-    if (o & kOffloadCoreAttn) off += core_out * gemm_in;
-    if (o & kOffloadAttnProj) off += h * kActivationBytes;
-    if (o & kOffloadMlpNorm) off += h * kActivationBytes;
-    if (k.moe && (o & kOffloadExpertFc1) && !(r & kRecomputeMoe)) {
-      off += m.moe_top_k * h * c.etp * gemm_in;
-    }
-    if (k.moe && (o & kOffloadMoeAct) && !(r & kRecomputeMoe) &&
-        !(r & kRecomputeMoeAct)) {
-      off += k.act_moe_act * gemm_in;
-    }
-    bytes = std::max(bytes - off, h * kActivationBytes);
+    bytes = std::max(bytes - OffloadedBytesPerToken(k, c), h * kActivationBytes);
   }
   // k.act_* are per token before TP; the SP shard holds tokens_rank tokens.
   double total = c.tokens_rank * bytes;

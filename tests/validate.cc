@@ -1908,7 +1908,8 @@ int main(int argc, char** argv) {
         std::printf("  %s: %s\n", step.id.c_str(), std::string(sm.status().message()).c_str());
         break;
       }
-      absl::StatusOr<mp::Prediction> p = sm->Predict(l.parallel, step.knobs);
+      absl::StatusOr<mp::Prediction> p =
+          sm->Predict(step.parallel.value_or(l.parallel), step.knobs);
       if (!p.ok()) {
         std::printf("  %s: %s\n", step.id.c_str(), std::string(p.status().message()).c_str());
         break;

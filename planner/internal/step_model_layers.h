@@ -476,6 +476,36 @@ bool SharedExpertsRecomputed(uint32_t recompute_modules);
 // linear_proj's quantized copy (operand_bytes).
 double CoreOutputSavedBytes(bool low_precision, double operand_bytes);
 
+// Bytes per token (before the TP split) that fine-grained activation
+// offload (Knobs::offload_modules; Megatron-Core --offload-modules,
+// megatron/core/pipeline_parallel/fine_grained_activation_offload.py) moves
+// to the host for one layer: each module's group is every tensor saved for
+// backward while the module runs (saved_tensors_hooks around it), sent to
+// the host after its forward and fetched before its backward. Per module:
+//   attn_norm, mlp_norm: the norm's input, h x 2 B;
+//   core_attn: what the fused attention saves, q, k, v and its output, in
+//     BF16: (q + k + v + heads x v_head_dim) x 2 B (multi_latent_attention.py
+//     and attention.py wrap _run_core_attention in the group and release
+//     query, key, value after it). MLA's q, k, v are not kept when
+//     mla_up_proj is recomputed; with core_attn recomputed the checkpointed
+//     path runs outside the group: nothing;
+//   attn_proj: linear_proj's saved input, heads x v_head_dim -- under a
+//     low-precision recipe its own quantized copy (operand bytes); in BF16
+//     the attention's output itself, already moved with core_attn (which
+//     Megatron requires with attn_proj): nothing more;
+//   expert_fc1: linear_fc1's saved input, the permuted rows top_k x h x
+//     etp: quantized under MXFP8 / NVFP4 (operand bytes), else the
+//     original BF16 input (moe/experts.py set_save_original_input);
+//   moe_act: what the activation (or its checkpoint, under moe_act
+//     recompute) keeps, its input: fc1's BF16 output, top_k x (2 for a
+//     gated MLP) x ffn x 2 B (experts.py wraps the activation in the group
+//     and releases fc1_output after it);
+//   the routed terms are the busiest GPU's (x moe_load_imbalance), and
+//     none when the whole MoE layer is recomputed (Megatron refuses it).
+// The same bytes leave HBM (LayerActivationBytes) and cross the host link
+// twice (the offload terms of LayerCost).
+double OffloadedBytesPerToken(const LayerKindTables& k, const Context& c);
+
 // Saved activations of one layer for one micro-batch (bytes per GPU).
 double LayerActivationBytes(const LayerKindTables& k, const Context& c,
                             bool full_recompute);

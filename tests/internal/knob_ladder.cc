@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+
 namespace moetune::tests {
 
 namespace planner = ::moetune::planner;
@@ -532,6 +534,160 @@ StandaloneLadder Qwen3A3bH100RecipeLadder() {
   return l;
 }
 
+StandaloneLadder Dsv3Gb200FullIterationLadder() {
+  StandaloneLadder l;
+  l.title =
+      "DeepSeek-V3, 256 GB200, TP1 PP4 VP4 EP64, MBS1 GBS4096, MXFP8, HybridEP: scoped graphs "
+      "-> full-iteration graphs with activation offload or recompute";
+  l.source =
+      "NVIDIA-NeMo/Megatron-Bridge pull request 4226 (merged 2026-06-10, commit 567d02442), "
+      "'Measured impact' table (steady-state iterations 14-19)";
+  l.model_preset = "deepseek-v3";
+  l.cluster_preset = "gb200-nvl72";
+  l.generation = planner::StackGeneration::k2606;  // nemo:26.06 release candidates
+  l.shape.gpus = 256;
+  l.shape.seq_len = 4096;
+  l.shape.global_batch = 4096;
+  planner::ParallelConfig& p = l.parallel;
+  p.tp = 1, p.cp = 1, p.pp = 4, p.vp = 4, p.ep = 64, p.etp = 1, p.mbs = 1;
+  // Bridge's (pp 4, vp 4) DeepSeek-V3 layout: embedding + 4 layers, 14
+  // stages of 4, then one layer with MTP and the loss.
+  p.first_stage_layers = 4;
+  p.last_stage_layers = 1;
+  l.assumed =
+      "forced balancing and no TP comm overlap (the performance scripts' overrides); the two "
+      "full-graph rows keep the shipped row's EP overlap, differing from it only in offload "
+      "and recompute, as the table's labels say";
+  // Before the PR: DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_V2 (the FP8_MX alias
+  // of it) -- TE graphs over attn, moe_router, moe_preprocess, no EP A2A
+  // overlap, recompute mlp -- run with core_attn offloaded.
+  planner::Knobs k;
+  k.precision = planner::Precision::kMxfp8;
+  k.grouped_gemm = true;
+  k.dispatcher = planner::Dispatcher::kFusedDedup;
+  k.cuda_graphs = true;
+  k.overlap.tp_comm = false;
+  k.overlap.ep_comm = false;
+  k.moe_load_imbalance = 1.0;  // forced balance
+  k.recompute.mode = planner::RecomputeMode::kSelective;
+  k.recompute.modules = planner::kRecomputeMlp;
+  k.offload_activations = true;
+  k.offload_modules = planner::kOffloadCoreAttn;
+  planner::MegatronFeatures f = ScopedGraphFeatures();
+  l.steps.push_back({"bridge-pr4226-dsv3-gb200-partialcg",
+                     "partial CG + core_attn offload + mlp recompute", k, f,
+                     "graphs attn moe_router moe_preprocess, offload core_attn, recompute mlp, "
+                     "ep_comm overlap off",
+                     true});
+  // The PR's recipe (FP8_MX_V1/V2): full-iteration graphs, EP A2A overlap,
+  // the CuTeDSL fused grouped MLP (not priced); first measured with
+  // core_attn and attn_proj offloaded and no recompute ...
+  f.graph_full_iteration = true;
+  k.overlap.ep_comm = true;
+  k.recompute.mode = planner::RecomputeMode::kNone;
+  k.recompute.modules = 0;
+  k.offload_modules = planner::kOffloadCoreAttn | planner::kOffloadAttnProj;
+  l.steps.push_back({"bridge-pr4226-dsv3-gb200-fullcg-offload",
+                     "full CG + core_attn,attn_proj offload", k, f,
+                     "feature graph_full_iteration, ep_comm overlap on, offload core_attn "
+                     "attn_proj, no recompute (the CuTeDSL fused grouped MLP is not priced)",
+                     true});
+  // ... then as shipped: no offload, mla_up_proj recomputed.
+  k.offload_activations = false;
+  k.offload_modules = 0;
+  k.recompute.mode = planner::RecomputeMode::kSelective;
+  k.recompute.modules = planner::kRecomputeMlaUpProj;
+  l.steps.push_back({"bridge-pr4226-dsv3-gb200-fullcg-recompute",
+                     "full CG + mla_up_proj recompute (the recipe)", k, f,
+                     "offload off, recompute mla_up_proj", true});
+  l.measured_step_s = {13.89, 15.10, 12.94};
+  return l;
+}
+
+std::vector<StandaloneLadder> Dsv3B300RecipeUpdateLadders() {
+  // Before the PR: DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V2 (every precision's
+  // V2 an alias of it): PP8 without interleaving, MBS 2, EP 8, HybridEP, TE
+  // graphs over attn, moe_router, moe_preprocess, no EP A2A overlap,
+  // recompute mla_up_proj; Bridge's (pp 8, vp 1) DeepSeek-V3 layout is
+  // embedding + 8 layers, 6 stages of 8, then 5 layers with MTP and the loss.
+  planner::ParallelConfig before;
+  before.tp = 1, before.cp = 1, before.pp = 8, before.vp = 1, before.ep = 8, before.etp = 1;
+  before.mbs = 2;
+  before.first_stage_layers = 8;
+  before.last_stage_layers = 5;
+  // After: PP8 x VP2 (embedding + 4 layers, 14 stages of 4, then one layer
+  // with MTP and the loss).
+  planner::ParallelConfig after = before;
+  after.vp = 2;
+  after.first_stage_layers = 4;
+  after.last_stage_layers = 1;
+  auto job = [&](const char* precision_name) {
+    StandaloneLadder l;
+    l.title = absl::StrCat("DeepSeek-V3, 256 B300, TP1 PP8 EP8, GBS4096, ", precision_name,
+                           ": the June 2026 recipe update");
+    l.source =
+        "NVIDIA-NeMo/Megatron-Bridge pull request 4458 (merged 2026-06-25, commit fe17cfef0), "
+        "author's comment of 2026-06-25 (baseline / with changes, TFLOP/s/GPU)";
+    l.model_preset = "deepseek-v3";
+    l.cluster_preset = "b300";
+    l.generation = planner::StackGeneration::k2606;  // June 2026 (26.06 release candidates)
+    l.shape.gpus = 256;
+    l.shape.seq_len = 4096;
+    l.shape.global_batch = 4096;
+    l.parallel = before;
+    l.assumed =
+        "the comment's figures are the V2 recipes (GBS 4096: the MXFP8 baseline, 894.1, is the "
+        "26.06 performance table's 920 for that layout, where the V1 layout measured ~800); "
+        "forced balancing and no TP comm overlap (the performance scripts' overrides)";
+    return l;
+  };
+  planner::Knobs base;
+  base.grouped_gemm = true;
+  base.dispatcher = planner::Dispatcher::kFusedDedup;
+  base.cuda_graphs = true;
+  base.overlap.tp_comm = false;
+  base.overlap.ep_comm = false;
+  base.moe_load_imbalance = 1.0;  // forced balance
+  base.recompute.mode = planner::RecomputeMode::kSelective;
+  base.recompute.modules = planner::kRecomputeMlaUpProj;
+  const planner::MegatronFeatures scoped = ScopedGraphFeatures();
+  // One precision's pair: the PR's baseline, then the layout `after` at
+  // `mbs`, with the knobs and features the PR changed for that precision.
+  auto pair = [&](const char* name, const char* id, planner::Precision precision,
+                  const char* after_name, const char* mapping, bool full_iteration,
+                  int mbs_after, double tflops_before, double tflops_after) {
+    StandaloneLadder l = job(name);
+    planner::Knobs k = base;
+    k.precision = precision;
+    l.steps.push_back({absl::StrCat("bridge-pr4458-dsv3-b300-", id, "-before"),
+                       "PP8 MBS2, TE graphs", k, scoped,
+                       "pp 8, vp 1, mbs 2, TE graphs, recompute mla_up_proj", true});
+    planner::MegatronFeatures f = scoped;
+    f.graph_full_iteration = full_iteration;
+    k.overlap.ep_comm = full_iteration;  // the MXFP8 recipe turns both on
+    planner::ParallelConfig p = after;
+    p.mbs = mbs_after;
+    l.steps.push_back({absl::StrCat("bridge-pr4458-dsv3-b300-", id, "-after"), after_name, k, f,
+                       mapping, true, p});
+    l.measured_tflops = {tflops_before, tflops_after};
+    return l;
+  };
+  return {
+      pair("BF16", "bf16", planner::Precision::kBf16, "PP8 VP2 MBS1",
+           "layout: vp 1 -> 2, mbs 2 -> 1", false, 1, 785.3, 842.48),
+      // The same layout change with full-iteration graphs, EP A2A overlap,
+      // the CuTeDSL fused grouped MLP, FP8 dot-product attention and FP8
+      // output projection.
+      pair("MXFP8", "mxfp8", planner::Precision::kMxfp8,
+           "PP8 VP2 MBS1, full-iteration graphs, EP overlap",
+           "layout vp 1 -> 2, mbs 2 -> 1; feature graph_full_iteration, ep_comm overlap on (FP8 "
+           "attention, FP8 output projection and the CuTeDSL fused grouped MLP are not priced)",
+           true, 1, 894.1, 1161.4),
+      pair("NVFP4", "nvfp4", planner::Precision::kNvfp4, "PP8 VP2 MBS2", "layout: vp 1 -> 2",
+           false, 2, 982.6, 1097.11),
+  };
+}
+
 std::vector<StandaloneLadder> StandaloneLadders() {
   std::vector<StandaloneLadder> all = {Qwen3H100EpOverlapLadder(),
                                        Qwen3A3bH100HybridEpOverlapLadder(),
@@ -542,6 +698,8 @@ std::vector<StandaloneLadder> StandaloneLadders() {
   all.push_back(Qwen3A22bGb200RecipeLadder());
   all.push_back(Qwen3A3bH100RecipeLadder());
   for (StandaloneLadder& l : MoonlightH100RecomputeLadders()) all.push_back(std::move(l));
+  all.push_back(Dsv3Gb200FullIterationLadder());
+  for (StandaloneLadder& l : Dsv3B300RecipeUpdateLadders()) all.push_back(std::move(l));
   return all;
 }
 

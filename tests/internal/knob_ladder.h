@@ -12,6 +12,7 @@
 // at every step; --overlap-grad-reduce/--overlap-param-gather on).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct LadderStep {
   // Which knob the step changes, or "no knob: <what the model lacks>".
   std::string mapping;
   bool has_knob = false;
+  // The layout after this step where the step changes it (a standalone
+  // ladder's steps otherwise run StandaloneLadder::parallel).
+  std::optional<planner::ParallelConfig> parallel;
 };
 
 // The 13 DeepSeek-V3 GB200 steps, baseline first.
@@ -118,6 +122,25 @@ StandaloneLadder Qwen3A3bH100RecipeLadder();
 // dense layer's MLP (about 1 ms of work in the model), measured +15.8 ms, so
 // differences of a few percent are within the runs' spread.
 std::vector<StandaloneLadder> MoonlightH100RecomputeLadders();
+
+// DeepSeek-V3 on 256 GB200 (NVIDIA-NeMo/Megatron-Bridge pull request 4226,
+// "DSV3 GB200 MXFP8 full-iter CG recipe", merged 2026-06-10): TP1 PP4 VP4
+// EP64, MBS1 GBS4096, MXFP8, HybridEP, steady-state step time of
+// iterations 14-19: TE graphs (attn, moe_router, moe_preprocess) with
+// core_attn offloaded and mlp recomputed 13.89 s; full-iteration graphs
+// with EP overlap, core_attn + attn_proj offloaded, no recompute 15.10 s;
+// the same with no offload and mla_up_proj recomputed (the recipe) 12.94 s.
+StandaloneLadder Dsv3Gb200FullIterationLadder();
+
+// DeepSeek-V3 on 256 B300 (NVIDIA-NeMo/Megatron-Bridge pull request 4458,
+// "Update DSV3 B300 perf recipe", merged 2026-06-25; the author's table of
+// TFLOP/s/GPU, baseline -> with changes): EP8, GBS 4096, PP8 without
+// interleaving at MBS 2 -> PP8 VP2. BF16 (MBS 2 -> 1) 785.3 -> 842.48;
+// MXFP8 (MBS 2 -> 1, plus full-iteration graphs, EP A2A overlap, FP8
+// attention and output projection, the CuTeDSL fused grouped MLP) 894.1 ->
+// 1161.4; NVFP4 (MBS 2) 982.6 -> 1097.11. One two-step ladder per
+// precision; each step's layout is LadderStep::parallel.
+std::vector<StandaloneLadder> Dsv3B300RecipeUpdateLadders();
 
 // Every standalone ladder, the first-added (Qwen3H100EpOverlapLadder) first.
 std::vector<StandaloneLadder> StandaloneLadders();

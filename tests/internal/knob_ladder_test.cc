@@ -94,7 +94,7 @@ std::string WithoutEpOverlap(planner::Knobs k) {
 
 TEST(KnobLadderTest, EveryStandaloneLadderAligns) {
   const std::vector<StandaloneLadder> all = StandaloneLadders();
-  ASSERT_EQ(all.size(), 16u);
+  ASSERT_EQ(all.size(), 20u);
   EXPECT_EQ(all[0].title, Qwen3H100EpOverlapLadder().title);
   for (const StandaloneLadder& l : all) {
     SCOPED_TRACE(l.title);
@@ -108,6 +108,8 @@ TEST(KnobLadderTest, EveryStandaloneLadderAligns) {
     EXPECT_EQ(l.shape.gpus % (p.tp * p.cp * p.pp), 0);
     for (const LadderStep& step : l.steps) {
       EXPECT_EQ(step.has_knob, step.mapping.find("no knob") == std::string::npos) << step.id;
+      const planner::ParallelConfig& q = step.parallel.value_or(p);
+      EXPECT_EQ(l.shape.gpus % (q.tp * q.cp * q.pp), 0) << step.id;
     }
   }
 }
@@ -286,6 +288,62 @@ TEST(KnobLadderTest, GainsByHand) {
   EXPECT_DOUBLE_EQ(g[0], 1.0);
   EXPECT_DOUBLE_EQ(g[1], 529.0 / 494);
   EXPECT_DOUBLE_EQ(g[2], 566.0 / 529);
+}
+
+// Bridge pull request 4226: the two full-graph rows differ only in offload
+// and recompute; the measured gains are step-time ratios, 13.89 / 15.10 =
+// 0.91987 (offloading core_attn + attn_proj loses) and 15.10 / 12.94 =
+// 1.16692.
+// Bridge pull request 4458: per precision the layout goes from PP8 at MBS 2
+// to PP8 x VP2 (MBS 1 for BF16 and MXFP8, 2 for NVFP4), with Bridge's
+// stage splits (8 + 6 x 8 + 5 and 4 + 14 x 4 + 1 of the 61 layers); only
+// the MXFP8 step changes knobs (full-iteration graphs, EP overlap).
+TEST(KnobLadderTest, Dsv3B300RecipeUpdate) {
+  const std::vector<StandaloneLadder> v = Dsv3B300RecipeUpdateLadders();
+  ASSERT_EQ(v.size(), 3u);
+  const int mbs_after[] = {1, 1, 2};
+  for (size_t i = 0; i < v.size(); ++i) {
+    const StandaloneLadder& l = v[i];
+    SCOPED_TRACE(l.title);
+    ASSERT_EQ(l.steps.size(), 2u);
+    EXPECT_FALSE(l.steps[0].parallel.has_value());
+    ASSERT_TRUE(l.steps[1].parallel.has_value());
+    const planner::ParallelConfig& a = l.parallel;
+    const planner::ParallelConfig& b = *l.steps[1].parallel;
+    EXPECT_EQ(a.pp, 8);
+    EXPECT_EQ(a.vp, 1);
+    EXPECT_EQ(a.mbs, 2);
+    EXPECT_EQ(a.first_stage_layers.value_or(0) + 6 * 8 + a.last_stage_layers.value_or(0), 61);
+    EXPECT_EQ(b.vp, 2);
+    EXPECT_EQ(b.mbs, mbs_after[i]);
+    EXPECT_EQ(b.first_stage_layers.value_or(0) + 14 * 4 + b.last_stage_layers.value_or(0), 61);
+    EXPECT_EQ(l.steps[1].features.graph_full_iteration, i == 1);
+    EXPECT_EQ(l.steps[1].knobs.overlap.ep_comm, i == 1);
+    EXPECT_EQ(l.steps[0].knobs.precision, l.steps[1].knobs.precision);
+  }
+  EXPECT_NEAR(StepGains(MeasuredThroughput(v[1]))[1], 1161.4 / 894.1, 1e-12);
+}
+
+TEST(KnobLadderTest, Dsv3Gb200FullIterationRows) {
+  const StandaloneLadder l = Dsv3Gb200FullIterationLadder();
+  ASSERT_EQ(l.steps.size(), 3u);
+  EXPECT_EQ(l.shape.gpus, l.parallel.pp * 64);  // tp 1 x pp 4 x dp 64
+  EXPECT_FALSE(l.steps[0].features.graph_full_iteration);
+  EXPECT_TRUE(l.steps[1].features.graph_full_iteration);
+  EXPECT_EQ(l.steps[0].knobs.offload_modules, uint32_t{planner::kOffloadCoreAttn});
+  EXPECT_EQ(l.steps[1].knobs.offload_modules,
+            uint32_t{planner::kOffloadCoreAttn | planner::kOffloadAttnProj});
+  EXPECT_FALSE(l.steps[0].knobs.overlap.ep_comm);
+  EXPECT_TRUE(l.steps[1].knobs.overlap.ep_comm);
+  planner::Knobs shipped = l.steps[2].knobs;
+  shipped.offload_activations = l.steps[1].knobs.offload_activations;
+  shipped.offload_modules = l.steps[1].knobs.offload_modules;
+  shipped.recompute = l.steps[1].knobs.recompute;
+  EXPECT_EQ(planner::ToString(shipped), planner::ToString(l.steps[1].knobs));
+  EXPECT_EQ(l.steps[2].knobs.recompute.modules, uint32_t{planner::kRecomputeMlaUpProj});
+  const std::vector<double> g = StepGains(MeasuredThroughput(l));
+  EXPECT_NEAR(g[1], 0.91987, 1e-5);
+  EXPECT_NEAR(g[2], 1.16692, 1e-5);
 }
 
 }  // namespace
