@@ -1888,7 +1888,7 @@ int main(int argc, char** argv) {
   // --- Ladders whose rows runs.json lacks (numbers and sources in
   // tests/internal/knob_ladder.cc).
   for (const mt::StandaloneLadder& l : mt::StandaloneLadders()) {
-    absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(l.model_preset);
+    absl::StatusOr<mp::ModelSpec> model = mt::LadderModel(l);
     absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(l.cluster_preset);
     std::printf("\n== Knob ladder: %s (%s; software predicted as %s) ==\n", l.title.c_str(),
                 l.source.c_str(), std::string(mp::StackGenerationName(l.generation)).c_str());

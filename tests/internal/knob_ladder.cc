@@ -688,6 +688,66 @@ std::vector<StandaloneLadder> Dsv3B300RecipeUpdateLadders() {
   };
 }
 
+StandaloneLadder Dsv3ProxyH100FullRecomputeLadder() {
+  StandaloneLadder l;
+  l.title = "DeepSeek-V3 cut to 14 layers, 64 H100, TP1 PP4 VP2 EP16, seq 2048, BF16, alltoall: "
+            "no recompute -> full recompute";
+  l.source =
+      "NVIDIA/Megatron-LM pull request 6311 (merged to dev), benchmark table (median of 30 "
+      "iterations, the first 5 dropped)";
+  l.model_preset = "deepseek-v3";
+  l.proxy_layers = 14;
+  l.cluster_preset = "h100-sxm";
+  l.generation = planner::StackGeneration::k2606;  // the dev branch of mid-2026
+  l.shape.gpus = 64;
+  l.shape.seq_len = 2048;
+  l.shape.global_batch = 256;
+  planner::ParallelConfig& p = l.parallel;
+  // "Ett|(tt|)*6mL": 8 virtual stages over pp 4.
+  p.tp = 1, p.cp = 1, p.pp = 4, p.vp = 2, p.ep = 16, p.etp = 1, p.mbs = 1;
+  p.first_stage_layers = 2;
+  p.last_stage_layers = 0;
+  l.assumed =
+      "the proxy keeps DeepSeek-V3's 3 leading dense layers; no CUDA graphs and forced "
+      "balancing (a benchmark with the NCCL all-to-all dispatcher); DP overlap on";
+  planner::Knobs k;
+  k.precision = planner::Precision::kBf16;
+  k.grouped_gemm = true;
+  k.dispatcher = planner::Dispatcher::kAllToAll;
+  k.cuda_graphs = false;
+  k.overlap.tp_comm = false;
+  k.overlap.ep_comm = false;
+  k.moe_load_imbalance = 1.0;
+  k.recompute.mode = planner::RecomputeMode::kNone;
+  k.recompute.modules = 0;
+  planner::MegatronFeatures f;
+  f.graph_attn = f.graph_moe_router = f.graph_moe_preprocess = false;
+  f.graph_full_iteration = false;
+  l.steps.push_back({"mlm-pr6311-dsv3-proxy-h100-norc", "no overlap, no recompute", k, f,
+                     "alltoall, no graphs, no recompute", true});
+  k.recompute.mode = planner::RecomputeMode::kFull;
+  k.recompute.num_layers = 0;  // every layer, one per checkpoint
+  l.steps.push_back({"mlm-pr6311-dsv3-proxy-h100-full", "full recompute (uniform, 1)", k, f,
+                     "recompute full", true});
+  l.measured_tflops = {225.1, 184.2};
+  return l;
+}
+
+absl::StatusOr<planner::ModelSpec> LadderModel(const StandaloneLadder& l) {
+  absl::StatusOr<planner::ModelSpec> m = planner::LoadModelPreset(l.model_preset);
+  if (!m.ok() || l.proxy_layers <= 0) return m;
+  if (!m->sliding_window_layers.empty() || !m->moe_layer_pattern.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot cut ", l.model_preset, " to ", l.proxy_layers, " layers: it has per-layer patterns"));
+  }
+  if (l.proxy_layers > m->num_layers) {
+    return absl::InvalidArgumentError(absl::StrCat(l.model_preset, " has only ", m->num_layers,
+                                                   " layers, not ", l.proxy_layers));
+  }
+  m->num_layers = l.proxy_layers;
+  return m;
+}
+
 std::vector<StandaloneLadder> StandaloneLadders() {
   std::vector<StandaloneLadder> all = {Qwen3H100EpOverlapLadder(),
                                        Qwen3A3bH100HybridEpOverlapLadder(),
@@ -700,6 +760,7 @@ std::vector<StandaloneLadder> StandaloneLadders() {
   for (StandaloneLadder& l : MoonlightH100RecomputeLadders()) all.push_back(std::move(l));
   all.push_back(Dsv3Gb200FullIterationLadder());
   for (StandaloneLadder& l : Dsv3B300RecipeUpdateLadders()) all.push_back(std::move(l));
+  all.push_back(Dsv3ProxyH100FullRecomputeLadder());
   return all;
 }
 

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "planner/model_spec.h"
 #include "planner/step_model.h"
 #include "planner/training_config.h"
 
@@ -45,6 +47,10 @@ struct StandaloneLadder {
   std::string title;
   std::string source;
   std::string model_preset;
+  // > 0: the preset cut to this many decoder layers (a proxy model, as
+  // benchmarks of a large model on few GPUs run); its MTP layers and its
+  // leading dense layers stay (LadderModel).
+  int proxy_layers = 0;
   std::string cluster_preset;
   planner::TrainingShape shape;
   planner::ParallelConfig parallel;
@@ -141,6 +147,20 @@ StandaloneLadder Dsv3Gb200FullIterationLadder();
 // 1161.4; NVFP4 (MBS 2) 982.6 -> 1097.11. One two-step ladder per
 // precision; each step's layout is LadderStep::parallel.
 std::vector<StandaloneLadder> Dsv3B300RecipeUpdateLadders();
+
+// DeepSeek-V3 cut to 14 layers on 64 H100 (NVIDIA/Megatron-LM pull request
+// 6311, "[Dev] Recompute EP A2A overlap activations per layer instead of
+// per model chunk", merged to dev; its benchmark table): TP1 PP4 EP16,
+// layout "Ett|(tt|)*6mL" (8 virtual stages: embedding + 2 layers, 6 x 2,
+// then MTP and the loss), NCCL all-to-all, seq 2048, MBS1 GBS256, BF16;
+// no overlap and no recompute 225.1 TFLOP/s/GPU -> full recompute (uniform,
+// one layer per checkpoint) 184.2. The pull request's own rows (EP overlap
+// with full recompute) need its dev-branch change and are not a step here.
+StandaloneLadder Dsv3ProxyH100FullRecomputeLadder();
+
+// The ladder's model: the preset, cut to proxy_layers decoder layers when
+// set (an error for a preset with per-layer patterns).
+absl::StatusOr<planner::ModelSpec> LadderModel(const StandaloneLadder& l);
 
 // Every standalone ladder, the first-added (Qwen3H100EpOverlapLadder) first.
 std::vector<StandaloneLadder> StandaloneLadders();

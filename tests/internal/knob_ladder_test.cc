@@ -94,7 +94,7 @@ std::string WithoutEpOverlap(planner::Knobs k) {
 
 TEST(KnobLadderTest, EveryStandaloneLadderAligns) {
   const std::vector<StandaloneLadder> all = StandaloneLadders();
-  ASSERT_EQ(all.size(), 20u);
+  ASSERT_EQ(all.size(), 21u);
   EXPECT_EQ(all[0].title, Qwen3H100EpOverlapLadder().title);
   for (const StandaloneLadder& l : all) {
     SCOPED_TRACE(l.title);
@@ -344,6 +344,29 @@ TEST(KnobLadderTest, Dsv3Gb200FullIterationRows) {
   const std::vector<double> g = StepGains(MeasuredThroughput(l));
   EXPECT_NEAR(g[1], 0.91987, 1e-5);
   EXPECT_NEAR(g[2], 1.16692, 1e-5);
+}
+
+// Megatron-LM pull request 6311's proxy: DeepSeek-V3 cut to 14 layers
+// (3 dense + 11 MoE, MTP kept), 8 virtual stages of 2 with the MTP and loss
+// stage empty of decoder layers: 2 + 6 x 2 + 0 = 14; full recompute costs
+// 225.1 / 184.2 = 1.2220x the step.
+TEST(KnobLadderTest, Dsv3ProxyH100FullRecompute) {
+  const StandaloneLadder l = Dsv3ProxyH100FullRecomputeLadder();
+  absl::StatusOr<planner::ModelSpec> m = LadderModel(l);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->num_layers, 14);
+  EXPECT_EQ(m->mtp_layers, 1);
+  EXPECT_EQ(m->first_k_dense, 3);
+  EXPECT_EQ(m->NumMoeLayers(), 11);
+  const planner::ParallelConfig& p = l.parallel;
+  EXPECT_EQ(p.pp * p.vp, 8);
+  EXPECT_EQ(*p.first_stage_layers + 6 * 2 + *p.last_stage_layers, 14);
+  EXPECT_EQ(l.steps[1].knobs.recompute.mode, planner::RecomputeMode::kFull);
+  EXPECT_NEAR(1.0 / StepGains(MeasuredThroughput(l))[1], 1.22204, 1e-5);
+  // A cut deeper than the preset is refused by name.
+  StandaloneLadder deeper = l;
+  deeper.proxy_layers = 62;
+  EXPECT_THAT(LadderModel(deeper).status().message(), ::testing::HasSubstr("only 61 layers"));
 }
 
 }  // namespace
