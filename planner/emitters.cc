@@ -58,6 +58,20 @@ std::string IntervalLine(const Prediction& p, const char* prefix) {
   return text.empty() ? std::string() : absl::StrCat(prefix, text, "\n");
 }
 
+// The pinned host memory the plan's offloaded activations take per GPU, as
+// a line starting with `prefix` (what the cluster states it has beside it);
+// empty for a plan that offloads nothing.
+std::string HostMemoryLine(const Prediction& p, const char* prefix) {
+  if (p.host_offload_bytes <= 0) return std::string();
+  const double host = p.cluster.host_memory_bytes_per_gpu;
+  return absl::StrCat(
+      prefix,
+      absl::StrFormat("host memory for offloaded activations: %.1f GiB",
+                      p.host_offload_bytes / units::kGiB),
+      host > 0 ? absl::StrFormat(" of %.1f GiB", host / units::kGiB) : std::string(),
+      " per GPU\n");
+}
+
 // "([0]*3+[1]*58)": Megatron's run-length form of a per-layer pattern
 // (--moe-layer-freq, --window-attn-skip-freq).
 std::string LayerPattern(int layers, const std::function<bool(int)>& is_one) {
@@ -528,7 +542,8 @@ std::string EmitMegatronArgs(const Prediction& p, const EmitContext& c) {
     absl::StrAppend(&out, "# generated_at: ", c.generated_at, "\n");
   }
   absl::StrAppend(
-      &out, "# predicted: ", Headline(p), "\n", IntervalLine(p, "# "), "# cost source: ",
+      &out, "# predicted: ", Headline(p), "\n", IntervalLine(p, "# "), HostMemoryLine(p, "# "),
+      "# cost source: ",
       CostSourceLine(p), "\n", "# layout: ", ToString(p.parallel), " (dp=", dp, ")\n",
       "# knobs: ", ToString(p.knobs),
       "\n",
@@ -657,6 +672,7 @@ absl::StatusOr<MaxTextConfig> EmitMaxText(const Prediction& p, const ClusterSpec
     absl::StrAppend(&y, "# generated_at: ", c.generated_at, "\n");
   }
   absl::StrAppend(&y, "# predicted: ", Headline(p), "\n", IntervalLine(p, "# "),
+                  HostMemoryLine(p, "# "),
                   "# cost source: ", CostSourceLine(p), "\n", "# layout: ", ToString(par),
                   " (dp=", dp, ")\n",
                   "# ICI = inside one NVLink slice of ", gpus / slices, " GPUs, DCN = across ",
@@ -825,7 +841,8 @@ std::string EmitText(const Prediction& p, const EmitContext& c) {
   }
   absl::StrAppend(&out, "  layout: ", ToString(p.parallel), " (dp=",
                   ResolvedDpOf(p), ")\n", "  knobs:  ", ToString(p.knobs),
-                  "\n", "  ", Headline(p), "\n", IntervalLine(p, "  "), "  cost source: ",
+                  "\n", "  ", Headline(p), "\n", IntervalLine(p, "  "), HostMemoryLine(p, "  "),
+                  "  cost source: ",
                   CostSourceLine(p), "\n", "  time per step:\n");
   for (const Term& t : p.breakdown) {
     absl::StrAppend(&out, absl::StrFormat("    %-28s %10.4f s%s\n", t.name,

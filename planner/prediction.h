@@ -100,8 +100,10 @@ struct Prediction {
   double hbm_bytes = 0;
   bool fits = false;
   // Activations held in host memory per GPU by the layer-wise offload
-  // (Knobs::offload_layers), within ClusterSpec::host_memory_bytes_per_gpu
-  // when the cluster states it; 0 without it.
+  // (Knobs::offload_layers) and the fine-grained one (Knobs::offload_modules:
+  // the in-flight micro-batches' offloaded tensors), within
+  // ClusterSpec::host_memory_bytes_per_gpu when the cluster states it; 0
+  // without offload.
   double host_offload_bytes = 0;
   std::vector<Term> breakdown;  // exposed terms sum to step_time_s
   // True when every term came from calibration data.

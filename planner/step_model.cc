@@ -102,7 +102,7 @@ struct StepModel::Accumulator {
   double last_stage_memory_bytes = 0;
   int dp = 0;
   double moe_load_imbalance = 1.0;  // as priced (PricedImbalance)
-  double host_offload_bytes = 0;   // layer-wise offload: on the host per GPU
+  double host_offload_bytes = 0;   // offloaded activations on the host per GPU
   std::vector<int> stage_layers;  // breakdown only: layers per virtual stage
 };
 
@@ -458,6 +458,12 @@ Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& request
   // 4. Memory per GPU.
   const PeakMemory mem = IsMaxText(stack_) ? MaxTextPeakMemory(plan, c, p, m_micro, ranks, kr)
                                             : PeakMemoryPerGpu(plan, c, p, m_micro, ranks, kr);
+  if (knobs.offload_activations && !IsMaxText(stack_)) {
+    // The offloaded activations live in pinned host memory until reloaded.
+    acc->host_offload_bytes += FineGrainedOffloadHostBytes(p, m_micro, ranks, kr);
+    const double host = cost_->cluster().host_memory_bytes_per_gpu;
+    if (host > 0 && acc->host_offload_bytes > host) return Infeasibility::kHostMemoryExceeded;
+  }
   acc->memory = mem.memory;
   acc->peak_memory_bytes = mem.total_bytes;
   acc->last_stage_memory = mem.last_stage;

@@ -1323,6 +1323,10 @@ void KindLayerCosts(const LayerKindTables kinds[], const Context& c, const KindC
       r->time_norc[k] = r->time[k];
       r->act_norc[k] = r->act[k];
     }
+    // A fully recomputed layer saves only its input: nothing to offload.
+    const bool every_layer_recomputed = full && knobs.recompute.num_layers <= 0;
+    r->fine_offload_norc[k] =
+        every_layer_recomputed ? 0.0 : c.tokens_rank * OffloadedBytesPerToken(kinds[k], c);
   }
 }
 

@@ -23,6 +23,19 @@ double InflightChunks(int pp, int vp, int r, int m_micro) {
   return std::min<double>(double(m_micro) * vp, warmup + 1.0);
 }
 
+double FineGrainedOffloadHostBytes(const ParallelConfig& p, int m_micro, const RankLayers& ranks,
+                                   const KindResults& kinds) {
+  double most = 0;
+  for (int r : {0, p.pp - 1}) {
+    double per_mb = 0;
+    for (int k = 0; k < kNumLayerKinds; ++k) {
+      per_mb += (ranks.counts[r][k] - ranks.counts_rc[r][k]) * kinds.fine_offload_norc[k];
+    }
+    most = std::max(most, per_mb / p.vp * InflightChunks(p.pp, p.vp, r, m_micro));
+  }
+  return most;
+}
+
 double ShardMainGradAtPeakBytes(double shard_main_grad_bytes, double activation_peak_bytes) {
   // Megatron-Core distrib_optimizer.py _copy_model_grads_to_main_grads
   // (shard_main_param.grad = shard_model_grad.float()) runs inside

@@ -1441,5 +1441,42 @@ TEST(StepModelByHandTest, LayerOffload) {
             Infeasibility::kHostMemoryExceeded);
 }
 
+// Fine-grained offload on MemoryByHand's model (hidden 1,024, 8 heads of
+// 128, 4 layers, 2,048 tokens, one micro-batch in flight at pp 1): the two
+// norm inputs move 2 x 1,024 x 2 B per token = 8,388,608 B a layer, 4
+// layers 33,554,432 B; core_attn moves q, k, v and the output, 4 x 1,024 x
+// 2 B per token, 67,108,864 B. The same bytes leave HBM and fill the host,
+// which must hold them.
+TEST(StepModelByHandTest, FineGrainedOffloadHostMemory) {
+  const StepModel sm = Make(TinyDense(), "h100-sxm", {1, 2048, 8});
+  Knobs base;
+  Knobs norms = base;
+  norms.offload_activations = true;
+  norms.offload_modules = kOffloadAttnNorm | kOffloadMlpNorm;
+  Knobs attn = norms;
+  attn.offload_modules = kOffloadCoreAttn;
+  absl::StatusOr<Prediction> a = sm.Predict(Layout(1, 1, 1, 1, 1, 1), base);
+  absl::StatusOr<Prediction> n = sm.Predict(Layout(1, 1, 1, 1, 1, 1), norms);
+  absl::StatusOr<Prediction> c = sm.Predict(Layout(1, 1, 1, 1, 1, 1), attn);
+  ASSERT_TRUE(a.ok() && n.ok() && c.ok()) << a.status() << n.status() << c.status();
+  EXPECT_EQ(a->host_offload_bytes, 0.0);
+  EXPECT_EQ(n->host_offload_bytes, 33554432.0);
+  EXPECT_EQ(c->host_offload_bytes, 67108864.0);
+  EXPECT_EQ(a->memory.activations_bytes - n->memory.activations_bytes, 33554432.0);
+  EXPECT_EQ(a->memory.activations_bytes - c->memory.activations_bytes, 67108864.0);
+
+  ClusterSpec small = Cluster("h100-sxm");
+  small.host_memory_bytes_per_gpu = 50e6;
+  absl::StatusOr<StepModel> tight = StepModel::Create(TinyDense(), small, {1, 2048, 8},
+                                                      std::make_shared<DatasheetCostModel>(small));
+  ASSERT_TRUE(tight.ok()) << tight.status();
+  EXPECT_TRUE(tight->Predict(Layout(1, 1, 1, 1, 1, 1), norms).ok());
+  EXPECT_THAT(tight->Predict(Layout(1, 1, 1, 1, 1, 1), attn),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("offloaded activations exceed the host memory per GPU")));
+  EXPECT_EQ(tight->Quick(Layout(1, 1, 1, 1, 1, 1), attn).reason,
+            Infeasibility::kHostMemoryExceeded);
+}
+
 }  // namespace
 }  // namespace moetune::planner

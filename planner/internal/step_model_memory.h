@@ -44,6 +44,14 @@ double InflightChunks(int pp, int vp, int r, int m_micro);
 // forward-backward peak, max(0, shard grads - activations).
 double ShardMainGradAtPeakBytes(double shard_main_grad_bytes, double activation_peak_bytes);
 
+// Host memory per GPU that fine-grained activation offload fills: what it
+// takes off the GPU at the peak, the not-recomputed layers' offloaded bytes
+// of one micro-batch / vp x the in-flight chunks, on the pipeline rank
+// holding the most (rank 0 or the last). Each offloaded tensor stays on the
+// host from its forward until the reload before its backward.
+double FineGrainedOffloadHostBytes(const ParallelConfig& p, int m_micro, const RankLayers& ranks,
+                                   const KindResults& kinds);
+
 PeakMemory PeakMemoryPerGpu(const PlanTables& plan, const Context& c, const ParallelConfig& p,
                             int m_micro, const RankLayers& ranks, const KindResults& kinds);
 

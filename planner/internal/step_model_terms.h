@@ -298,6 +298,10 @@ struct KindResults {
   double offloaded_act = 0;
   double offload_exposed_s = 0;
   double offload_copy_s = 0;
+  // Fine-grained offload (Knobs::offload_modules): the bytes one layer of
+  // each kind, not fully recomputed, keeps on the host per micro-batch
+  // (tokens_rank x OffloadedBytesPerToken); 0 without it.
+  double fine_offload_norc[kNumLayerKinds] = {};
 };
 
 // Transformer Engine's layer-wise CPU offload (Megatron --cpu-offloading-num-

@@ -294,7 +294,7 @@ std::string TextReport(const pl::Prediction& p) {
   }
   if (p.host_offload_bytes > 0) {
     const double host = p.cluster.host_memory_bytes_per_gpu;
-    absl::StrAppend(&out, absl::StrFormat("host memory (layer-wise offload) %.1f GiB",
+    absl::StrAppend(&out, absl::StrFormat("host memory (offloaded activations) %.1f GiB",
                                           p.host_offload_bytes / pl::units::kGiB),
                     host > 0 ? absl::StrFormat(" of %.1f GiB", host / pl::units::kGiB)
                              : std::string(" (the cluster states no host memory)"),

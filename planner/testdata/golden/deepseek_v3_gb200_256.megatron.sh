@@ -3,6 +3,7 @@
 # generated_at: 2026-11-29T18:00:00Z
 # predicted: 1000.0 tokens/s/GPU, 300.0 TFLOPS/GPU (MFU 25.0%), step 10.000 s, peak memory 105.0 GiB of 185.0 GiB
 # 80% interval 700.0 .. 1100.0 tokens/s/GPU (settings no published run measured; activation offload)
+# host memory for offloaded activations: 40.0 GiB of 223.5 GiB per GPU
 # cost source: datasheet prior
 # layout: tp=1 pp=4 vp=4 ep=64 etp=1 cp=1 dp=64 mbs=1 first_stage_layers=4 last_stage_layers=1 (dp=64)
 # knobs: precision=bf16 recompute=selective(mla_up_proj,layernorm,moe_act) offload=expert_fc1,moe_act dispatcher=fused_dedup grouped_gemm=true overlap(tp,ep,dp,pp)=1111 streams=1 cuda_graphs=true optimizer_states=bf16
