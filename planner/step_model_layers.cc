@@ -1194,7 +1194,6 @@ double OffloadedBytesPerToken(const LayerKindTables& k, const Context& c) {
   const uint32_t o = knobs.offload_modules;
   const uint32_t r =
       knobs.recompute.mode == RecomputeMode::kSelective ? knobs.recompute.modules : 0u;
-  const double gemm_in = c.low_precision ? c.operand_bytes : kActivationBytes;
   const double core_out = double(m.num_attention_heads) * m.v_head_dim;
   double bytes = 0;
   if (o & kOffloadAttnNorm) bytes += h * kActivationBytes;

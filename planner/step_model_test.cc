@@ -1397,6 +1397,14 @@ TEST(LayerOffloadTest, ByHand) {
   EXPECT_DOUBLE_EQ(LayerOffloadExposedSeconds(fwd, bwd, copy, 4, 0), 0.0);
 }
 
+// MemoryByHand's model on an h100-sxm whose host holds `host_bytes` per GPU.
+absl::StatusOr<StepModel> TinyDenseWithHostMemory(double host_bytes) {
+  ClusterSpec small = Cluster("h100-sxm");
+  small.host_memory_bytes_per_gpu = host_bytes;
+  return StepModel::Create(TinyDense(), small, {1, 2048, 8},
+                           std::make_shared<DatasheetCostModel>(small));
+}
+
 // MemoryByHand's one-GPU dense model (4 layers of 83,886,080 B of BF16
 // activations each) with its first two layers offloaded: two layers' worth
 // leave the GPU; each one-way copy takes 83,886,080 B / (63 GB/s x 0.85,
@@ -1426,10 +1434,7 @@ TEST(StepModelByHandTest, LayerOffload) {
 
   // The offloaded layers must fit the host memory per GPU: 100 MB holds one
   // layer's 83,886,080 B, not two.
-  ClusterSpec small = Cluster("h100-sxm");
-  small.host_memory_bytes_per_gpu = 100e6;
-  absl::StatusOr<StepModel> tight = StepModel::Create(TinyDense(), small, {1, 2048, 8},
-                                                      std::make_shared<DatasheetCostModel>(small));
+  absl::StatusOr<StepModel> tight = TinyDenseWithHostMemory(100e6);
   ASSERT_TRUE(tight.ok()) << tight.status();
   Knobs one = off;
   one.offload_layers = 1;
@@ -1465,10 +1470,7 @@ TEST(StepModelByHandTest, FineGrainedOffloadHostMemory) {
   EXPECT_EQ(a->memory.activations_bytes - n->memory.activations_bytes, 33554432.0);
   EXPECT_EQ(a->memory.activations_bytes - c->memory.activations_bytes, 67108864.0);
 
-  ClusterSpec small = Cluster("h100-sxm");
-  small.host_memory_bytes_per_gpu = 50e6;
-  absl::StatusOr<StepModel> tight = StepModel::Create(TinyDense(), small, {1, 2048, 8},
-                                                      std::make_shared<DatasheetCostModel>(small));
+  absl::StatusOr<StepModel> tight = TinyDenseWithHostMemory(50e6);
   ASSERT_TRUE(tight.ok()) << tight.status();
   EXPECT_TRUE(tight->Predict(Layout(1, 1, 1, 1, 1, 1), norms).ok());
   EXPECT_THAT(tight->Predict(Layout(1, 1, 1, 1, 1, 1), attn),

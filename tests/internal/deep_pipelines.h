@@ -26,7 +26,7 @@ struct LayoutCase {
   // The source publishes model TFLOP/s per GPU instead of a step time. The
   // layouts of a group run the same model, shape and batch, so the step
   // time is the model FLOPs per step per GPU / this: MeasuredCaseStepSeconds.
-  std::optional<double> measured_tflops;
+  std::optional<double> measured_tflops = std::nullopt;
 };
 
 // The measured step time of `c`: its published step time, else the model

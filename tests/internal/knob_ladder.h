@@ -35,7 +35,7 @@ struct LadderStep {
   bool has_knob = false;
   // The layout after this step where the step changes it (a standalone
   // ladder's steps otherwise run StandaloneLadder::parallel).
-  std::optional<planner::ParallelConfig> parallel;
+  std::optional<planner::ParallelConfig> parallel = std::nullopt;
 };
 
 // The 13 DeepSeek-V3 GB200 steps, baseline first.
