@@ -300,7 +300,7 @@ struct TableProvenance {
 struct GemmTable {
   Precision precision = Precision::kBf16;
   MeasuredCurve flops_curve;  // size = 2 m n k
-  TableProvenance provenance;
+  TableProvenance provenance = {};
 };
 
 // One measured grouped GEMM (kernels/measurement_roles.h): num_experts
@@ -352,8 +352,8 @@ struct CollectiveTable {
   LinkSpan span = LinkSpan::kNvlinkDomain;
   int group_size = 0;
   MeasuredCurve bytes_curve;             // the measured points (median per size)
-  std::vector<AlphaBetaSegment> fit;     // fitted from bytes_curve
-  TableProvenance provenance;
+  std::vector<AlphaBetaSegment> fit = {};  // fitted from bytes_curve
+  TableProvenance provenance = {};
 };
 // Weighted least squares of seconds = alpha + bytes * beta per range
 // (weights 1 / seconds^2: relative error), alpha >= 0, beta > 0; a curve of
