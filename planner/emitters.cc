@@ -58,15 +58,20 @@ std::string IntervalLine(const Prediction& p, const char* prefix) {
   return text.empty() ? std::string() : absl::StrCat(prefix, text, "\n");
 }
 
-// The pinned host memory the plan's offloaded activations take per GPU, as
-// a line starting with `prefix` (what the cluster states it has beside it);
-// empty for a plan that offloads nothing.
+// The pinned host memory the plan's offloaded activations and optimizer
+// state take per GPU, as a line starting with `prefix` (what the cluster
+// states it has beside it); empty for a plan that offloads nothing.
 std::string HostMemoryLine(const Prediction& p, const char* prefix) {
   if (p.host_offload_bytes <= 0) return std::string();
   const double host = p.cluster.host_memory_bytes_per_gpu;
+  const bool optimizer = p.knobs.optimizer_offload_fraction > 0;
+  const bool activations = p.host_offload_bytes > p.memory.host_optimizer_bytes;
+  const char* what = optimizer && activations ? "activations and optimizer state"
+                     : optimizer              ? "optimizer state"
+                                              : "activations";
   return absl::StrCat(
       prefix,
-      absl::StrFormat("host memory for offloaded activations: %.1f GiB",
+      absl::StrFormat("host memory for offloaded %s: %.1f GiB", what,
                       p.host_offload_bytes / units::kGiB),
       host > 0 ? absl::StrFormat(" of %.1f GiB", host / units::kGiB) : std::string(),
       " per GPU\n");
@@ -356,6 +361,17 @@ void LayoutFlags(const Prediction& p, int dp, ArgWriter& a) {
     a.Flag("--main-grads-dtype", "bf16");
     a.Flag("--exp-avg-dtype", "bf16");
     a.Flag("--exp-avg-sq-dtype", "bf16");
+  }
+  if (p.knobs.optimizer_offload_fraction > 0) {
+    a.Comment("optimizer-state CPU offload: this share of the optimizer shard is stepped by "
+              "the host's AdamW (HybridDeviceOptimizer, which needs the precision-aware "
+              "optimizer's code path)");
+    if (p.knobs.optimizer_states != OptimizerStates::kBf16Moments) {
+      a.Flag("--use-precision-aware-optimizer");
+    }
+    a.Flag("--optimizer-cpu-offload");
+    a.Flag("--optimizer-offload-fraction", absl::StrCat(p.knobs.optimizer_offload_fraction));
+    if (p.knobs.optimizer_offload_overlap) a.Flag("--overlap-cpu-optimizer-d2h-h2d");
   }
   if (par.shard_params) {
     a.Comment("FSDP: parameters, gradients and optimizer states sharded over dp");

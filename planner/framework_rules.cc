@@ -196,6 +196,12 @@ const std::array<FrameworkRuleInfo, kNumFrameworkRules>& Table() {
        "remat_policy 'custom' places each named checkpoint on device, remat or offload "
        "(tensors_to_offload); there is no per-layer offload key",
        "configs/types.py", Framework::kMaxText},
+      {"maxtext_no_optimizer_offload",
+       "optimizer_offload_fraction (Megatron's optimizer-state CPU offload, "
+       "HybridDeviceOptimizer) has no MaxText setting",
+       "MaxText places the optimizer state with the parameters' sharding; there is no key "
+       "that steps part of it on the host",
+       "configs/base.yml", Framework::kMaxText},
   }};
   return *table;
 }
@@ -455,6 +461,7 @@ std::optional<FrameworkRule> MaxTextViolation(const ModelSpec& model, const Para
     return FrameworkRule::kMaxTextOptimizerStatesFp32;
   }
   if (k.offload_layers != 0) return FrameworkRule::kMaxTextNoLayerOffload;
+  if (k.optimizer_offload_fraction > 0) return FrameworkRule::kMaxTextNoOptimizerOffload;
   const uint32_t always = MaxTextAlwaysRecomputed(model);
   const bool full = k.recompute.mode == RecomputeMode::kFull;
   if (!full && (k.recompute.mode == RecomputeMode::kNone ||

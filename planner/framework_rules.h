@@ -70,9 +70,10 @@ enum class FrameworkRule {
   kMaxTextNoRankOrder,           // dp_outermost: MaxText has no rank order
   kMaxTextOptimizerStatesFp32,   // optimizer_states=bf16: no MaxText setting
   kMaxTextNoLayerOffload,        // offload_layers > 0: no MaxText setting
+  kMaxTextNoOptimizerOffload,    // optimizer_offload_fraction > 0: none either
 };
 inline constexpr int kNumFrameworkRules =
-    static_cast<int>(FrameworkRule::kMaxTextNoLayerOffload) + 1;
+    static_cast<int>(FrameworkRule::kMaxTextNoOptimizerOffload) + 1;
 
 struct FrameworkRuleInfo {
   std::string_view name;     // "ep_overlap_needs_interleaving"

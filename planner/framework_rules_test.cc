@@ -501,6 +501,13 @@ TEST(MegatronViolationTest, LayerOffloadConditions) {
   full.offload_layers = 40;
   EXPECT_THAT(MaxTextViolation(llama, Layout(1, 1, 1), full),
               Optional(FrameworkRule::kMaxTextNoLayerOffload));
+  // The optimizer-state CPU offload has no MaxText setting either.
+  Knobs host_adam = FullRecompute();
+  host_adam.optimizer_offload_fraction = 0.5;
+  EXPECT_THAT(MaxTextViolation(llama, Layout(1, 1, 1), host_adam),
+              Optional(FrameworkRule::kMaxTextNoOptimizerOffload));
+  EXPECT_THAT(RuleText(FrameworkRule::kMaxTextNoOptimizerOffload),
+              HasSubstr("optimizer_offload_fraction"));
 }
 
 }  // namespace

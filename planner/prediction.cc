@@ -118,6 +118,8 @@ nlohmann::json ToJson(const Knobs& k) {
   j["num_comm_streams"] = k.overlap.num_comm_streams;
   j["cuda_graphs"] = k.cuda_graphs;
   j["optimizer_states"] = std::string(OptimizerStatesName(k.optimizer_states));
+  j["optimizer_offload_fraction"] = k.optimizer_offload_fraction;
+  j["optimizer_offload_overlap"] = k.optimizer_offload_overlap;
   return j;
 }
 
@@ -136,7 +138,7 @@ nlohmann::json ToJson(const Prediction& p) {
   if (p.host_offload_bytes > 0) j["host_offload_gib"] = p.host_offload_bytes / units::kGiB;
   j["moe_load_imbalance_priced"] = p.moe_load_imbalance_priced;
   auto memory_json = [](const MemoryBreakdown& m) {
-    return nlohmann::json{
+    nlohmann::json out{
         {"weights_bytes", m.weights_bytes},
         {"grads_bytes", m.grads_bytes},
         {"optimizer_bytes", m.optimizer_bytes},
@@ -144,6 +146,9 @@ nlohmann::json ToJson(const Prediction& p) {
         {"comm_buffers_bytes", m.comm_buffers_bytes},
         {"reserve_bytes", m.reserve_bytes},
     };
+    // Host memory (not in the GPU's peak): only where the optimizer is offloaded.
+    if (m.host_optimizer_bytes > 0) out["host_optimizer_bytes"] = m.host_optimizer_bytes;
+    return out;
   };
   j["memory"] = memory_json(p.memory);
   if (p.parallel.pp > 1) {

@@ -53,6 +53,9 @@ struct MemoryBreakdown {
   double activations_bytes = 0;
   double comm_buffers_bytes = 0;
   double reserve_bytes = 0;  // allocator fragmentation, CUDA context, workspaces
+  // Host memory, not in Total(): the optimizer-state CPU offload's pinned
+  // fp32 weights, gradients and Adam moments (16 B per offloaded parameter).
+  double host_optimizer_bytes = 0;
   double Total() const {
     return weights_bytes + grads_bytes + optimizer_bytes + activations_bytes +
            comm_buffers_bytes + reserve_bytes;

@@ -144,6 +144,8 @@ absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& r,
   k.moe_load_imbalance = r.constraints.moe_load_imbalance;
   k.routing = r.constraints.routing;
   k.optimizer_states = r.constraints.optimizer_states;
+  k.optimizer_offload_fraction = r.constraints.optimizer_offload_fraction;
+  k.optimizer_offload_overlap = r.constraints.optimizer_offload_overlap;
 
   // What the framework runs for these knobs (framework_rules.h: a default it
   // would not run is turned off as the search does; a pinned one it refuses

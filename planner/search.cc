@@ -239,6 +239,8 @@ class Searcher {
       violations.assign(ks.combos.size(), -1);
       for (size_t j = 0; j < ks.combos.size(); ++j) {
         ks.combos[j].optimizer_states = options_.constraints.optimizer_states;
+        ks.combos[j].optimizer_offload_fraction = options_.constraints.optimizer_offload_fraction;
+        ks.combos[j].optimizer_offload_overlap = options_.constraints.optimizer_offload_overlap;
         const NormalizedKnobs n =
             NormalizeFor(options_.framework, problem_.model, rep, options_.constraints.fixed,
                          ks.combos[j], options_.full_iteration_graphs);

@@ -133,6 +133,11 @@ struct SpaceConstraints {
   // (Knobs::optimizer_states; not searched: a numerics choice the user
   // makes).
   OptimizerStates optimizer_states = OptimizerStates::kFp32;
+  // Optimizer-state CPU offload every candidate runs with
+  // (Knobs::optimizer_offload_fraction / optimizer_offload_overlap; not
+  // searched: the user states it).
+  double optimizer_offload_fraction = 0;
+  bool optimizer_offload_overlap = false;
 };
 
 // Precisions the GPU has tensor-core modes for, in enum order.

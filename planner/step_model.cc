@@ -461,6 +461,10 @@ Infeasibility StepModel::Evaluate(PreparedLayout& prepared, const Knobs& request
   if (knobs.offload_activations && !IsMaxText(stack_)) {
     // The offloaded activations live in pinned host memory until reloaded.
     acc->host_offload_bytes += FineGrainedOffloadHostBytes(p, m_micro, ranks, kr);
+  }
+  // The optimizer-state CPU offload's share, beside them in host memory.
+  acc->host_offload_bytes += mem.memory.host_optimizer_bytes;
+  if (acc->host_offload_bytes > 0) {
     const double host = cost_->cluster().host_memory_bytes_per_gpu;
     if (host > 0 && acc->host_offload_bytes > host) return Infeasibility::kHostMemoryExceeded;
   }

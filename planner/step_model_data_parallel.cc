@@ -145,14 +145,39 @@ DpAndOptimizer DataParallelAndOptimizer(const CostModel& cost, const ParallelCon
       step->AddSeconds(kSDpHidden, dp_total - out.dp_exposed_s, src);
     }
   }
-  // Optimizer over the local shard.
-  const Cost opt =
-      OptimizerStepCost(cost, params, dp_dense, dp_expert,
-                        AdamBytes(knobs.optimizer_states, knobs.precision).step_traffic);
-  // No other term adds to the optimizer slot: it holds exactly opt.
+  // Optimizer over the local shard: the GPU's FusedAdam on what stays on the
+  // GPU, the host's on the offloaded share.
+  const AdamBytesPerParam adam = AdamBytes(knobs.optimizer_states, knobs.precision);
+  const double offload = std::clamp(knobs.optimizer_offload_fraction, 0.0, 1.0);
+  const Cost opt = OptimizerStepCost(cost, params, dp_dense, dp_expert,
+                                     adam.step_traffic * (1.0 - offload));
   out.optimizer_s = opt.seconds;
   if (step != nullptr) step->Add(kSOptimizer, opt);
+  if (offload > 0) {
+    const double shard =
+        params.dense / std::max(1, dp_dense) + params.expert / std::max(1, dp_expert);
+    // The gradient copied is the main gradient the optimizer reads: fp32,
+    // or BF16 with BF16 moments (AdamBytes: 8 B of state).
+    const double grad_bytes = knobs.optimizer_states == OptimizerStates::kFp32 ? 4.0 : 2.0;
+    const HostOptimizerTerms host =
+        HostOptimizerSeconds(cost, offload * shard, grad_bytes, knobs.optimizer_offload_overlap);
+    out.optimizer_s += host.exposed_s;
+    if (step != nullptr) {
+      step->AddSeconds(kSOptimizer, host.exposed_s, SourceBit(cost.HostOffload(1.0).source));
+    }
+  }
   return out;
+}
+
+HostOptimizerTerms HostOptimizerSeconds(const CostModel& cost, double offloaded_params,
+                                        double grad_bytes_per_param, bool overlap) {
+  HostOptimizerTerms t;
+  if (offloaded_params <= 0) return t;
+  t.d2h_s = cost.HostOffload(offloaded_params * grad_bytes_per_param).seconds;
+  t.cpu_s = offloaded_params * kHostAdamBytesPerParam / kHostAdamStreamBytesPerSec;
+  t.h2d_s = cost.HostOffload(offloaded_params * kHostOptimizerWeightCopyBytesPerParam).seconds;
+  t.exposed_s = overlap ? std::max({t.d2h_s, t.cpu_s, t.h2d_s}) : t.d2h_s + t.cpu_s + t.h2d_s;
+  return t;
 }
 
 }  // namespace moetune::planner::step_model_internal

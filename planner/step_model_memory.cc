@@ -103,7 +103,12 @@ MemoryBreakdown RankMemory(const PlanTables& plan, const Context& c, const Paral
     mem.grads_bytes = (local + gathered) * plan.stack->grad_buffer_bytes_per_param +
                       ShardMainGradAtPeakBytes(shard * adam.shard_main_grad,
                                                mem.activations_bytes + fragmentation);
-    mem.optimizer_bytes = shard * adam.state;
+    // Optimizer-state CPU offload: the offloaded share's state lives on the
+    // host as fp32 weight, gradient and both moments (HybridDeviceOptimizer's
+    // CPU copies; torch's CPU AdamW keeps fp32 moments).
+    const double offload = std::clamp(c.knobs->optimizer_offload_fraction, 0.0, 1.0);
+    mem.optimizer_bytes = shard * adam.state * (1.0 - offload);
+    mem.host_optimizer_bytes = offload * shard * kHostOptimizerStateBytesPerParam;
   }
   // NCCL's buffers on top of the fixed reserve (see kNcclBufferBytes).
   mem.comm_buffers_bytes = kNcclBufferBytes;

@@ -206,7 +206,7 @@ std::string_view InfeasibilityName(Infeasibility reason) {
     case Infeasibility::kPrecisionUnsupported:
       return "precision unsupported by the GPU";
     case Infeasibility::kHostMemoryExceeded:
-      return "offloaded activations exceed the host memory per GPU";
+      return "offloaded activations and optimizer state exceed the host memory per GPU";
   }
   return "unknown";
 }
@@ -369,7 +369,7 @@ absl::Status Validate(const ModelSpec& m, const TrainingShape& s,
     case Infeasibility::kPrecisionUnsupported:
       return absl::InvalidArgumentError("precision unsupported");
     case Infeasibility::kHostMemoryExceeded:  // the step model's, not CheckLayout's
-      return absl::InvalidArgumentError("offloaded activations exceed the host memory per GPU");
+      return absl::InvalidArgumentError("offloaded activations and optimizer state exceed the host memory per GPU");
   }
   return absl::InternalError("unhandled infeasibility");
 }
@@ -414,7 +414,11 @@ std::string ToString(const Knobs& k) {
       k.moe_load_imbalance != 1.0 ? absl::StrCat(" moe_imbalance=", k.moe_load_imbalance)
                                   : "",
       // Only when not the default, so fp32-state plans print as before.
-      k.optimizer_states == OptimizerStates::kBf16Moments ? " optimizer_states=bf16" : "");
+      k.optimizer_states == OptimizerStates::kBf16Moments ? " optimizer_states=bf16" : "",
+      k.optimizer_offload_fraction > 0
+          ? absl::StrCat(" optimizer_offload=", k.optimizer_offload_fraction,
+                         k.optimizer_offload_overlap ? "(overlap)" : "")
+          : "");
 }
 
 }  // namespace moetune::planner

@@ -155,6 +155,19 @@ struct Knobs {
   bool cuda_graphs = true;
   Precision precision = Precision::kBf16;
   OptimizerStates optimizer_states = OptimizerStates::kFp32;  // not searched
+  // Optimizer-state CPU offload (Megatron --optimizer-cpu-offload
+  // --optimizer-offload-fraction F, megatron/core/optimizer/cpu_offloading/
+  // hybrid_optimizer.py HybridDeviceOptimizer): the first F of the rank's
+  // optimizer shard keeps its fp32 master weights and Adam moments in host
+  // memory and is stepped by PyTorch's CPU AdamW; each step copies its
+  // gradients to the host and its updated weights back. 0 = off. Not
+  // searched: the user states it (--optimizer-offload-fraction), a memory
+  // fallback that costs seconds per step (HostOptimizerSeconds).
+  double optimizer_offload_fraction = 0;
+  // --overlap-cpu-optimizer-d2h-h2d: one CPU optimizer per parameter with
+  // the copies on their own streams, so the gradient copies, the CPU steps
+  // and the weight copies pipeline instead of running one after the other.
+  bool optimizer_offload_overlap = false;
 };
 
 // Enum <-> string. Parsers are case-insensitive and return InvalidArgument

@@ -159,6 +159,17 @@ absl::StatusOr<p::SearchOptions> ToSearchOptions(const v1::PlanConstraints& c,
       return absl::InvalidArgumentError(absl::StrCat("constraints.optimizer_states: unknown value ",
                                                      static_cast<int>(c.optimizer_states())));
   }
+  if (!(c.optimizer_offload_fraction() >= 0.0 && c.optimizer_offload_fraction() <= 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("constraints.optimizer_offload_fraction must be in [0, 1], got ",
+                     c.optimizer_offload_fraction()));
+  }
+  if (c.optimizer_offload_overlap() && c.optimizer_offload_fraction() <= 0) {
+    return absl::InvalidArgumentError(
+        "constraints.optimizer_offload_overlap needs constraints.optimizer_offload_fraction > 0");
+  }
+  o.constraints.optimizer_offload_fraction = c.optimizer_offload_fraction();
+  o.constraints.optimizer_offload_overlap = c.optimizer_offload_overlap();
   return o;
 }
 

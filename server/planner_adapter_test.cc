@@ -144,6 +144,38 @@ TEST_F(PlannerAdapterTest, OptimizerStatesIsAnInput) {
                        HasSubstr("constraints.optimizer_states: unknown value 7")));
 }
 
+// PlanConstraints.optimizer_offload_fraction / _overlap: every plan runs
+// with the host-stepped optimizer share (echoed in its knobs and written as
+// Megatron's flags); out-of-range values and an overlap without a fraction
+// name the field.
+TEST_F(PlannerAdapterTest, OptimizerOffloadIsAnInput) {
+  const ProgressFn kNoProgress = [](int64_t, int64_t) {};
+  v1::SubmitPlanRequest r = Request("llama3-8b", "h100-sxm", 8);
+  r.mutable_constraints()->set_top_k(2);
+  r.mutable_constraints()->set_optimizer_offload_fraction(0.5);
+  r.mutable_constraints()->set_optimizer_offload_overlap(true);
+  auto out = adapter_->Plan(r, kNoProgress);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_GE(out->plans.size(), 1u);
+  for (size_t i = 1; i <= out->plans.size(); ++i) {
+    EXPECT_EQ(out->plans[i - 1].knobs().at("optimizer_offload_fraction"), "0.5") << i;
+    const std::string& megatron =
+        out->configs.at({static_cast<int>(i), v1::CONFIG_FORMAT_MEGATRON});
+    EXPECT_THAT(megatron, HasSubstr("  --optimizer-cpu-offload\n"));
+    EXPECT_THAT(megatron, HasSubstr("  --optimizer-offload-fraction 0.5\n"));
+    EXPECT_THAT(megatron, HasSubstr("  --overlap-cpu-optimizer-d2h-h2d\n"));
+    EXPECT_THAT(megatron, HasSubstr("  --use-precision-aware-optimizer\n"));
+  }
+  r.mutable_constraints()->set_optimizer_offload_fraction(1.5);
+  EXPECT_THAT(adapter_->ValidatePlan(r),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("constraints.optimizer_offload_fraction must be in [0, 1], got 1.5")));
+  r.mutable_constraints()->set_optimizer_offload_fraction(0);
+  EXPECT_THAT(adapter_->ValidatePlan(r),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("optimizer_offload_overlap needs")));
+}
+
 // Layer-wise host offload through the API: constraints.fix
 // "offload_layers=N" (the plan command's syntax) reaches every plan's knobs
 // and the Megatron file, each plan at pp 1 without recompute or CUDA

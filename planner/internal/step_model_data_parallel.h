@@ -46,6 +46,24 @@ RankParams ParamsOnRank(const PlanTables& plan, const ParallelConfig& p,
 Cost OptimizerStepCost(const CostModel& cost, const RankParams& params, int dp_dense, int dp_expert,
                        double step_bytes_per_param);
 
+// The host side of the optimizer-state CPU offload, per step
+// (Knobs::optimizer_offload_fraction; HybridDeviceOptimizer.step): for the
+// n = fraction x shard parameters stepped on the host,
+//   d2h = n x grad_bytes / host link        (gradients to pinned host memory)
+//   cpu = n x 28 B / kHostAdamStreamBytesPerSec   (CPU AdamW, one thread)
+//   h2d = n x 4 B / host link               (fp32 weights back)
+// one after the other (one CPU optimizer; the copies on the compute stream),
+// or, with overlap (one optimizer per parameter, copies on their own
+// streams), pipelined: max(d2h, cpu, h2d). The GPU waits for all of it: the
+// next forward needs the weights. `copy` prices bytes over the host link
+// (CostModel::HostOffload: the agent's measurement where it has one).
+struct HostOptimizerTerms {
+  double d2h_s = 0, cpu_s = 0, h2d_s = 0;
+  double exposed_s = 0;
+};
+HostOptimizerTerms HostOptimizerSeconds(const CostModel& cost, double offloaded_params,
+                                        double grad_bytes_per_param, bool overlap);
+
 // Where the data-parallel groups lie (ParallelConfig::dp_outermost picks
 // the rank order): inside one NVLink domain or across domains, and how many
 // members of a dense (DP x CP) and of an expert DP group share a domain

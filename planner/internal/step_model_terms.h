@@ -54,6 +54,29 @@ inline AdamBytesPerParam AdamBytes(OptimizerStates states, Precision precision) 
   const bool in_place = precision == Precision::kBf16;
   return AdamBytesPerParam{8.0, in_place ? 0.0 : 4.0, in_place ? 20.0 : 22.0};
 }
+// Optimizer-state CPU offload (Knobs::optimizer_offload_fraction): PyTorch's
+// CPU AdamW (HybridDeviceOptimizer's cpu_optimizer_cls, fused=True) per fp32
+// parameter reads the weight, the gradient and both moments and writes the
+// weight and both moments: 7 x 4 B of host memory traffic.
+inline constexpr double kHostAdamBytesPerParam = 28.0;
+// The rate one rank's CPU AdamW moves them: one host thread's streaming
+// bandwidth. torchrun sets OMP_NUM_THREADS=1 for every process of a
+// multi-process job unless told otherwise, so the fused CPU kernel runs on
+// one core per rank, not on the socket's bandwidth. 20 GB/s is an
+// assumption (about one current server core's streaming rate; no public
+// single-core figure for the DGX / Grace hosts was found), not a datasheet
+// figure: the Megatron-Bridge cpu-offloading card's 100% step implies
+// ~19 GB/s at the modelled shard, so that step does not check the rate
+// independently; its 25-75% steps check the linear form and its overlap
+// step the copy / CPU split (tests/internal/knob_ladder.h).
+inline constexpr double kHostAdamStreamBytesPerSec = 20e9;
+// The offloaded weights come back in fp32 (the CPU copy is the fp32 master
+// weight, copied into the GPU parameter: hybrid_optimizer.py
+// param_copy_back_gpu_hook).
+inline constexpr double kHostOptimizerWeightCopyBytesPerParam = 4.0;
+// Host memory per offloaded parameter: the fp32 weight, its pinned gradient
+// buffer and CPU AdamW's two fp32 moments.
+inline constexpr double kHostOptimizerStateBytesPerParam = 16.0;
 // Gradient reduce-scatter and parameter all-gather in BF16 (Megatron-Bridge
 // performance recipes: grad_reduce_in_fp32 off).
 inline constexpr double kDpCommBytesPerParam = 2.0;

@@ -158,6 +158,14 @@ std::vector<StandaloneLadder> Dsv3B300RecipeUpdateLadders();
 // with full recompute) need its dev-branch change and are not a step here.
 StandaloneLadder Dsv3ProxyH100FullRecomputeLadder();
 
+// Qwen3-30B-A3B on 16 H100 (NVIDIA-NeMo/Megatron-Bridge skills/
+// nemo-mbridge-perf-cpu-offloading/card.yaml, validated 2026-03-30): TP2 PP2
+// EP4, the optimizer-state CPU offload (HybridDeviceOptimizer) at 0 / 25 /
+// 50 / 75 / 100% and 100% with --overlap-cpu-optimizer-d2h-h2d: 996 / 1,871
+// / 2,484 / 3,187 / 4,189 / 3,877 ms per step. Step times only; the card
+// gives no batch or sequence (assumed: StandaloneLadder::assumed).
+StandaloneLadder Qwen3A3bH100OptimizerOffloadLadder();
+
 // The ladder's model: the preset, cut to proxy_layers decoder layers when
 // set (an error for a preset with per-layer patterns).
 absl::StatusOr<planner::ModelSpec> LadderModel(const StandaloneLadder& l);

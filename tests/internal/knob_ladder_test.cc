@@ -94,7 +94,7 @@ std::string WithoutEpOverlap(planner::Knobs k) {
 
 TEST(KnobLadderTest, EveryStandaloneLadderAligns) {
   const std::vector<StandaloneLadder> all = StandaloneLadders();
-  ASSERT_EQ(all.size(), 21u);
+  ASSERT_EQ(all.size(), 22u);
   EXPECT_EQ(all[0].title, Qwen3H100EpOverlapLadder().title);
   for (const StandaloneLadder& l : all) {
     SCOPED_TRACE(l.title);
@@ -367,6 +367,25 @@ TEST(KnobLadderTest, Dsv3ProxyH100FullRecompute) {
   StandaloneLadder deeper = l;
   deeper.proxy_layers = 62;
   EXPECT_THAT(LadderModel(deeper).status().message(), ::testing::HasSubstr("only 61 layers"));
+}
+
+// The Bridge cpu-offloading card: six step times, the five offload steps
+// 996 / 1,871 = 0.53234x and so on down to 996 / 4,189 = 0.23777x; the
+// overlap step 4,189 / 3,877 = 1.08047x. Each step changes one knob.
+TEST(KnobLadderTest, Qwen3A3bH100OptimizerOffload) {
+  const StandaloneLadder l = Qwen3A3bH100OptimizerOffloadLadder();
+  ASSERT_EQ(l.steps.size(), 6u);
+  const std::vector<double> gains = StepGains(MeasuredThroughput(l));
+  EXPECT_NEAR(gains[1], 0.996 / 1.871, 1e-9);
+  EXPECT_NEAR(gains[5], 4.189 / 3.877, 1e-9);
+  for (int i = 1; i <= 4; ++i) {
+    EXPECT_DOUBLE_EQ(l.steps[i].knobs.optimizer_offload_fraction, 0.25 * i);
+    EXPECT_FALSE(l.steps[i].knobs.optimizer_offload_overlap);
+  }
+  EXPECT_EQ(l.steps[0].knobs.optimizer_offload_fraction, 0.0);
+  EXPECT_TRUE(l.steps[5].knobs.optimizer_offload_overlap);
+  EXPECT_EQ(l.steps[5].knobs.optimizer_offload_fraction, 1.0);
+  EXPECT_EQ(StandaloneLadders().back().title, l.title);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 //       [--threads N] [--objective pretrain|finetune|lora] [--stack CONTAINER]
 //       [--framework megatron|maxtext] [--routing natural|balanced]
 //       [--moe-imbalance X] [--dp-outermost] [--optimizer-states fp32|bf16]
+//       [--optimizer-offload-fraction F [--optimizer-offload-overlap]]
 //
 // --optimizer-states: the Adam state's precision every candidate runs with
 // (fp32 default; bf16: BF16 moments and main grads, Megatron's
@@ -89,6 +90,8 @@ const std::vector<FlagSpec>& PlanFlags() {
       {"framework", false, "megatron (default) or maxtext: whose rules, search space and config the plan follows"},
       {"routing", false, "MoE routing: natural (default: real training, priced at the busiest expert-parallel rank) or balanced (forced, as the published benchmarks run)"},
       {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean, >= 1 (default: what --routing implies)"},
+      {"optimizer-offload-fraction", false, "share of every candidate's optimizer shard stepped on the host (Megatron --optimizer-cpu-offload --optimizer-offload-fraction F; 0..1, default 0, never searched, Megatron only)"},
+      {"optimizer-offload-overlap", true, "pipeline the offloaded optimizer's copies with its CPU steps (--overlap-cpu-optimizer-d2h-h2d)"},
       {"optimizer-states", false, "Adam state precision: fp32 (default) or bf16 (BF16 moments and main grads, --use-precision-aware-optimizer; never searched, Megatron only)"},
       {"dp-outermost", true, "pin Megatron's rank order with data parallel outermost, tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping); as --fix dp_outermost=true; default: Megatron's order tp-cp-ep-dp-pp, never searched"},
       {"help", true, "show this help"},
@@ -298,6 +301,20 @@ int RunPlan(const std::vector<std::string>& argv) {
     return Fail(kExitBadInput, absl::StrCat("--optimizer-states: ", states.status().message()));
   }
   options.constraints.optimizer_states = *states;
+  if (args.Has("optimizer-offload-fraction")) {
+    absl::StatusOr<std::optional<double>> f = args.GetDouble("optimizer-offload-fraction");
+    if (!f.ok()) return Fail(kExitBadInput, std::string(f.status().message()));
+    if (!f->has_value() || !(**f >= 0.0 && **f <= 1.0)) {
+      return Fail(kExitBadInput, "--optimizer-offload-fraction must be a number in [0, 1]");
+    }
+    options.constraints.optimizer_offload_fraction = **f;
+  }
+  options.constraints.optimizer_offload_overlap = args.Has("optimizer-offload-overlap");
+  if (options.constraints.optimizer_offload_overlap &&
+      options.constraints.optimizer_offload_fraction <= 0) {
+    return Fail(kExitBadInput,
+                "--optimizer-offload-overlap needs --optimizer-offload-fraction > 0");
+  }
   {
     absl::StatusOr<std::optional<double>> imbalance = args.GetDouble("moe-imbalance");
     if (!imbalance.ok()) return Fail(kExitBadInput, OneLine(imbalance.status().message()));

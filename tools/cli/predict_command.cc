@@ -14,6 +14,7 @@
 //       [--objective pretrain|finetune|lora] [--stack CONTAINER|latest]
 //       [--framework megatron|maxtext] [--format json|text|maxtext]
 //       [--routing natural|balanced] [--optimizer-states fp32|bf16]
+//       [--optimizer-offload-fraction F [--optimizer-offload-overlap]]
 //       [--search-knobs]
 //
 // --optimizer-states: the precision of the distributed Adam optimizer's
@@ -130,6 +131,8 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean, >= 1 (default: what --routing implies)"},
       {"routing", false, "MoE routing: natural (default: real training, priced at the busiest expert-parallel rank) or balanced (forced, as the published benchmarks run)"},
       {"optimizer-states", false, "Adam state precision: fp32 (default) or bf16 (BF16 moments and main grads, --use-precision-aware-optimizer; never searched)"},
+      {"optimizer-offload-fraction", false, "share of the optimizer shard stepped on the host (Megatron --optimizer-cpu-offload --optimizer-offload-fraction F; 0..1, default 0, never searched)"},
+      {"optimizer-offload-overlap", true, "pipeline the offloaded optimizer's copies with its CPU steps (--overlap-cpu-optimizer-d2h-h2d)"},
       {"shard-params", true, "shard parameters and gradients over DP (FSDP)"},
       {"dp-outermost", true, "Megatron rank order with data parallel outermost, tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping: model replicas on consecutive ranks, DP groups across NVLink domains); default: off, Megatron's default order tp-cp-ep-dp-pp (pipeline outermost); never searched; with pp > 1 on a MoE model needs ep x etp = tp x cp; not for --framework maxtext"},
       {"first-stage-layers", false, "layers on the first pipeline stage"},
@@ -465,6 +468,19 @@ int RunPredict(const std::vector<std::string>& argv) {
     return Fail(kExitBadInput, absl::StrCat("--optimizer-states: ", states.status().message()));
   }
   knobs.optimizer_states = *states;
+  if (args.Has("optimizer-offload-fraction")) {
+    absl::StatusOr<std::optional<double>> f = args.GetDouble("optimizer-offload-fraction");
+    if (!f.ok()) return Fail(kExitBadInput, std::string(f.status().message()));
+    if (!f->has_value() || !(**f >= 0.0 && **f <= 1.0)) {
+      return Fail(kExitBadInput, "--optimizer-offload-fraction must be a number in [0, 1]");
+    }
+    knobs.optimizer_offload_fraction = **f;
+  }
+  knobs.optimizer_offload_overlap = args.Has("optimizer-offload-overlap");
+  if (knobs.optimizer_offload_overlap && knobs.optimizer_offload_fraction <= 0) {
+    return Fail(kExitBadInput,
+                "--optimizer-offload-overlap needs --optimizer-offload-fraction > 0");
+  }
   if (args.Has("offload")) {
     const std::string v = absl::AsciiStrToLower(args.GetOr("offload", ""));
     if (v != "none") {
@@ -519,6 +535,8 @@ int RunPredict(const std::vector<std::string>& argv) {
   request.constraints.moe_load_imbalance = knobs.moe_load_imbalance;
   request.constraints.routing = knobs.routing;
   request.constraints.optimizer_states = knobs.optimizer_states;
+  request.constraints.optimizer_offload_fraction = knobs.optimizer_offload_fraction;
+  request.constraints.optimizer_offload_overlap = knobs.optimizer_offload_overlap;
   request.stack = *stack;
   request.unpinned_knobs =
       args.Has("search-knobs") ? pl::UnpinnedKnobs::kSearch : pl::UnpinnedKnobs::kRunDefaults;

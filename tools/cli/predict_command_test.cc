@@ -121,6 +121,40 @@ TEST(PredictCommandTest, RoutingIsAnInput) {
   EXPECT_THAT(bad.err, HasSubstr("--routing: unknown routing 'forced'"));
 }
 
+// --optimizer-offload-fraction F [--optimizer-offload-overlap]: F of the
+// optimizer shard's state leaves HBM for host memory (16 B per offloaded
+// parameter there), the step slows by the host's Adam and copies, and the
+// overlap takes back part of that; bad values are named.
+TEST(PredictCommandTest, OptimizerOffloadIsAnInput) {
+  const auto run = Qwen3AllGivenJson;
+  const nlohmann::json none = run({});
+  const nlohmann::json half = run({"--optimizer-offload-fraction", "0.5"});
+  const nlohmann::json overlap =
+      run({"--optimizer-offload-fraction", "0.5", "--optimizer-offload-overlap"});
+  EXPECT_EQ(half["config"]["knobs"]["optimizer_offload_fraction"].get<double>(), 0.5);
+  EXPECT_EQ(overlap["config"]["knobs"]["optimizer_offload_overlap"], true);
+  const double state = none["memory"]["optimizer_bytes"].get<double>();
+  EXPECT_DOUBLE_EQ(half["memory"]["optimizer_bytes"].get<double>(), 0.5 * state);
+  // fp32 state: 12 B per parameter on the GPU, 16 B per offloaded one on the host.
+  EXPECT_NEAR(half["memory"]["host_optimizer_bytes"].get<double>(), 0.5 * state * 16.0 / 12.0,
+              1.0);
+  EXPECT_FALSE(none["memory"].contains("host_optimizer_bytes"));
+  EXPECT_LT(half["tokens_per_sec_per_gpu"].get<double>(),
+            none["tokens_per_sec_per_gpu"].get<double>());
+  EXPECT_GT(overlap["tokens_per_sec_per_gpu"].get<double>(),
+            half["tokens_per_sec_per_gpu"].get<double>());
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--optimizer-offload-fraction", "1.5"},
+        std::vector<std::string>{"--optimizer-offload-fraction", "-0.1"},
+        std::vector<std::string>{"--optimizer-offload-overlap"}}) {
+    std::vector<std::string> args = Qwen3AllGiven();
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result bad = RunPredict(args);
+    EXPECT_EQ(bad.code, kExitBadInput) << extra[0];
+    EXPECT_THAT(bad.err, HasSubstr("--optimizer-offload-")) << extra[0];
+  }
+}
+
 // --optimizer-states: fp32 (default) or bf16 Adam moments; the state is
 // 8 B instead of 12 B per parameter, the rest of the memory the same, and
 // MaxText refuses it by name.
