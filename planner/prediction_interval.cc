@@ -40,6 +40,8 @@ std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const Cluste
   // The published rows that ran it (Megatron-Bridge's Llama3-70B FSDP
   // recipes) are priced by the validator with the rule's recompute instead.
   if (k.offload_layers > 0) u.push_back("layer-wise offload");
+  // Only a Megatron-Bridge skill card's ladder measures it (outside runs.json).
+  if (k.optimizer_offload_fraction > 0) u.push_back("optimizer-state CPU offload");
   if (moe && k.moe_load_imbalance > 1.0) u.push_back("moe_load_imbalance > 1");
   // Every published row forces balance; none measures real-data routing.
   if (moe && k.moe_load_imbalance == 1.0 && k.routing == Routing::kNatural) {

@@ -53,6 +53,13 @@ TEST(PredictionIntervalTest, UnmeasuredSettings) {
   EXPECT_THAT(UnmeasuredSettings(m, gb200, shape, p, k),
               ElementsAre("cuda_graphs off", "moe_load_imbalance > 1", "etp > 1",
                           "more than 1,024 GPUs"));
+  {
+    Knobs host_adam;
+    host_adam.optimizer_offload_fraction = 0.25;
+    EXPECT_THAT(UnmeasuredSettings(m, gb200, TrainingShape{1024, 4096, 8192}, ParallelConfig{},
+                                   host_adam),
+                ElementsAre("optimizer-state CPU offload"));
+  }
   // Overlaps off that the published rows ran: the EP A2A overlap either way
   // (most MoE recipes leave it off), no P2P overlap on a non-interleaved
   // pipeline (Megatron turns it off itself), no TP overlap at TP 1.
