@@ -336,6 +336,28 @@ std::vector<StandaloneLadder> Qwen3H100LongContextBalanceLadders() {
   return out;
 }
 
+namespace {
+
+// The eager knobs of a Megatron-Bridge BF16 recipe on H100 as its skill
+// cards ran it: NCCL all-to-all, grouped GEMM, no CUDA graphs, no TP / EP
+// comm overlap, natural routing (force balancing off), no recompute, and the
+// precision-aware optimizer's BF16 moments.
+planner::Knobs EagerAllToAllBf16Knobs() {
+  planner::Knobs k;
+  k.precision = planner::Precision::kBf16;
+  k.dispatcher = planner::Dispatcher::kAllToAll;
+  k.grouped_gemm = true;
+  k.cuda_graphs = false;
+  k.overlap.tp_comm = false;
+  k.overlap.ep_comm = false;
+  k.routing = planner::Routing::kNatural;
+  k.recompute.mode = planner::RecomputeMode::kNone;
+  k.optimizer_states = planner::OptimizerStates::kBf16Moments;
+  return k;
+}
+
+}  // namespace
+
 std::vector<StandaloneLadder> MoonlightH100RecomputeLadders() {
   // The study's table: the control and five variants, each a separate
   // 20-step run changing only recompute_modules; mean step time (ms) over
@@ -373,18 +395,9 @@ std::vector<StandaloneLadder> MoonlightH100RecomputeLadders() {
         "the recipe whose defaults the study's layout is (moonlight_16b_pretrain_8gpu_h100_bf16_"
         "config at 600d069b8: NCCL all-to-all, no CUDA graphs, no EP / TP comm overlap, router "
         "fusion off); mock data priced with natural routing (force balancing off)";
-    planner::Knobs k;
-    k.precision = planner::Precision::kBf16;
-    k.dispatcher = planner::Dispatcher::kAllToAll;
-    k.grouped_gemm = true;
-    k.cuda_graphs = false;
-    k.overlap.tp_comm = false;
-    k.overlap.ep_comm = false;
-    k.routing = planner::Routing::kNatural;
-    k.recompute.mode = planner::RecomputeMode::kNone;
     // The recipe's precision-aware optimizer: BF16 exp_avg, exp_avg_sq and
     // main grads, fp32 master weights (moonlight_16b.py, opt_cfg).
-    k.optimizer_states = planner::OptimizerStates::kBf16Moments;
+    planner::Knobs k = EagerAllToAllBf16Knobs();
     planner::MegatronFeatures f;
     f.router_fusion = false;  // moe_router_fusion = False
     f.delay_wgrad_compute = false;
@@ -753,16 +766,7 @@ StandaloneLadder Qwen3A3bH100OptimizerOffloadLadder() {
       "natural routing (the card gives only the layout); BF16 Adam moments (the precision-aware "
       "optimizer the offload needs: the card's 15.3 GB saved at 100% is the modelled shard's "
       "1.91e9 parameters x 8 B)";
-  planner::Knobs k;
-  k.precision = planner::Precision::kBf16;
-  k.dispatcher = planner::Dispatcher::kAllToAll;
-  k.grouped_gemm = true;
-  k.cuda_graphs = false;
-  k.overlap.tp_comm = false;
-  k.overlap.ep_comm = false;
-  k.routing = planner::Routing::kNatural;
-  k.recompute.mode = planner::RecomputeMode::kNone;
-  k.optimizer_states = planner::OptimizerStates::kBf16Moments;
+  planner::Knobs k = EagerAllToAllBf16Knobs();
   planner::MegatronFeatures f;
   const std::string tag = "bridge-qwen3-30b-h100-optimizer-offload";
   l.steps.push_back({tag + "-0", "baseline", k, f, "no optimizer offload", true});
