@@ -163,7 +163,9 @@ DpAndOptimizer DataParallelAndOptimizer(const CostModel& cost, const ParallelCon
         HostOptimizerSeconds(cost, offload * shard, grad_bytes, knobs.optimizer_offload_overlap);
     out.optimizer_s += host.exposed_s;
     if (step != nullptr) {
-      step->AddSeconds(kSOptimizer, host.exposed_s, SourceBit(cost.HostOffload(1.0).source));
+      // The copies' source (measured or datasheet) and the CPU step's prior.
+      step->AddSeconds(kSOptimizer, host.exposed_s,
+                       SourceBit(cost.HostOffload(1.0).source) | kPriorBit);
     }
   }
   return out;

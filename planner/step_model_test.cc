@@ -1441,7 +1441,8 @@ TEST(StepModelByHandTest, LayerOffload) {
   EXPECT_TRUE(tight->Predict(Layout(1, 1, 1, 1, 1, 1), one).ok());
   EXPECT_THAT(tight->Predict(Layout(1, 1, 1, 1, 1, 1), off),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("offloaded activations and optimizer state exceed the host memory per GPU")));
+                       HasSubstr("offloaded activations and optimizer state exceed the host "
+                                 "memory per GPU")));
   EXPECT_EQ(tight->Quick(Layout(1, 1, 1, 1, 1, 1), off).reason,
             Infeasibility::kHostMemoryExceeded);
 }
@@ -1475,7 +1476,8 @@ TEST(StepModelByHandTest, FineGrainedOffloadHostMemory) {
   EXPECT_TRUE(tight->Predict(Layout(1, 1, 1, 1, 1, 1), norms).ok());
   EXPECT_THAT(tight->Predict(Layout(1, 1, 1, 1, 1, 1), attn),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("offloaded activations and optimizer state exceed the host memory per GPU")));
+                       HasSubstr("offloaded activations and optimizer state exceed the host "
+                                 "memory per GPU")));
   EXPECT_EQ(tight->Quick(Layout(1, 1, 1, 1, 1, 1), attn).reason,
             Infeasibility::kHostMemoryExceeded);
 }

@@ -55,8 +55,9 @@ Cost OptimizerStepCost(const CostModel& cost, const RankParams& params, int dp_d
 // one after the other (one CPU optimizer; the copies on the compute stream),
 // or, with overlap (one optimizer per parameter, copies on their own
 // streams), pipelined: max(d2h, cpu, h2d). The GPU waits for all of it: the
-// next forward needs the weights. `copy` prices bytes over the host link
-// (CostModel::HostOffload: the agent's measurement where it has one).
+// next forward needs the weights. The copies are priced by
+// cost.HostOffload (the agent's measured host link where it has one); the
+// CPU step is a prior (kHostAdamStreamBytesPerSec).
 struct HostOptimizerTerms {
   double d2h_s = 0, cpu_s = 0, h2d_s = 0;
   double exposed_s = 0;
