@@ -369,7 +369,8 @@ absl::Status Validate(const ModelSpec& m, const TrainingShape& s,
     case Infeasibility::kPrecisionUnsupported:
       return absl::InvalidArgumentError("precision unsupported");
     case Infeasibility::kHostMemoryExceeded:  // the step model's, not CheckLayout's
-      return absl::InvalidArgumentError("offloaded activations and optimizer state exceed the host memory per GPU");
+      return absl::InvalidArgumentError(
+          "offloaded activations and optimizer state exceed the host memory per GPU");
   }
   return absl::InternalError("unhandled infeasibility");
 }

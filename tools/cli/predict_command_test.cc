@@ -143,6 +143,12 @@ TEST(PredictCommandTest, OptimizerOffloadIsAnInput) {
             none["tokens_per_sec_per_gpu"].get<double>());
   EXPECT_GT(overlap["tokens_per_sec_per_gpu"].get<double>(),
             half["tokens_per_sec_per_gpu"].get<double>());
+  std::vector<std::string> text_args = Qwen3AllGiven();
+  text_args.insert(text_args.end(), {"--optimizer-offload-fraction", "0.5", "--format", "text"});
+  const Result text = RunPredict(text_args);
+  EXPECT_EQ(text.code, kExitOk) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("host memory (offloaded optimizer state) "));
+  EXPECT_THAT(text.out, HasSubstr("optimizer_offload=0.5"));
   for (const std::vector<std::string>& extra :
        {std::vector<std::string>{"--optimizer-offload-fraction", "1.5"},
         std::vector<std::string>{"--optimizer-offload-fraction", "-0.1"},
