@@ -1898,7 +1898,7 @@ int main(int argc, char** argv) {
       continue;
     }
     if (!l.assumed.empty()) std::printf("  not stated by the source, assumed: %s\n", l.assumed.c_str());
-    std::vector<double> pred, pred_step_s, priced_imbalance;
+    std::vector<double> pred, pred_step_s, priced_imbalance, pred_tensor_gb;
     for (const mt::LadderStep& step : l.steps) {
       mp::StackConstants s = row_model.Stack(l.generation, default_constants);
       s.features = step.features;
@@ -1917,6 +1917,7 @@ int main(int argc, char** argv) {
       pred.push_back(p->model_tflops_per_gpu);
       pred_step_s.push_back(p->step_time_s);
       priced_imbalance.push_back(p->moe_load_imbalance_priced);
+      pred_tensor_gb.push_back(p->memory.TensorBytes() / 1e9);
       if (absl::GetFlag(FLAGS_verbose)) {
         std::printf("  ladder %s: step %.3f s\n", step.id.c_str(), p->step_time_s);
         PrintBreakdown(*p);
@@ -1948,6 +1949,17 @@ int main(int argc, char** argv) {
       std::printf("  %-32s %s  meas x %.3f  pred x %.3f  %s%s\n",
                   l.steps[i].name.substr(0, 32).c_str(), meas_text.c_str(), gm[i], gp[i],
                   l.steps[i].mapping.c_str(), imbalance_text.c_str());
+    }
+    if (l.measured_allocated_gb.size() == pred.size()) {
+      // Allocated memory (torch's counters: the tensors, no reserve), and
+      // what each step saves against the first.
+      std::printf("  memory allocated, GB (saved against the first step):\n");
+      for (size_t i = 0; i < pred.size(); ++i) {
+        std::printf("  %-32s meas %6.1f (%5.1f)  pred tensors %6.1f (%5.2f)\n",
+                    l.steps[i].name.substr(0, 32).c_str(), l.measured_allocated_gb[i],
+                    l.measured_allocated_gb[0] - l.measured_allocated_gb[i], pred_tensor_gb[i],
+                    pred_tensor_gb[0] - pred_tensor_gb[i]);
+      }
     }
   }
   {

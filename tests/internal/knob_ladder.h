@@ -61,6 +61,10 @@ struct StandaloneLadder {
   // is proportional to 1 / step time): per step, seconds; then
   // measured_tflops is empty.
   std::vector<double> measured_step_s;
+  // Where the source also publishes the allocated memory per step (torch's
+  // memory_allocated, GB): per step, else empty. validate prints it beside
+  // the predicted tensors (MemoryBreakdown::TensorBytes) and the savings.
+  std::vector<double> measured_allocated_gb;
   // What the model is told that the source leaves unstated (a layout value
   // taken from the recipe the source names, an assumed setting); empty if
   // nothing.

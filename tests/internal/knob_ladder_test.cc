@@ -101,6 +101,9 @@ TEST(KnobLadderTest, EveryStandaloneLadderAligns) {
     EXPECT_FALSE(l.source.empty());
     // One measured figure per step, in one unit.
     EXPECT_NE(l.measured_tflops.empty(), l.measured_step_s.empty());
+    // Memory, where published, one figure per step.
+    EXPECT_TRUE(l.measured_allocated_gb.empty() ||
+                l.measured_allocated_gb.size() == l.steps.size());
     EXPECT_EQ(MeasuredThroughput(l).size(), l.steps.size());
     EXPECT_GE(l.steps.size(), 2u);
     // The layout tiles the GPUs: tp x cp x pp divides them.
