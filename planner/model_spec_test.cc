@@ -14,7 +14,7 @@ using ::testing::HasSubstr;
 
 TEST(ModelSpecTest, EveryPresetLoads) {
   const std::vector<std::string> names = ModelPresetNames();
-  EXPECT_EQ(names.size(), 14u);
+  EXPECT_EQ(names.size(), 15u);
   for (const std::string& name : names) {
     absl::StatusOr<ModelSpec> spec = LoadModelPreset(name);
     ASSERT_TRUE(spec.ok()) << name << ": " << spec.status();

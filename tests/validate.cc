@@ -1929,7 +1929,10 @@ int main(int argc, char** argv) {
     const std::vector<double> gp = mt::StepGains(pred);
     ladder_gains.push_back({gm, gp});
     const bool tflops = !l.measured_tflops.empty();
-    if (!tflops) std::printf("  (step times only: %% = meas s / pred s - 1, the throughput error)\n");
+    if (!tflops) {
+      std::printf("  (step times only: %% = meas s / pred s - 1, the throughput error; added = "
+                  "the step's seconds beyond the first step's, measured vs predicted)\n");
+    }
     for (size_t i = 0; i < pred.size(); ++i) {
       // Published as TFLOP/s: the measured step is the priced one scaled by
       // the FLOP rates (same model FLOPs per step); its excess over the
@@ -1940,9 +1943,12 @@ int main(int argc, char** argv) {
                                    measured[i], pred[i], 100 * (pred[i] / measured[i] - 1),
                                    pred_step_s[i] * pred[i] / measured[i], pred_step_s[i],
                                    pred_step_s[i] * (pred[i] / measured[i] - 1))
-                 : absl::StrFormat("meas %6.2f s   pred %6.2f s  (%+5.1f%%)", l.measured_step_s[i],
-                                   pred_step_s[i],
-                                   100 * (l.measured_step_s[i] / pred_step_s[i] - 1));
+                 : absl::StrFormat("meas %6.2f s   pred %6.2f s  (%+5.1f%%)  added %+6.3f s vs "
+                                   "%+6.3f s",
+                                   l.measured_step_s[i], pred_step_s[i],
+                                   100 * (l.measured_step_s[i] / pred_step_s[i] - 1),
+                                   l.measured_step_s[i] - l.measured_step_s[0],
+                                   pred_step_s[i] - pred_step_s[0]);
       const std::string imbalance_text =
           priced_imbalance[i] != 1.0 ? absl::StrFormat(" [imbalance priced %.3f]", priced_imbalance[i])
                                      : std::string();

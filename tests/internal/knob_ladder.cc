@@ -787,6 +787,45 @@ StandaloneLadder Qwen3A3bH100OptimizerOffloadLadder() {
   return l;
 }
 
+StandaloneLadder Qwen3SmallH100OptimizerOffloadLadder() {
+  StandaloneLadder l;
+  l.title = "Qwen3-0.6B, 1 H100, BF16: optimizer-state CPU offload 0 -> 50% -> 50% with the "
+            "overlap -> 100% with the overlap";
+  l.source =
+      "NVIDIA-NeMo/RL pull request 3628 (merged, 2026-08-13), single-GPU Qwen3-0.6B "
+      "microbenchmark table (mean step time, steps 11-100)";
+  l.model_preset = "qwen3-0.6b";
+  l.cluster_preset = "h100-sxm";
+  l.generation = planner::StackGeneration::k2606;
+  l.shape.gpus = 1;
+  l.shape.seq_len = 4096;
+  l.shape.global_batch = 4;
+  planner::ParallelConfig& p = l.parallel;
+  p.tp = 1, p.cp = 1, p.pp = 1, p.vp = 1, p.ep = 1, p.etp = 1, p.mbs = 1;
+  l.assumed =
+      "seq 4096, GBS 4, MBS 1 (the pull request gives no batch: compare the seconds each step "
+      "adds, not the ratios), no CUDA graphs, no recompute, fp32 optimizer state (Megatron's "
+      "default beside the precision-aware path the offload needs)";
+  planner::Knobs k;
+  k.precision = planner::Precision::kBf16;
+  k.cuda_graphs = false;
+  k.recompute.mode = planner::RecomputeMode::kNone;
+  planner::MegatronFeatures f;
+  const std::string tag = "nemo-rl-pr3628-qwen3-0.6b-h100";
+  l.steps.push_back({tag + "-disabled", "Disabled", k, f, "no optimizer offload", true});
+  k.optimizer_offload_fraction = 0.5;
+  l.steps.push_back({tag + "-50", "50%, no overlap", k, f, "optimizer_offload_fraction 0 -> 0.5",
+                     true});
+  k.optimizer_offload_overlap = true;
+  l.steps.push_back({tag + "-50-overlap", "50%, overlap", k, f,
+                     "optimizer_offload_overlap off -> on", true});
+  k.optimizer_offload_fraction = 1.0;
+  l.steps.push_back({tag + "-100-overlap", "100%, overlap", k, f,
+                     "optimizer_offload_fraction 0.5 -> 1", true});
+  l.measured_step_s = {0.752, 1.187, 1.216, 1.678};
+  return l;
+}
+
 absl::StatusOr<planner::ModelSpec> LadderModel(const StandaloneLadder& l) {
   absl::StatusOr<planner::ModelSpec> m = planner::LoadModelPreset(l.model_preset);
   if (!m.ok() || l.proxy_layers <= 0) return m;
@@ -816,6 +855,7 @@ std::vector<StandaloneLadder> StandaloneLadders() {
   for (StandaloneLadder& l : Dsv3B300RecipeUpdateLadders()) all.push_back(std::move(l));
   all.push_back(Dsv3ProxyH100FullRecomputeLadder());
   all.push_back(Qwen3A3bH100OptimizerOffloadLadder());
+  all.push_back(Qwen3SmallH100OptimizerOffloadLadder());
   return all;
 }
 
