@@ -107,4 +107,22 @@ std::string Args::Usage(const std::vector<FlagSpec>& specs) {
   return out;
 }
 
+absl::StatusOr<OptimizerOffloadFlags> ParseOptimizerOffloadFlags(const Args& args) {
+  OptimizerOffloadFlags out;
+  if (args.Has("optimizer-offload-fraction")) {
+    absl::StatusOr<std::optional<double>> f = args.GetDouble("optimizer-offload-fraction");
+    if (!f.ok()) return f.status();
+    if (!f->has_value() || !(**f >= 0.0 && **f <= 1.0)) {
+      return absl::InvalidArgumentError("--optimizer-offload-fraction must be a number in [0, 1]");
+    }
+    out.fraction = **f;
+  }
+  out.overlap = args.Has("optimizer-offload-overlap");
+  if (out.overlap && out.fraction <= 0) {
+    return absl::InvalidArgumentError(
+        "--optimizer-offload-overlap needs --optimizer-offload-fraction > 0");
+  }
+  return out;
+}
+
 }  // namespace moetune::cli

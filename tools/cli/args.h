@@ -46,4 +46,14 @@ class Args {
   std::vector<std::string> positional_;
 };
 
+// The optimizer-state CPU offload as `plan` and `predict` take it:
+// --optimizer-offload-fraction F (a number in [0, 1], default 0) and the
+// boolean --optimizer-offload-overlap (needs F > 0). Both flags must be
+// declared by the caller. InvalidArgument naming the flag otherwise.
+struct OptimizerOffloadFlags {
+  double fraction = 0;
+  bool overlap = false;
+};
+absl::StatusOr<OptimizerOffloadFlags> ParseOptimizerOffloadFlags(const Args& args);
+
 }  // namespace moetune::cli

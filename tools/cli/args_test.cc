@@ -52,5 +52,33 @@ TEST(ArgsTest, AbsentFlagIsEmptyNotZero) {
   EXPECT_FALSE(args->GetInt("gpus").value().has_value());
 }
 
+// The optimizer offload flags: a fraction in [0, 1], the overlap only with
+// a fraction; each refusal names the flag.
+TEST(ArgsTest, OptimizerOffloadFlags) {
+  const std::vector<FlagSpec> specs = {{"optimizer-offload-fraction", false, ""},
+                                       {"optimizer-offload-overlap", true, ""}};
+  auto parse = [&](const std::vector<std::string>& argv) {
+    absl::StatusOr<Args> a = Args::Parse(argv, specs);
+    EXPECT_TRUE(a.ok()) << a.status();
+    return ParseOptimizerOffloadFlags(*a);
+  };
+  absl::StatusOr<OptimizerOffloadFlags> none = parse({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->fraction, 0.0);
+  EXPECT_FALSE(none->overlap);
+  absl::StatusOr<OptimizerOffloadFlags> half =
+      parse({"--optimizer-offload-fraction", "0.5", "--optimizer-offload-overlap"});
+  ASSERT_TRUE(half.ok()) << half.status();
+  EXPECT_EQ(half->fraction, 0.5);
+  EXPECT_TRUE(half->overlap);
+  for (const char* bad : {"1.5", "-0.1", "nan", "half"}) {
+    EXPECT_THAT(std::string(parse({"--optimizer-offload-fraction", bad}).status().message()),
+                HasSubstr("--optimizer-offload-fraction"))
+        << bad;
+  }
+  EXPECT_THAT(std::string(parse({"--optimizer-offload-overlap"}).status().message()),
+              HasSubstr("--optimizer-offload-overlap needs --optimizer-offload-fraction > 0"));
+}
+
 }  // namespace
 }  // namespace moetune::cli

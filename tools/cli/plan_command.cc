@@ -301,20 +301,10 @@ int RunPlan(const std::vector<std::string>& argv) {
     return Fail(kExitBadInput, absl::StrCat("--optimizer-states: ", states.status().message()));
   }
   options.constraints.optimizer_states = *states;
-  if (args.Has("optimizer-offload-fraction")) {
-    absl::StatusOr<std::optional<double>> f = args.GetDouble("optimizer-offload-fraction");
-    if (!f.ok()) return Fail(kExitBadInput, std::string(f.status().message()));
-    if (!f->has_value() || !(**f >= 0.0 && **f <= 1.0)) {
-      return Fail(kExitBadInput, "--optimizer-offload-fraction must be a number in [0, 1]");
-    }
-    options.constraints.optimizer_offload_fraction = **f;
-  }
-  options.constraints.optimizer_offload_overlap = args.Has("optimizer-offload-overlap");
-  if (options.constraints.optimizer_offload_overlap &&
-      options.constraints.optimizer_offload_fraction <= 0) {
-    return Fail(kExitBadInput,
-                "--optimizer-offload-overlap needs --optimizer-offload-fraction > 0");
-  }
+  absl::StatusOr<OptimizerOffloadFlags> offload = ParseOptimizerOffloadFlags(args);
+  if (!offload.ok()) return Fail(kExitBadInput, std::string(offload.status().message()));
+  options.constraints.optimizer_offload_fraction = offload->fraction;
+  options.constraints.optimizer_offload_overlap = offload->overlap;
   {
     absl::StatusOr<std::optional<double>> imbalance = args.GetDouble("moe-imbalance");
     if (!imbalance.ok()) return Fail(kExitBadInput, OneLine(imbalance.status().message()));

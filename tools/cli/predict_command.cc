@@ -473,19 +473,10 @@ int RunPredict(const std::vector<std::string>& argv) {
     return Fail(kExitBadInput, absl::StrCat("--optimizer-states: ", states.status().message()));
   }
   knobs.optimizer_states = *states;
-  if (args.Has("optimizer-offload-fraction")) {
-    absl::StatusOr<std::optional<double>> f = args.GetDouble("optimizer-offload-fraction");
-    if (!f.ok()) return Fail(kExitBadInput, std::string(f.status().message()));
-    if (!f->has_value() || !(**f >= 0.0 && **f <= 1.0)) {
-      return Fail(kExitBadInput, "--optimizer-offload-fraction must be a number in [0, 1]");
-    }
-    knobs.optimizer_offload_fraction = **f;
-  }
-  knobs.optimizer_offload_overlap = args.Has("optimizer-offload-overlap");
-  if (knobs.optimizer_offload_overlap && knobs.optimizer_offload_fraction <= 0) {
-    return Fail(kExitBadInput,
-                "--optimizer-offload-overlap needs --optimizer-offload-fraction > 0");
-  }
+  absl::StatusOr<OptimizerOffloadFlags> offload = ParseOptimizerOffloadFlags(args);
+  if (!offload.ok()) return Fail(kExitBadInput, std::string(offload.status().message()));
+  knobs.optimizer_offload_fraction = offload->fraction;
+  knobs.optimizer_offload_overlap = offload->overlap;
   if (args.Has("offload")) {
     const std::string v = absl::AsciiStrToLower(args.GetOr("offload", ""));
     if (v != "none") {
