@@ -273,6 +273,9 @@ class Searcher {
   absl::Status NoFeasiblePlan(const Worker& all) const;
   ParallelConfig ExplicitStages(const ParallelConfig& p, const Knobs& k) const;
   absl::StatusOr<RankedPlan> Derive(const Scored& s) const;
+  // "; with all of its optimizer state stepped on the host it fits in ..."
+  // when the optimizer-state CPU offload would make `s` fit, else empty.
+  std::string OptimizerOffloadHint(const Scored& s) const;
 
   const SearchProblem& problem_;
   const CandidateScorer& model_;
@@ -666,6 +669,26 @@ absl::StatusOr<RankedPlan> Searcher::Derive(const Scored& s) const {
   return r;
 }
 
+std::string Searcher::OptimizerOffloadHint(const Scored& s) const {
+  // Never searched, so say what it would do: the least-memory candidate
+  // with all of its optimizer state stepped on the host (Megatron only; a
+  // LoRA run's optimizer state is the adapters').
+  if (options_.framework != Framework::kMegatron ||
+      problem_.shape.objective == Objective::kLora ||
+      options_.constraints.optimizer_offload_fraction >= 1.0) {
+    return std::string();
+  }
+  Knobs k = KnobsOf(layouts_[s.layout]).combos[s.combo];
+  k.optimizer_offload_fraction = 1.0;
+  const Estimate e = model_.Quick(layouts_[s.layout], k);
+  if (e.reason != Infeasibility::kNone || e.peak_memory_bytes > limit_bytes_) {
+    return std::string();
+  }
+  return absl::StrCat("; with all of its optimizer state stepped on the host it fits in ",
+                      Gib(e.peak_memory_bytes), absl::StrFormat(" at %.1f", e.tokens_per_sec_per_gpu),
+                      " tokens/s/GPU (--optimizer-offload-fraction 1, never searched)");
+}
+
 absl::Status Searcher::NoFeasiblePlan(const Worker& all) const {
   const std::string limit =
       options_.max_memory_fraction < 1
@@ -717,7 +740,7 @@ absl::Status Searcher::NoFeasiblePlan(const Worker& all) const {
         Gib(s.peak_bytes), " per GPU (", Describe(s.layout, s.combo),
         "; its weights and gradients alone need at least ",
         Gib(Floor(layouts_[s.layout])),
-        "), the limit is ", limit));
+        "), the limit is ", limit, OptimizerOffloadHint(s)));
   }
   return absl::FailedPreconditionError(
       "no plan: the step model rejected every candidate (see --explain)");

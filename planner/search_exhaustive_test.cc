@@ -238,5 +238,39 @@ TEST(ExhaustiveEqualsDefaultInfeasibleTest, BothReportNoFeasiblePlan) {
   }
 }
 
+// Llama3-8B on one H100: no candidate fits (the fp32 Adam state alone is
+// 12 B x 8e9 = 96 GB), but the least-memory one does with its optimizer
+// state on the host; the error says so, and that the search never tries it.
+// Asked for, the offload is priced and a plan comes back.
+TEST(NoFeasiblePlanTest, SaysWhenTheOptimizerOffloadWouldFit) {
+  SearchProblem problem;
+  problem.model = *LoadModelPreset("llama3-8b");
+  problem.cluster = *LoadClusterPreset("h100-sxm");
+  problem.shape = TrainingShape{1, 4096, 8};
+  auto cost = std::make_shared<DatasheetCostModel>(problem.cluster);
+  SearchOptions options;
+  EXPECT_THAT(Search(problem, cost, options),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       ::testing::AllOf(
+                           ::testing::HasSubstr("no plan fits in memory"),
+                           ::testing::HasSubstr("with all of its optimizer state stepped on the "
+                                                "host it fits in"),
+                           ::testing::HasSubstr("--optimizer-offload-fraction 1, never searched"))));
+  options.constraints.optimizer_offload_fraction = 1.0;
+  absl::StatusOr<SearchResult> r = Search(problem, cost, options);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->best.plan.knobs.optimizer_offload_fraction, 1.0);
+  EXPECT_TRUE(r->best.prediction.fits);
+  // Where the offload cannot help (70B on 16 H100 above) the error has no hint.
+  SearchProblem big = problem;
+  big.model = *LoadModelPreset("llama3-70b");
+  big.shape = TrainingShape{16, 4096, 64};
+  SearchOptions tight;
+  tight.max_memory_fraction = 0.05;
+  EXPECT_THAT(Search(big, std::make_shared<DatasheetCostModel>(big.cluster), tight),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       ::testing::Not(::testing::HasSubstr("optimizer state stepped"))));
+}
+
 }  // namespace
 }  // namespace moetune::planner
