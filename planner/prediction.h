@@ -102,9 +102,10 @@ struct Prediction {
   double last_stage_memory_bytes = 0;
   double hbm_bytes = 0;
   bool fits = false;
-  // Activations held in host memory per GPU by the layer-wise offload
+  // What host memory holds per GPU: activations from the layer-wise offload
   // (Knobs::offload_layers) and the fine-grained one (Knobs::offload_modules:
-  // the in-flight micro-batches' offloaded tensors), within
+  // the in-flight micro-batches' offloaded tensors), plus the optimizer-state
+  // CPU offload's share (memory.host_optimizer_bytes), within
   // ClusterSpec::host_memory_bytes_per_gpu when the cluster states it; 0
   // without offload.
   double host_offload_bytes = 0;

@@ -102,7 +102,7 @@ struct StepModel::Accumulator {
   double last_stage_memory_bytes = 0;
   int dp = 0;
   double moe_load_imbalance = 1.0;  // as priced (PricedImbalance)
-  double host_offload_bytes = 0;   // offloaded activations on the host per GPU
+  double host_offload_bytes = 0;   // offloaded activations + optimizer state, host, per GPU
   std::vector<int> stage_layers;  // breakdown only: layers per virtual stage
 };
 
