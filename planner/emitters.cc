@@ -64,14 +64,9 @@ std::string IntervalLine(const Prediction& p, const char* prefix) {
 std::string HostMemoryLine(const Prediction& p, const char* prefix) {
   if (p.host_offload_bytes <= 0) return std::string();
   const double host = p.cluster.host_memory_bytes_per_gpu;
-  const bool optimizer = p.knobs.optimizer_offload_fraction > 0;
-  const bool activations = p.host_offload_bytes > p.memory.host_optimizer_bytes;
-  const char* what = optimizer && activations ? "activations and optimizer state"
-                     : optimizer              ? "optimizer state"
-                                              : "activations";
   return absl::StrCat(
       prefix,
-      absl::StrFormat("host memory for offloaded %s: %.1f GiB", what,
+      absl::StrFormat("host memory for offloaded %s: %.1f GiB", HostOffloadContents(p),
                       p.host_offload_bytes / units::kGiB),
       host > 0 ? absl::StrFormat(" of %.1f GiB", host / units::kGiB) : std::string(),
       " per GPU\n");

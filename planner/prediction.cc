@@ -123,6 +123,14 @@ nlohmann::json ToJson(const Knobs& k) {
   return j;
 }
 
+std::string_view HostOffloadContents(const Prediction& p) {
+  const bool optimizer = p.memory.host_optimizer_bytes > 0;
+  const bool activations = p.host_offload_bytes > p.memory.host_optimizer_bytes;
+  return optimizer && activations ? "activations and optimizer state"
+         : optimizer              ? "optimizer state"
+                                  : "activations";
+}
+
 nlohmann::json ToJson(const Prediction& p) {
   nlohmann::json j;
   if (p.framework != Framework::kMegatron) j["framework"] = FrameworkName(p.framework);

@@ -140,6 +140,10 @@ struct Prediction {
 // (model, cluster, shape, parallel, knobs), and "cost_source"
 // ("calibrated", "datasheet_prior" or "mixed").
 nlohmann::json ToJson(const Prediction& prediction);
+
+// What Prediction::host_offload_bytes holds, for text: "activations",
+// "optimizer state" or "activations and optimizer state".
+std::string_view HostOffloadContents(const Prediction& prediction);
 nlohmann::json ToJson(const ParallelConfig& parallel);
 nlohmann::json ToJson(const Knobs& knobs);
 

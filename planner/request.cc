@@ -63,11 +63,7 @@ std::optional<std::pair<ParallelConfig, Knobs>> SingleCandidate(const PlanReques
   ApplyLayoutPins(f, &p);
   Knobs k;
   ApplyKnobPins(f, &k);  // every knob is pinned
-  k.moe_load_imbalance = r.constraints.moe_load_imbalance;
-  k.routing = r.constraints.routing;
-  k.optimizer_states = r.constraints.optimizer_states;
-  k.optimizer_offload_fraction = r.constraints.optimizer_offload_fraction;
-  k.optimizer_offload_overlap = r.constraints.optimizer_offload_overlap;
+  ApplyUnsearchedKnobs(r.constraints, &k);
   return std::make_pair(p, k);
 }
 

@@ -141,11 +141,7 @@ absl::StatusOr<PlanRequest> WithRunDefaults(const PlanRequest& r,
     k.dispatcher = r.constraints.dispatchers.front();
   }
   ApplyKnobPins(given, &k);  // the recompute is set per rung below
-  k.moe_load_imbalance = r.constraints.moe_load_imbalance;
-  k.routing = r.constraints.routing;
-  k.optimizer_states = r.constraints.optimizer_states;
-  k.optimizer_offload_fraction = r.constraints.optimizer_offload_fraction;
-  k.optimizer_offload_overlap = r.constraints.optimizer_offload_overlap;
+  ApplyUnsearchedKnobs(r.constraints, &k);
 
   // What the framework runs for these knobs (framework_rules.h: a default it
   // would not run is turned off as the search does; a pinned one it refuses

@@ -238,15 +238,11 @@ class Searcher {
       std::vector<int8_t>& violations = violations_[size_t(i)];
       violations.assign(ks.combos.size(), -1);
       for (size_t j = 0; j < ks.combos.size(); ++j) {
-        ks.combos[j].optimizer_states = options_.constraints.optimizer_states;
-        ks.combos[j].optimizer_offload_fraction = options_.constraints.optimizer_offload_fraction;
-        ks.combos[j].optimizer_offload_overlap = options_.constraints.optimizer_offload_overlap;
+        ApplyUnsearchedKnobs(options_.constraints, &ks.combos[j]);
         const NormalizedKnobs n =
             NormalizeFor(options_.framework, problem_.model, rep, options_.constraints.fixed,
                          ks.combos[j], options_.full_iteration_graphs);
         ks.combos[j] = n.knobs;
-        ks.combos[j].moe_load_imbalance = options_.constraints.moe_load_imbalance;
-        ks.combos[j].routing = options_.constraints.routing;
         if (n.violation) violations[j] = static_cast<int8_t>(*n.violation);
       }
     }

@@ -248,6 +248,14 @@ void PinKnobs(const Knobs& k, FixedKnobs* f) {
   f->precision = k.precision;
 }
 
+void ApplyUnsearchedKnobs(const SpaceConstraints& c, Knobs* knobs) {
+  knobs->moe_load_imbalance = c.moe_load_imbalance;
+  knobs->routing = c.routing;
+  knobs->optimizer_states = c.optimizer_states;
+  knobs->optimizer_offload_fraction = c.optimizer_offload_fraction;
+  knobs->optimizer_offload_overlap = c.optimizer_offload_overlap;
+}
+
 void ApplyLayoutPins(const FixedKnobs& f, ParallelConfig* p) {
   p->shard_params = f.shard_params.value_or(false);
   p->dp_outermost = f.dp_outermost.value_or(false);  // Megatron's default order

@@ -140,6 +140,11 @@ struct SpaceConstraints {
   bool optimizer_offload_overlap = false;
 };
 
+// Sets the knobs `c` fixes for every candidate and never searches: the
+// routing and its imbalance, the optimizer state's precision and its CPU
+// offload.
+void ApplyUnsearchedKnobs(const SpaceConstraints& c, Knobs* knobs);
+
 // Precisions the GPU has tensor-core modes for, in enum order.
 std::vector<Precision> SupportedPrecisions(const GpuSpec& gpu);
 

@@ -41,8 +41,7 @@ RankParams ParamsOnRank(const PlanTables& plan, const ParallelConfig& p,
 
 Cost OptimizerStepCost(const CostModel& cost, const RankParams& params, int dp_dense, int dp_expert,
                        double step_bytes_per_param) {
-  const double shard =
-      params.dense / std::max(1, dp_dense) + params.expert / std::max(1, dp_expert);
+  const double shard = OptimizerShardParams(params, dp_dense, dp_expert);
   return cost.MemoryBound(shard * step_bytes_per_param +
                           (params.dense + params.expert) * kGradNormBytesPerParam);
 }
@@ -154,8 +153,7 @@ DpAndOptimizer DataParallelAndOptimizer(const CostModel& cost, const ParallelCon
   out.optimizer_s = opt.seconds;
   if (step != nullptr) step->Add(kSOptimizer, opt);
   if (offload > 0) {
-    const double shard =
-        params.dense / std::max(1, dp_dense) + params.expert / std::max(1, dp_expert);
+    const double shard = OptimizerShardParams(params, dp_dense, dp_expert);
     // The gradient copied is the main gradient the optimizer reads: fp32,
     // or BF16 with BF16 moments (AdamBytes: 8 B of state).
     const double grad_bytes = knobs.optimizer_states == OptimizerStates::kFp32 ? 4.0 : 2.0;

@@ -98,7 +98,7 @@ MemoryBreakdown RankMemory(const PlanTables& plan, const Context& c, const Paral
       RankActivationBytes(plan, c, p, m_micro, ranks, kinds, r, one_layer);
   const double fragmentation = kFragmentationFraction * mem.activations_bytes;
   if (!c.lora) {
-    const double shard = dense / std::max(1, dp_dense) + expert / std::max(1, dp_expert);
+    const double shard = OptimizerShardParams(params, dp_dense, dp_expert);
     const AdamBytesPerParam adam = AdamBytes(c.knobs->optimizer_states, c.precision);
     mem.grads_bytes = (local + gathered) * plan.stack->grad_buffer_bytes_per_param +
                       ShardMainGradAtPeakBytes(shard * adam.shard_main_grad,

@@ -4,6 +4,8 @@
 // distributed optimizer (or FSDP) and the Adam step over the local shard.
 #pragma once
 
+#include <algorithm>
+
 #include "planner/internal/step_model_terms.h"
 
 namespace moetune::planner::step_model_internal {
@@ -37,6 +39,11 @@ struct RankParams {
 };
 RankParams ParamsOnRank(const PlanTables& plan, const ParallelConfig& p,
                         const int counts[kNumLayerKinds], int r);
+// The rank's distributed-optimizer shard, in parameters: dense ones split
+// over dp_dense GPUs, expert ones over dp_expert.
+inline double OptimizerShardParams(const RankParams& params, int dp_dense, int dp_expert) {
+  return params.dense / std::max(1, dp_dense) + params.expert / std::max(1, dp_expert);
+}
 
 // The optimizer step: Adam over the local shard of `params` (dense ones
 // sharded over dp_dense GPUs, expert ones over dp_expert), memory-bound:

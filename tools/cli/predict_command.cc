@@ -297,12 +297,8 @@ std::string TextReport(const pl::Prediction& p) {
   }
   if (p.host_offload_bytes > 0) {
     const double host = p.cluster.host_memory_bytes_per_gpu;
-    // What sits there: activations, the optimizer-state offload's share, or both.
-    const double state = p.memory.host_optimizer_bytes;
-    const char* what = state <= 0                        ? "offloaded activations"
-                       : p.host_offload_bytes > state    ? "offloaded activations, optimizer state"
-                                                         : "offloaded optimizer state";
-    absl::StrAppend(&out, absl::StrFormat("host memory (%s) %.1f GiB", what,
+    absl::StrAppend(&out, absl::StrFormat("host memory (offloaded %s) %.1f GiB",
+                                          pl::HostOffloadContents(p),
                                           p.host_offload_bytes / pl::units::kGiB),
                     host > 0 ? absl::StrFormat(" of %.1f GiB", host / pl::units::kGiB)
                              : std::string(" (the cluster states no host memory)"),
