@@ -727,6 +727,25 @@ struct RowSpec {
   std::string label;
 };
 
+// Expert parallelism of rows whose runs.json entry leaves "ep" null but
+// whose run's own published config sets it (a MoE run priced at EP 1 would
+// all-gather every expert through FSDP: a layout it never ran).
+struct RowExpertParallelFact {
+  const char* id;
+  int ep;
+  const char* source;
+};
+constexpr RowExpertParallelFact kRowExpertParallel[] = {
+    // The performance table (docs/performance-summary, added 2025-10-06 in
+    // 89e3a9fdd: GBS 512, local batch 2, "TE + DeepEP", EP column "-")
+    // matches the benchmark config of 2c236e081 (2025-10-08, "Add fsdp
+    // optimizations for custom MoE models": global_batch_size 512,
+    // local_batch_size 2, ep_size 64); the config before it (79d0ccfdb) ran
+    // GBS 256 at EP 16.
+    {"automodel-H100-GPT-OSS_120B-64g", 64,
+     "NVIDIA-NeMo/Automodel examples/benchmark/configs/gptoss_120b_te_deepep.yaml at 2c236e081"},
+};
+
 // Parses a row; an error names why it cannot be predicted.
 absl::StatusOr<RowSpec> ParseRow(const json& row) {
   RowSpec r;
@@ -763,6 +782,11 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
   p.pp = num("pp", 1);
   p.vp = num("vp", 1);
   p.ep = num("ep", 1);
+  if (!row.contains("ep") || row.at("ep").is_null()) {
+    for (const RowExpertParallelFact& f : kRowExpertParallel) {
+      if (r.id == f.id) p.ep = f.ep;
+    }
+  }
   p.etp = num("etp", 1);
   p.cp = num("cp", 1);
   p.dp = num("dp", 0);
