@@ -18,6 +18,7 @@
 #include "planner/framework_rules.h"
 #include "planner/internal/strings.h"
 #include "planner/prediction_interval.h"
+#include "planner/routing.h"
 #include "planner/run_defaults.h"
 #include "planner/step_model.h"
 
@@ -195,12 +196,55 @@ absl::StatusOr<Prediction> WithKnobsNotGiven(const PlanRequest& request,
   return p;
 }
 
+// The prediction's interval when a MoE request does not say how its router
+// spreads tokens (routing_given false). The point stays the request's
+// routing -- natural for the CLI and the API, real training, priced at the
+// busiest expert-parallel rank (routing.h) -- but a run may just as well
+// force the balance (--moe-router-force-load-balancing: the published
+// benchmark tables, recipe-index and verification-card performance runs),
+// which is faster by the imbalance the point carries. The interval becomes
+// the union with the other routing's interval (with its own knob ends: the
+// run's knobs are as unknown there), and the basis names that prediction.
+// An explicit imbalance counts as given. An other routing the framework
+// refuses is left out, and the basis says so.
+absl::StatusOr<Prediction> WithRoutingNotGiven(const PlanRequest& request,
+                                               absl::StatusOr<Prediction> p,
+                                               const std::shared_ptr<const CostModel>& cost_model) {
+  if (!p.ok() || request.routing_given || !request.model.IsMoe()) return p;
+  PlanRequest other = request;
+  other.routing_given = true;
+  other.constraints.routing = request.constraints.routing == Routing::kNatural
+                                  ? Routing::kBalanced
+                                  : Routing::kNatural;
+  absl::StatusOr<Prediction> e =
+      WithKnobsNotGiven(other, PredictPinnedRun(other, cost_model), cost_model);
+  PredictionInterval& iv = p->interval;
+  const std::string other_name(RoutingName(other.constraints.routing));
+  if (!e.ok()) {
+    iv.basis = absl::StrCat(iv.basis, "; routing not given, ", other_name,
+                            " routing refused: ", e.status().message());
+  } else {
+    iv.tokens_per_sec_per_gpu_low =
+        std::min(iv.tokens_per_sec_per_gpu_low, e->interval.tokens_per_sec_per_gpu_low);
+    iv.tokens_per_sec_per_gpu_high =
+        std::max(iv.tokens_per_sec_per_gpu_high, e->interval.tokens_per_sec_per_gpu_high);
+    iv.basis = absl::StrFormat("%s; routing not given: widened over %s routing (%.1f "
+                               "tokens/s/GPU, interval %.1f .. %.1f)",
+                               iv.basis, other_name, e->tokens_per_sec_per_gpu,
+                               e->interval.tokens_per_sec_per_gpu_low,
+                               e->interval.tokens_per_sec_per_gpu_high);
+  }
+  iv.unmeasured.push_back("routing not given (--routing)");
+  return p;
+}
+
 }  // namespace
 
 absl::StatusOr<Prediction> PredictPinned(const PlanRequest& request,
                                          std::shared_ptr<const CostModel> cost_model) {
   absl::StatusOr<Prediction> p = PredictPinnedRun(request, cost_model);
-  return WithKnobsNotGiven(request, std::move(p), cost_model);
+  p = WithKnobsNotGiven(request, std::move(p), cost_model);
+  return WithRoutingNotGiven(request, std::move(p), cost_model);
 }
 
 absl::StatusOr<std::optional<std::string>> ReadIfFile(std::string_view arg) {

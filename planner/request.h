@@ -53,6 +53,13 @@ struct PlanRequest {
   // With kRunDefaults: whether stack.cuda_graph_scope is the caller's; false
   // lets RunDefaultCudaGraphScope decide.
   bool cuda_graph_scope_given = true;
+  // Read by PredictPinned only: whether the caller said how the MoE router
+  // spreads tokens (constraints.routing or an explicit moe_load_imbalance).
+  // false -- the CLI's predict without --routing / --moe-imbalance, the
+  // Predict RPC with ROUTING_UNSPECIFIED -- prices constraints.routing (the
+  // callers' default, natural: real training) and widens the interval over
+  // the other routing too (forced balancing is what benchmark runs use).
+  bool routing_given = true;
 };
 
 // The search the request asks for.
@@ -77,7 +84,10 @@ absl::StatusOr<SearchResult> PlanSearch(const PlanRequest& request,
 // iteration for MoE, every overlap on) -- so it spans what the run may have
 // set them to; the basis names both ends' predictions (usually the slow and
 // the fast end; not always: full-iteration graphs price natural routing's
-// static token budget).
+// static token budget). A MoE request that does not give its routing
+// (routing_given false) gets the union with the other routing's prediction
+// as well (its own knob ends included); its basis names that prediction and
+// its unmeasured list says "routing not given".
 absl::StatusOr<Prediction> PredictPinned(const PlanRequest& request,
                                          std::shared_ptr<const CostModel> cost_model);
 

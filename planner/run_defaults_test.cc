@@ -242,5 +242,64 @@ TEST(RunDefaultsTest, KnobsNotGivenWidenTheIntervalOverWhatTheyCouldBe) {
   EXPECT_TRUE(RunKnobsNotGiven(dense).empty());
 }
 
+TEST(RunDefaultsTest, RoutingNotGivenWidensTheIntervalOverTheOtherRouting) {
+  // Every knob pinned (Qwen3-30B-A3B on 16 H100, EP 16 across two nodes,
+  // scoped graphs, HybridEP, no EP overlap), so only the routing is a guess.
+  Overlap defaults;
+  defaults.ep_comm = false;
+  PlanRequest natural =
+      Pinned(Request("qwen3-30b-a3b", "h100-sxm", {16, 4096, 256}, "tp=1,pp=1,ep=16,mbs=1"),
+             true, CudaGraphScope::kModules, Dispatcher::kFusedDedup, defaults);
+  natural.constraints.routing = Routing::kNatural;
+  ASSERT_TRUE(RunKnobsNotGiven(natural).empty());
+  PlanRequest balanced = natural;
+  balanced.constraints.routing = Routing::kBalanced;
+  PlanRequest unsaid = natural;
+  unsaid.routing_given = false;
+
+  absl::StatusOr<Prediction> at_natural = PredictPinned(natural, Prior(natural));
+  absl::StatusOr<Prediction> at_balanced = PredictPinned(balanced, Prior(balanced));
+  absl::StatusOr<Prediction> guessed = PredictPinned(unsaid, Prior(unsaid));
+  ASSERT_TRUE(at_natural.ok()) << at_natural.status();
+  ASSERT_TRUE(at_balanced.ok()) << at_balanced.status();
+  ASSERT_TRUE(guessed.ok()) << guessed.status();
+
+  // Natural routing waits for the busiest EP rank: slower than forced
+  // balance, here by more than the natural interval reaches.
+  EXPECT_LT(at_natural->tokens_per_sec_per_gpu, at_balanced->tokens_per_sec_per_gpu);
+  EXPECT_GT(at_balanced->interval.tokens_per_sec_per_gpu_high,
+            at_natural->interval.tokens_per_sec_per_gpu_high);
+  // Said: nothing of routing in the interval.
+  EXPECT_THAT(at_natural->interval.unmeasured,
+              ::testing::Not(::testing::Contains("routing not given (--routing)")));
+  EXPECT_THAT(at_natural->interval.basis, ::testing::Not(::testing::HasSubstr("routing not")));
+
+  // Not said: the point is the request's routing (natural), the interval
+  // the union of both routings' intervals, and the basis names the other.
+  EXPECT_DOUBLE_EQ(guessed->tokens_per_sec_per_gpu, at_natural->tokens_per_sec_per_gpu);
+  EXPECT_NEAR(guessed->interval.tokens_per_sec_per_gpu_low,
+              std::min(at_natural->interval.tokens_per_sec_per_gpu_low,
+                       at_balanced->interval.tokens_per_sec_per_gpu_low),
+              1e-6);
+  EXPECT_NEAR(guessed->interval.tokens_per_sec_per_gpu_high,
+              std::max(at_natural->interval.tokens_per_sec_per_gpu_high,
+                       at_balanced->interval.tokens_per_sec_per_gpu_high),
+              1e-6);
+  EXPECT_THAT(guessed->interval.unmeasured, ::testing::Contains("routing not given (--routing)"));
+  EXPECT_THAT(guessed->interval.basis,
+              ::testing::HasSubstr("routing not given: widened over balanced routing"));
+
+  // A dense model has no router: nothing to widen.
+  PlanRequest dense = Request("llama3-70b", "gb200-nvl72", {64, 8192, 128}, "tp=2,pp=4,mbs=1");
+  absl::StatusOr<Prediction> dense_said = PredictPinned(dense, Prior(dense));
+  dense.routing_given = false;
+  absl::StatusOr<Prediction> dense_unsaid = PredictPinned(dense, Prior(dense));
+  ASSERT_TRUE(dense_said.ok()) << dense_said.status();
+  ASSERT_TRUE(dense_unsaid.ok()) << dense_unsaid.status();
+  EXPECT_EQ(dense_unsaid->interval.tokens_per_sec_per_gpu_high,
+            dense_said->interval.tokens_per_sec_per_gpu_high);
+  EXPECT_EQ(dense_unsaid->interval.basis, dense_said->interval.basis);
+}
+
 }  // namespace
 }  // namespace moetune::planner

@@ -506,6 +506,8 @@ absl::StatusOr<v1::Prediction> PlannerAdapter::Predict(const v1::PredictRequest&
   request.unpinned_knobs = r.search_unpinned_knobs() ? p::UnpinnedKnobs::kSearch
                                                      : p::UnpinnedKnobs::kRunDefaults;
   request.cuda_graph_scope_given = !r.cuda_graph_scope().empty();
+  request.routing_given = constraints.routing() != v1::ROUTING_UNSPECIFIED ||
+                          constraints.moe_load_imbalance() != 0;
   std::string note;
   auto cost = CostModelFor(*cluster, r.cluster().calibration_cluster(), &note);
   if (!cost.ok()) return cost.status();

@@ -293,6 +293,42 @@ TEST_F(PlannerAdapterTest, SoftwareStackIsAnInput) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("software_stack: ")));
 }
 
+TEST_F(PlannerAdapterTest, RoutingUnspecifiedWidensThePredictInterval) {
+  // ROUTING_UNSPECIFIED prices natural routing (real training), as
+  // ROUTING_NATURAL does, but the interval also spans forced balancing;
+  // stating either routing, or an imbalance, leaves it out.
+  v1::PredictRequest pr;
+  pr.mutable_model()->set_preset("qwen3-30b-a3b");
+  pr.mutable_cluster()->set_preset("h100-sxm");
+  pr.mutable_shape()->set_gpus(16);
+  pr.mutable_shape()->set_seq_len(4096);
+  pr.mutable_shape()->set_global_batch_size(256);
+  pr.mutable_parallel()->set_tensor_parallel(1);
+  pr.mutable_parallel()->set_pipeline_parallel(1);
+  pr.mutable_parallel()->set_expert_parallel(16);
+  pr.mutable_parallel()->set_micro_batch_size(1);
+  auto unsaid = adapter_->Predict(pr);
+  pr.mutable_constraints()->set_routing(v1::ROUTING_NATURAL);
+  auto natural = adapter_->Predict(pr);
+  pr.mutable_constraints()->set_routing(v1::ROUTING_BALANCED);
+  auto balanced = adapter_->Predict(pr);
+  pr.mutable_constraints()->set_routing(v1::ROUTING_UNSPECIFIED);
+  pr.mutable_constraints()->set_moe_load_imbalance(1.2);
+  auto imbalance = adapter_->Predict(pr);
+  ASSERT_TRUE(unsaid.ok()) << unsaid.status();
+  ASSERT_TRUE(natural.ok() && balanced.ok() && imbalance.ok());
+  EXPECT_DOUBLE_EQ(unsaid->tokens_per_sec_per_gpu(), natural->tokens_per_sec_per_gpu());
+  EXPECT_DOUBLE_EQ(unsaid->interval().tokens_per_sec_per_gpu_high(),
+                   balanced->interval().tokens_per_sec_per_gpu_high());
+  EXPECT_GT(unsaid->interval().tokens_per_sec_per_gpu_high(),
+            natural->interval().tokens_per_sec_per_gpu_high());
+  EXPECT_THAT(unsaid->interval().unmeasured(), ::testing::Contains("routing not given (--routing)"));
+  for (const auto* said : {&*natural, &*balanced, &*imbalance}) {
+    EXPECT_THAT(said->interval().unmeasured(),
+                ::testing::Not(::testing::Contains("routing not given (--routing)")));
+  }
+}
+
 TEST_F(PlannerAdapterTest, CalibrationIsUsedOnlyForTheSameGpuModel) {
   // Grouped-GEMM results measured by cluster "pod-a" on a device CUDA names
   // "NVIDIA H100 80GB HBM3": the h100-sxm preset's GPU model.

@@ -1287,6 +1287,10 @@ absl::StatusOr<mp::Prediction> PredictPublishedLayout(const RowSpec& r, mp::Unpi
   f.precision = r.precision;
   q.constraints.precisions = {r.precision};
   q.constraints.routing = routing;
+  // Natural is predict's default: asked as a user who does not pass
+  // --routing (the interval then also spans forced balancing); balanced is
+  // asked with --routing balanced.
+  q.routing_given = routing != mp::Routing::kNatural;
   q.constraints.optimizer_states = r.optimizer_states;  // the user states it
   q.stack.container = r.container.empty() ? std::string("latest") : r.container;
   q.unpinned_knobs = mode;
@@ -1385,6 +1389,7 @@ void PrintRecipeChecksThroughPredict() {
       }
       q.constraints.precisions = {c.knobs.precision};
       q.constraints.routing = natural ? mp::Routing::kNatural : mp::Routing::kBalanced;
+      q.routing_given = !natural;  // natural: predict's default, --routing not passed
       q.top_k = 1;
       q.threads = 1;
       q.stack.framework = mp::Framework::kMegatron;

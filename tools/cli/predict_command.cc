@@ -28,7 +28,9 @@
 // prices each MoE layer at the pace of its busiest expert-parallel rank
 // and the step at the slowest EP group's; balanced is what the published
 // benchmark tables force (--moe-router-force-load-balancing). An explicit
-// --moe-imbalance X (>= 1) replaces what the routing implies.
+// --moe-imbalance X (>= 1) replaces what the routing implies. Neither given
+// (MoE): natural routing's prediction, with an interval that also spans
+// forced balancing's (planner/request.h PredictPinned).
 //
 // --dp-outermost: Megatron's rank order with data parallelism outermost,
 // tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping: each model replica on consecutive
@@ -129,7 +131,7 @@ const std::vector<FlagSpec>& PredictFlags() {
        "--search-knobs)"},
       {"comm-streams", false, "communication streams (default: the run default; see --search-knobs)"},
       {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean, >= 1 (default: what --routing implies)"},
-      {"routing", false, "MoE routing: natural (default: real training, priced at the busiest expert-parallel rank) or balanced (forced, as the published benchmarks run)"},
+      {"routing", false, "MoE routing: natural (default: real training, priced at the busiest expert-parallel rank) or balanced (forced, as the published benchmarks run); not given, the 80% interval also spans forced balancing"},
       {"optimizer-states", false, "Adam state precision: fp32 (default) or bf16 (BF16 moments and main grads, --use-precision-aware-optimizer; never searched)"},
       {"optimizer-offload-fraction", false, "share of the optimizer shard stepped on the host (Megatron --optimizer-cpu-offload --optimizer-offload-fraction F; 0..1, default 0, never searched)"},
       {"optimizer-offload-overlap", true, "pipeline the offloaded optimizer's copies with its CPU steps (--overlap-cpu-optimizer-d2h-h2d)"},
@@ -533,6 +535,7 @@ int RunPredict(const std::vector<std::string>& argv) {
   request.unpinned_knobs =
       args.Has("search-knobs") ? pl::UnpinnedKnobs::kSearch : pl::UnpinnedKnobs::kRunDefaults;
   request.cuda_graph_scope_given = args.Has("cuda-graph-scope");
+  request.routing_given = args.Has("routing") || args.Has("moe-imbalance");
   *stack = pl::PredictedStack(request);  // the scope a run of it captures, as priced
   // What filled the knobs the command line did not give.
   const bool run_defaults = pl::UsesRunDefaults(request);

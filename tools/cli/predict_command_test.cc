@@ -497,6 +497,37 @@ TEST(PredictCommandTest, KnobsNotGivenWithTheRunLayoutAreTheRunDefaults) {
   EXPECT_EQ(nlohmann::json::parse(searched.out)["knobs_not_given"], "search");
 }
 
+// Without --routing (or --moe-imbalance) a MoE run is priced with natural
+// routing, predict's default, and its interval also spans forced balancing
+// -- what benchmark runs use -- since the user did not say which ran.
+TEST(PredictCommandTest, RoutingNotGivenWidensTheInterval) {
+  const std::vector<std::string> layout = {
+      "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm", "--gpus", "16", "--seq", "4096",
+      "--gbs", "256", "--tp", "1", "--pp", "1", "--ep", "16", "--mbs", "1"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = layout;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Result r = RunPredict(args);
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const nlohmann::json unsaid = with({});
+  const nlohmann::json natural = with({"--routing", "natural"});
+  const nlohmann::json balanced = with({"--routing", "balanced"});
+  const nlohmann::json imbalance = with({"--moe-imbalance", "1.2"});
+  EXPECT_DOUBLE_EQ(unsaid["tokens_per_sec_per_gpu"].get<double>(),
+                   natural["tokens_per_sec_per_gpu"].get<double>());
+  EXPECT_DOUBLE_EQ(unsaid["interval"]["tokens_per_sec_per_gpu_high"].get<double>(),
+                   balanced["interval"]["tokens_per_sec_per_gpu_high"].get<double>());
+  EXPECT_GT(unsaid["interval"]["tokens_per_sec_per_gpu_high"].get<double>(),
+            natural["interval"]["tokens_per_sec_per_gpu_high"].get<double>());
+  EXPECT_THAT(unsaid["interval"]["unmeasured"].dump(), HasSubstr("routing not given (--routing)"));
+  for (const nlohmann::json* said : {&natural, &balanced, &imbalance}) {
+    EXPECT_THAT((*said)["interval"]["unmeasured"].dump(),
+                ::testing::Not(HasSubstr("routing not given")));
+  }
+}
+
 TEST(PredictCommandTest, InvalidCombinationsExitTwoWithOneLine) {
   const std::vector<std::vector<std::string>> cases = {
       {"--model", "deepseek-v3", "--cluster", "h100-sxm", "--gpus", "64", "--seq", "4096",
