@@ -123,6 +123,14 @@ absl::StatusOr<Prediction> PredictPinnedRun(const PlanRequest& request,
 // Grouped GEMM and the stream count keep the defaults at both ends: every
 // 2026 MoE recipe runs grouped GEMM, and the streams do not decide what is
 // hidden in the step model. A knob the request pins stays as pinned.
+// `iv` widened to cover `other` as well (the union of the two ranges).
+void WidenTo(const PredictionInterval& other, PredictionInterval* iv) {
+  iv->tokens_per_sec_per_gpu_low =
+      std::min(iv->tokens_per_sec_per_gpu_low, other.tokens_per_sec_per_gpu_low);
+  iv->tokens_per_sec_per_gpu_high =
+      std::max(iv->tokens_per_sec_per_gpu_high, other.tokens_per_sec_per_gpu_high);
+}
+
 struct KnobEnd {
   const char* name;
   std::vector<PlanRequest> tries;
@@ -184,10 +192,7 @@ absl::StatusOr<Prediction> WithKnobsNotGiven(const PlanRequest& request,
       ends.push_back(absl::StrCat(end.name, " refused: ", e.status().message()));
       continue;
     }
-    iv.tokens_per_sec_per_gpu_low =
-        std::min(iv.tokens_per_sec_per_gpu_low, e->interval.tokens_per_sec_per_gpu_low);
-    iv.tokens_per_sec_per_gpu_high =
-        std::max(iv.tokens_per_sec_per_gpu_high, e->interval.tokens_per_sec_per_gpu_high);
+    WidenTo(e->interval, &iv);
     ends.push_back(absl::StrFormat("%s %.1f", end.name, e->tokens_per_sec_per_gpu));
   }
   iv.basis = absl::StrCat(iv.basis, "; widened over what the knobs not given could be (",
@@ -224,10 +229,7 @@ absl::StatusOr<Prediction> WithRoutingNotGiven(const PlanRequest& request,
     iv.basis = absl::StrCat(iv.basis, "; routing not given, ", other_name,
                             " routing refused: ", e.status().message());
   } else {
-    iv.tokens_per_sec_per_gpu_low =
-        std::min(iv.tokens_per_sec_per_gpu_low, e->interval.tokens_per_sec_per_gpu_low);
-    iv.tokens_per_sec_per_gpu_high =
-        std::max(iv.tokens_per_sec_per_gpu_high, e->interval.tokens_per_sec_per_gpu_high);
+    WidenTo(e->interval, &iv);
     iv.basis = absl::StrFormat("%s; routing not given: widened over %s routing (%.1f "
                                "tokens/s/GPU, interval %.1f .. %.1f)",
                                iv.basis, other_name, e->tokens_per_sec_per_gpu,
