@@ -221,8 +221,7 @@ absl::StatusOr<Prediction> WithRoutingNotGiven(const PlanRequest& request,
   other.constraints.routing = request.constraints.routing == Routing::kNatural
                                   ? Routing::kBalanced
                                   : Routing::kNatural;
-  absl::StatusOr<Prediction> e =
-      WithKnobsNotGiven(other, PredictPinnedRun(other, cost_model), cost_model);
+  absl::StatusOr<Prediction> e = PredictPinned(other, cost_model);  // routing given there
   PredictionInterval& iv = p->interval;
   const std::string other_name(RoutingName(other.constraints.routing));
   if (!e.ok()) {

@@ -162,8 +162,7 @@ DpAndOptimizer DataParallelAndOptimizer(const CostModel& cost, const ParallelCon
     out.optimizer_s += host.exposed_s;
     if (step != nullptr) {
       // The copies' source (measured or datasheet) and the CPU step's prior.
-      step->AddSeconds(kSOptimizer, host.exposed_s,
-                       SourceBit(cost.HostOffload(1.0).source) | kPriorBit);
+      step->AddSeconds(kSOptimizer, host.exposed_s, SourceBit(host.copy_source) | kPriorBit);
     }
   }
   return out;
@@ -173,7 +172,9 @@ HostOptimizerTerms HostOptimizerSeconds(const CostModel& cost, double offloaded_
                                         double grad_bytes_per_param, bool overlap) {
   HostOptimizerTerms t;
   if (offloaded_params <= 0) return t;
-  t.d2h_s = cost.HostOffload(offloaded_params * grad_bytes_per_param).seconds;
+  const Cost d2h = cost.HostOffload(offloaded_params * grad_bytes_per_param);
+  t.d2h_s = d2h.seconds;
+  t.copy_source = d2h.source;
   t.cpu_s = offloaded_params * kHostAdamBytesPerParam / kHostAdamStreamBytesPerSec;
   t.h2d_s = cost.HostOffload(offloaded_params * kHostOptimizerWeightCopyBytesPerParam).seconds;
   t.exposed_s = overlap ? std::max({t.d2h_s, t.cpu_s, t.h2d_s}) : t.d2h_s + t.cpu_s + t.h2d_s;

@@ -68,6 +68,7 @@ Cost OptimizerStepCost(const CostModel& cost, const RankParams& params, int dp_d
 struct HostOptimizerTerms {
   double d2h_s = 0, cpu_s = 0, h2d_s = 0;
   double exposed_s = 0;
+  CostSource copy_source = CostSource::kDatasheetPrior;  // the copies' (cost.HostOffload)
 };
 HostOptimizerTerms HostOptimizerSeconds(const CostModel& cost, double offloaded_params,
                                         double grad_bytes_per_param, bool overlap);
