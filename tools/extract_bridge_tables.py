@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Megatron-Bridge performance-table rows that runs.json does not hold, as runs.json rows.
+
+The Megatron-Bridge performance pages (docs/performance-summary.md and
+docs/performance-summary-archive.md) publish one table per model and
+container.  ../shared/validation/runs.json, the set the model's constants
+are set against, holds 88 of their 26.x rows; the others are out-of-sample
+evidence.  This script writes those others (pre-training, SFT and LoRA
+tables of the 26.x containers, models with a preset in planner/data/models)
+in runs.json's schema, for `//tests:validate --heldout_runs`, which never
+fits anything to them.
+
+Usage (a Megatron-Bridge checkout at the commit named in --commit):
+  tools/extract_bridge_tables.py --bridge DIR --commit 067f987df0 \
+      --runs ../shared/validation/runs.json > tests/data/bridge_tables_heldout.json
+
+A row of runs.json counts as the same run when its container, GPU count and
+tokens/s/GPU are the table's.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+
+MODELS = {  # table heading -> planner/data/models preset
+    "DeepSeekV3": "deepseek-v3",
+    "GPT OSS 120B": "gpt-oss-120b",
+    "Qwen3_30B_a3B": "qwen3-30b-a3b",
+    "Qwen3_235B_a22B": "qwen3-235b-a22b",
+    "Kimi_K2": "kimi-k2",
+    "LLAMA3_70B": "llama3-70b",
+    "LLAMA3.1_405B": "llama3.1-405b",
+}
+SYSTEMS = {  # table System column -> planner/data/clusters preset, hardware text
+    "DGX-GB300": ("gb300-nvl72", "GB300 NVL72 (DGX-GB300)"),
+    "DGX-GB200": ("gb200-nvl72", "GB200 NVL72 (DGX-GB200)"),
+    "DGX-B300": ("b300", "B300 (DGX-B300, 8-GPU NVLink nodes)"),
+    "DGX-B200": ("b200", "B200 (DGX-B200, 8-GPU NVLink nodes)"),
+    "DGX-H100": ("h100-sxm", "H100 SXM (DGX-H100, 8-GPU NVLink nodes)"),
+}
+SECTIONS = {"Pre-Training Performance": "Pre-Training", "SFT Performance": "SFT",
+            "LoRA Performance": "LoRA"}
+NOTES = {
+    "Pre-Training": "MoE rows: router force-balanced, token-dropless (page footnote).",
+    "SFT": "SFT fine-tuning benchmark, not pre-training (packed SQuAD, per Bridge perf page).",
+    "LoRA": "LoRA fine-tuning benchmark, not pre-training (packed SQuAD, per Bridge perf page).",
+}
+
+
+def table_rows(path):
+    """Yields (container, section, model heading, {column: cell}) of a page's 26.x tables."""
+    container = section = model = header = None
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"## (\S+) NeMo Container", line)
+            if m:
+                container, section, model = m.group(1), None, None
+                continue
+            m = re.match(r"### (.*)", line)
+            if m:
+                section = SECTIONS.get(m.group(1).strip())
+                continue
+            m = re.match(r"#### Model: (.*)", line)
+            if m:
+                model = m.group(1).strip()
+                continue
+            cells = [re.sub(r"\[\^[^\]]*\]", "", c).strip() for c in line.strip().strip("|").split("|")]
+            if line.startswith("| System"):
+                header = cells
+            elif (line.startswith("| DGX") and container and container.startswith("26.")
+                  and section and model in MODELS and header):
+                yield container, section, model, dict(zip(header, cells))
+
+
+def as_int(cell):
+    return None if cell in ("n/a", "", "-") else int(cell)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bridge", required=True, help="Megatron-Bridge checkout")
+    ap.add_argument("--commit", required=True, help="its commit, written into each row's source")
+    ap.add_argument("--runs", required=True, help="runs.json: rows it holds are left out")
+    a = ap.parse_args()
+    with open(a.runs) as f:
+        held = {(r.get("container"), r.get("num_gpus"), round(r.get("tokens_per_sec_per_gpu") or 0))
+                for r in json.load(f)}
+    out, seen = [], set()
+    for page in ("docs/performance-summary-archive.md", "docs/performance-summary.md"):
+        for container, section, model, c in table_rows(os.path.join(a.bridge, page)):
+            gpus, tokens = int(c["#-GPUs"]), float(c["Tokens / sec / GPU"])
+            if (container, gpus, round(tokens)) in held:
+                continue
+            system = c["System"]
+            if system not in SYSTEMS:
+                sys.exit(f"{page}: unknown system {system!r}")
+            fsdp = as_int(c.get("FSDP", "0")) or 0
+            row_id = (f"mbridge-{container}-{section}-{system}-{model.replace(' ', '_')}-{gpus}g-"
+                      f"{c['Precision']}-gbs{c['GBS']}-heldout")
+            if row_id in seen:
+                sys.exit(f"{page}: two rows {row_id}")
+            seen.add(row_id)
+            tp, pp, cp = as_int(c["TP"]), as_int(c["PP"]), as_int(c["CP"])
+            notes = NOTES[section]
+            if fsdp:
+                notes += f" FSDP column = {fsdp}."
+            out.append({
+                "id": row_id,
+                "source": f"NVIDIA-NeMo/Megatron-Bridge {page} (commit {a.commit}), "
+                          f"section '{container} NeMo Container / {section}'",
+                "model": model,
+                "hardware": SYSTEMS[system][1],
+                "num_gpus": gpus,
+                "seq_len": int(c["Sequence Length"]),
+                "global_batch": int(c["GBS"]),
+                "micro_batch": int(c["MBS"]),
+                "tp": tp, "pp": pp, "cp": cp,
+                "ep": as_int(c["EP"]), "etp": None, "vp": as_int(c["VP"]),
+                "dp": gpus // (tp * pp * cp),
+                "precision": c["Precision"],
+                "recompute": None, "offload": None,
+                "tokens_per_sec_per_gpu": tokens,
+                "model_tflops_per_gpu": float(c["Model TFLOP / sec / GPU"]),
+                "notes": notes,
+                "container": container,
+                "framework": "Megatron-Bridge (NeMo Framework container) / Megatron-Core",
+                "model_id": MODELS[model],
+                "cluster_preset": SYSTEMS[system][0],
+                "precision_id": c["Precision"].lower(),
+                "stack": "megatron-core-2026",
+            })
+    json.dump(out, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
