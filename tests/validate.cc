@@ -55,6 +55,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -1487,6 +1488,25 @@ absl::StatusOr<json> ReadJsonArray(const std::string& path) {
   return rows;
 }
 
+// The id of the first row of `candidates` that `rows` already holds (the same
+// id, or the same container, GPU count and measured tokens/s/GPU: one table
+// row), "" when none does.
+std::string RowAlsoIn(const json& candidates, const json& rows) {
+  auto key = [](const json& r) {
+    return absl::StrCat(StrOr(r, "container", ""), "|", IntOr(r, "num_gpus", 0).value_or(0), "|",
+                        std::llround(NumberOrNone(r, "tokens_per_sec_per_gpu").value_or(0)));
+  };
+  std::set<std::string> ids, keys;
+  for (const json& r : rows) {
+    ids.insert(StrOr(r, "id", ""));
+    keys.insert(key(r));
+  }
+  for (const json& c : candidates) {
+    if (ids.count(StrOr(c, "id", "")) > 0 || keys.count(key(c)) > 0) return StrOr(c, "id", "?");
+  }
+  return "";
+}
+
 // Rows of a runs.json-schema file that no constant was set against: each
 // priced by the headline's scheme with the shipped constants (what the
 // cross-validation scores) and through `moetune predict` given only the
@@ -1732,6 +1752,11 @@ int main(int argc, char** argv) {
     if (!heldout_rows.ok()) {
       std::fprintf(stderr, "--heldout_runs: %s\n",
                    std::string(heldout_rows.status().message()).c_str());
+      return 2;
+    }
+    if (const std::string dup = RowAlsoIn(*heldout_rows, rows); !dup.empty()) {
+      std::fprintf(stderr, "--heldout_runs: %s is also in %s; held-out rows must be new\n",
+                   dup.c_str(), path.c_str());
       return 2;
     }
     PrintHeldOutRows(heldout, *heldout_rows, row_model, default_constants, specs, predicted);

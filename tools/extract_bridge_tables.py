@@ -83,11 +83,19 @@ def main():
     ap.add_argument("--commit", required=True, help="its commit, written into each row's source")
     ap.add_argument("--runs", required=True, help="runs.json: rows it holds are left out")
     a = ap.parse_args()
-    with open(a.runs) as f:
-        held = {(r.get("container"), r.get("num_gpus"), round(r.get("tokens_per_sec_per_gpu") or 0))
-                for r in json.load(f)}
+    try:
+        with open(a.runs) as f:
+            runs = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"--runs {a.runs}: {e}")
+    if not isinstance(runs, list):
+        sys.exit(f"--runs {a.runs}: not a JSON array of rows")
+    held = {(r.get("container"), r.get("num_gpus"), round(r.get("tokens_per_sec_per_gpu") or 0))
+            for r in runs}
     out, seen = [], set()
     for page in ("docs/performance-summary-archive.md", "docs/performance-summary.md"):
+        if not os.path.isfile(os.path.join(a.bridge, page)):
+            sys.exit(f"--bridge {a.bridge}: no {page} (a Megatron-Bridge checkout?)")
         for container, section, model, c in table_rows(os.path.join(a.bridge, page)):
             gpus, tokens = int(c["#-GPUs"]), float(c["Tokens / sec / GPU"])
             if (container, gpus, round(tokens)) in held:

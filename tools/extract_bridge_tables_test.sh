@@ -1,0 +1,34 @@
+#!/bin/bash
+# tools/extract_bridge_tables.py on a small fixture of the Megatron-Bridge
+# performance pages (tools/testdata/bridge_tables): the rows it writes are the
+# golden file's (26.x pre-training and SFT tables, models with a preset, rows
+# runs.json holds left out, footnote markers stripped, the FSDP column kept in
+# the notes), and a table row of a system it does not know is an error that
+# names the system and writes nothing.
+set -u
+RUNFILES="${TEST_SRCDIR:-$(dirname "$0")/..}/${TEST_WORKSPACE:-moetune}"
+TOOL="$RUNFILES/tools/extract_bridge_tables.py"
+DATA="$RUNFILES/tools/testdata/bridge_tables"
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+fail() { echo "FAIL: $*"; exit 1; }
+
+python3 "$TOOL" --bridge "$DATA" --commit 0123abcd --runs "$DATA/runs.json" > "$TMP/out.json" ||
+  fail "extractor exited $? on the fixture"
+diff -u "$DATA/expected.json" "$TMP/out.json" || fail "rows differ from expected.json"
+
+mkdir -p "$TMP/bad/docs"
+echo '[]' > "$TMP/empty.json"
+sed 's/| DGX-B200 |/| DGX-XYZ |/' "$DATA/docs/performance-summary-archive.md" \
+  > "$TMP/bad/docs/performance-summary-archive.md"
+cp "$DATA/docs/performance-summary.md" "$TMP/bad/docs/"
+if python3 "$TOOL" --bridge "$TMP/bad" --commit 0123abcd --runs "$TMP/empty.json" \
+  > "$TMP/bad.out" 2> "$TMP/bad.err" < /dev/null; then
+  fail "an unknown system was accepted"
+fi
+grep -q "unknown system 'DGX-XYZ'" "$TMP/bad.err" || fail "error does not name the system: $(cat "$TMP/bad.err")"
+[ ! -s "$TMP/bad.out" ] || fail "rows were written before the error"
+python3 "$TOOL" --bridge "$TMP/none" --commit 0123abcd --runs "$TMP/empty.json" \
+  > "$TMP/none.out" 2> "$TMP/none.err" && fail "a missing checkout was accepted"
+grep -q "no docs/performance-summary-archive.md" "$TMP/none.err" ||
+  fail "error does not name the missing page: $(cat "$TMP/none.err")"
+echo PASS
