@@ -33,4 +33,19 @@ if [ $rc -ne 0 ]; then
   tail -20 "$OUT"
   exit 1
 fi
+# A held-out file that repeats a runs.json row is refused, naming the row.
+DUP="${TEST_TMPDIR:-/tmp}/heldout_with_a_runs_row.json"
+python3 - "$HERE/data/bridge_tables_heldout.json" "$RUNS" "$DUP" <<'PY'
+import json, sys
+heldout, runs = (json.load(open(f)) for f in sys.argv[1:3])
+json.dump(heldout + [runs[0]], open(sys.argv[3], "w"))
+print("repeated row:", runs[0]["id"])
+PY
+"$HERE/validate" --runs "$RUNS" --heldout_runs "$DUP" --cv=false > "$OUT.dup" 2>&1
+rc=$?
+if [ $rc -ne 2 ] || ! grep -q "is also in .*held-out rows must be new" "$OUT.dup"; then
+  echo "FAIL: a held-out file repeating a runs.json row gave rc $rc"
+  tail -5 "$OUT.dup"
+  exit 1
+fi
 echo "PASS"
