@@ -7,11 +7,18 @@
 //
 //   bazel run -c opt //tests:validate -- --runs /work/shared/validation/runs.json
 //       [--stack megatron-core-2026] [--verbose] [--row ID] [--set key=value,...]
-//       [--cv=false] [--check]
+//       [--cv=false] [--heldout_runs tests/data/bridge_tables_heldout.json] [--check]
 //
 // --check (//tests:accuracy_criteria_test runs it): exit 1 when a done
 // criterion of issue 16 that the model meets on these rows breaks
 // (CriteriaCheck below).
+//
+// --heldout_runs: rows in the same schema that no constant is set against
+// (tests/data/bridge_tables_heldout.json: the Megatron-Bridge table rows
+// runs.json does not hold, tools/extract_bridge_tables.py), priced the same
+// way and through `moetune predict`; a file that repeats a runs.json row is
+// refused. What they add is the part of the design's fit the
+// cross-validation cannot measure (the last paragraph below).
 //
 // Each row is predicted with the software generation of its container
 // (StackGenerationForContainer; rows without one get the oldest, 26.02),
@@ -1533,9 +1540,11 @@ void PrintHeldOutRows(const std::string& path, const json& rows, const RowModel&
         spec.ok() ? EvaluateRow(*spec, row_model, constants, false)
                   : absl::StatusOr<Evaluated>(spec.status());
     if (!ev.ok() || !ev->spec.measured_tokens) {
+      // Counted as unanswered in every pass: the criterion below needs
+      // every held-out row priced.
       std::printf("  %-58s no prediction: %s\n", id.c_str(),
                   ev.ok() ? "no tokens/s" : std::string(ev.status().message()).c_str());
-      ++failed[0];
+      for (int& f : failed) ++f;
       continue;
     }
     const double meas = *ev->spec.measured_tokens;
@@ -1601,8 +1610,8 @@ void PrintHeldOutRows(const std::string& path, const json& rows, const RowModel&
                    ranked_pred, absl::GetFlag(FLAGS_verbose));
   const mt::ErrorSummary through_predict = mt::Summarize(errors[1]);
   Criteria().Require(failed[1] == 0 && through_predict.mape <= kMaxHeldOutMape,
-                     absl::StrFormat("held-out rows through predict (balanced): MAPE %.1f%% > "
-                                     "%.0f%% or %d without an answer",
+                     absl::StrFormat("held-out rows through predict (balanced): MAPE %.1f%% "
+                                     "(at most %.0f%%), %d without an answer (none allowed)",
                                      100 * through_predict.mape, 100 * kMaxHeldOutMape,
                                      failed[1]));
   Criteria().Require(ranking.pairs > 0 &&
