@@ -1608,6 +1608,8 @@ void PrintHeldOutRows(const std::string& path, const json& rows, const RowModel&
   const mt::RankingSummary ranking =
       PrintRanking("runs.json and the held-out rows together, shipped constants", ranked,
                    ranked_pred, absl::GetFlag(FLAGS_verbose));
+  PrintGenerationPairs("runs.json and the held-out rows together, shipped constants", ranked,
+                       ranked_pred);
   const mt::ErrorSummary through_predict = mt::Summarize(errors[1]);
   Criteria().Require(failed[1] == 0 && through_predict.mape <= kMaxHeldOutMape,
                      absl::StrFormat("held-out rows through predict (balanced): MAPE %.1f%% "
