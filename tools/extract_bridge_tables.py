@@ -97,49 +97,61 @@ def main():
         if not os.path.isfile(os.path.join(a.bridge, page)):
             sys.exit(f"--bridge {a.bridge}: no {page} (a Megatron-Bridge checkout?)")
         for container, section, model, c in table_rows(os.path.join(a.bridge, page)):
-            gpus, tokens = int(c["#-GPUs"]), float(c["Tokens / sec / GPU"])
-            if (container, gpus, round(tokens)) in held:
+            try:
+                row = table_row(page, a.commit, container, section, model, c)
+            except (KeyError, ValueError, TypeError, ZeroDivisionError) as e:
+                sys.exit(f"{page}: {container} {section} {model} {c.get('System', '?')}: "
+                         f"bad or missing cell ({type(e).__name__}: {e})")
+            if (container, row["num_gpus"], round(row["tokens_per_sec_per_gpu"])) in held:
                 continue
-            system = c["System"]
-            if system not in SYSTEMS:
-                sys.exit(f"{page}: unknown system {system!r}")
-            fsdp = as_int(c.get("FSDP", "0")) or 0
-            row_id = (f"mbridge-{container}-{section}-{system}-{model.replace(' ', '_')}-{gpus}g-"
-                      f"{c['Precision']}-gbs{c['GBS']}-heldout")
-            if row_id in seen:
-                sys.exit(f"{page}: two rows {row_id}")
-            seen.add(row_id)
-            tp, pp, cp = as_int(c["TP"]), as_int(c["PP"]), as_int(c["CP"])
-            notes = NOTES[section]
-            if fsdp:
-                notes += f" FSDP column = {fsdp}."
-            out.append({
-                "id": row_id,
-                "source": f"NVIDIA-NeMo/Megatron-Bridge {page} (commit {a.commit}), "
-                          f"section '{container} NeMo Container / {section}'",
-                "model": model,
-                "hardware": SYSTEMS[system][1],
-                "num_gpus": gpus,
-                "seq_len": int(c["Sequence Length"]),
-                "global_batch": int(c["GBS"]),
-                "micro_batch": int(c["MBS"]),
-                "tp": tp, "pp": pp, "cp": cp,
-                "ep": as_int(c["EP"]), "etp": None, "vp": as_int(c["VP"]),
-                "dp": gpus // (tp * pp * cp),
-                "precision": c["Precision"],
-                "recompute": None, "offload": None,
-                "tokens_per_sec_per_gpu": tokens,
-                "model_tflops_per_gpu": float(c["Model TFLOP / sec / GPU"]),
-                "notes": notes,
-                "container": container,
-                "framework": "Megatron-Bridge (NeMo Framework container) / Megatron-Core",
-                "model_id": MODELS[model],
-                "cluster_preset": SYSTEMS[system][0],
-                "precision_id": c["Precision"].lower(),
-                "stack": "megatron-core-2026",
-            })
+            if row["id"] in seen:
+                sys.exit(f"{page}: two rows {row['id']}")
+            seen.add(row["id"])
+            out.append(row)
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
+
+
+def table_row(page, commit, container, section, model, c):
+    """One table row as a runs.json row; KeyError / ValueError / TypeError on a bad cell."""
+    gpus, tokens = int(c["#-GPUs"]), float(c["Tokens / sec / GPU"])
+    system = c["System"]
+    if system not in SYSTEMS:
+        raise ValueError(f"unknown system {system!r}")
+    fsdp = as_int(c.get("FSDP", "0")) or 0
+    row_id = (f"mbridge-{container}-{section}-{system}-{model.replace(' ', '_')}-{gpus}g-"
+              f"{c['Precision']}-gbs{c['GBS']}-heldout")
+    tp, pp, cp = as_int(c["TP"]), as_int(c["PP"]), as_int(c["CP"])
+    notes = NOTES[section]
+    if fsdp:
+        notes += f" FSDP column = {fsdp}."
+    if gpus % (tp * pp * cp):
+        raise ValueError(f"{gpus} GPUs do not divide by TP x PP x CP = {tp * pp * cp}")
+    return {
+        "id": row_id,
+        "source": f"NVIDIA-NeMo/Megatron-Bridge {page} (commit {commit}), "
+                  f"section '{container} NeMo Container / {section}'",
+        "model": model,
+        "hardware": SYSTEMS[system][1],
+        "num_gpus": gpus,
+        "seq_len": int(c["Sequence Length"]),
+        "global_batch": int(c["GBS"]),
+        "micro_batch": int(c["MBS"]),
+        "tp": tp, "pp": pp, "cp": cp,
+        "ep": as_int(c["EP"]), "etp": None, "vp": as_int(c["VP"]),
+        "dp": gpus // (tp * pp * cp),
+        "precision": c["Precision"],
+        "recompute": None, "offload": None,
+        "tokens_per_sec_per_gpu": tokens,
+        "model_tflops_per_gpu": float(c["Model TFLOP / sec / GPU"]),
+        "notes": notes,
+        "container": container,
+        "framework": "Megatron-Bridge (NeMo Framework container) / Megatron-Core",
+        "model_id": MODELS[model],
+        "cluster_preset": SYSTEMS[system][0],
+        "precision_id": c["Precision"].lower(),
+        "stack": "megatron-core-2026",
+    }
 
 
 if __name__ == "__main__":

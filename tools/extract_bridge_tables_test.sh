@@ -3,8 +3,9 @@
 # performance pages (tools/testdata/bridge_tables): the rows it writes are the
 # golden file's (26.x pre-training and SFT tables, models with a preset, rows
 # runs.json holds left out, footnote markers stripped, the FSDP column kept in
-# the notes), and a table row of a system it does not know is an error that
-# names the system and writes nothing.
+# the notes), and a table row of a system it does not know, a cell that is
+# not a number or a missing checkout is an error that names it and writes
+# nothing.
 set -u
 RUNFILES="${TEST_SRCDIR:-$(dirname "$0")/..}/${TEST_WORKSPACE:-moetune}"
 TOOL="$RUNFILES/tools/extract_bridge_tables.py"
@@ -27,6 +28,16 @@ if python3 "$TOOL" --bridge "$TMP/bad" --commit 0123abcd --runs "$TMP/empty.json
 fi
 grep -q "unknown system 'DGX-XYZ'" "$TMP/bad.err" || fail "error does not name the system: $(cat "$TMP/bad.err")"
 [ ! -s "$TMP/bad.out" ] || fail "rows were written before the error"
+mkdir -p "$TMP/cell/docs"
+sed 's/| DGX-GB300 | 256 | MXFP8 | 4096 | 2 |/| DGX-GB300 | 2x6 | MXFP8 | 4096 | 2 |/' \
+  "$DATA/docs/performance-summary-archive.md" > "$TMP/cell/docs/performance-summary-archive.md"
+cp "$DATA/docs/performance-summary.md" "$TMP/cell/docs/"
+python3 "$TOOL" --bridge "$TMP/cell" --commit 0123abcd --runs "$TMP/empty.json" \
+  > "$TMP/cell.out" 2> "$TMP/cell.err" && fail "a bad GPU count was accepted"
+grep -q "DeepSeekV3 DGX-GB300: bad or missing cell" "$TMP/cell.err" ||
+  fail "error does not name the row: $(cat "$TMP/cell.err")"
+[ ! -s "$TMP/cell.out" ] || fail "rows were written before the bad cell's error"
+
 python3 "$TOOL" --bridge "$TMP/none" --commit 0123abcd --runs "$TMP/empty.json" \
   > "$TMP/none.out" 2> "$TMP/none.err" && fail "a missing checkout was accepted"
 grep -q "no docs/performance-summary-archive.md" "$TMP/none.err" ||
