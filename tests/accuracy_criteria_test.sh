@@ -27,7 +27,7 @@ fi
 OUT="${TEST_UNDECLARED_OUTPUTS_DIR:-${TEST_TMPDIR:-/tmp}}/validate.txt"
 "$HERE/validate" --runs "$RUNS" --heldout_runs "$HERE/data/bridge_tables_heldout.json" --check > "$OUT" 2>&1
 rc=$?
-grep -E "CHECK FAILED|^== --check|^  leave-one-.*-out \(|coverage on held-out|Layout ranking, stack megatron-core-2026, shipped|cumulative: measured|all held-out runs: |predict, balanced  rows|Layout ranking, runs.json and the held-out|expected [0-9]+ criteria" "$OUT"
+grep -E "CHECK FAILED|^== --check|^  leave-one-.*-out \(|coverage on held-out|Layout ranking, stack megatron-core-2026, shipped|cumulative: measured|all held-out runs: |headline scheme    rows|predict, balanced  rows|Layout ranking, runs.json and the held-out|expected [0-9]+ criteria" "$OUT"
 if [ $rc -ne 0 ]; then
   echo "FAIL: validate --check exited $rc (full output: $OUT)"
   tail -20 "$OUT"
