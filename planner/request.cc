@@ -103,6 +103,14 @@ absl::StatusOr<Prediction> PredictPinnedRun(const PlanRequest& request,
   return p;
 }
 
+// `iv` widened to cover `other` as well (the union of the two ranges).
+void WidenTo(const PredictionInterval& other, PredictionInterval* iv) {
+  iv->tokens_per_sec_per_gpu_low =
+      std::min(iv->tokens_per_sec_per_gpu_low, other.tokens_per_sec_per_gpu_low);
+  iv->tokens_per_sec_per_gpu_high =
+      std::max(iv->tokens_per_sec_per_gpu_high, other.tokens_per_sec_per_gpu_high);
+}
+
 // The two ends of what the execution knobs a request leaves to the run
 // defaults could be (`unset`, RunKnobsNotGiven), each as requests that pin them,
 // tried in order until the framework accepts one:
@@ -123,14 +131,6 @@ absl::StatusOr<Prediction> PredictPinnedRun(const PlanRequest& request,
 // Grouped GEMM and the stream count keep the defaults at both ends: every
 // 2026 MoE recipe runs grouped GEMM, and the streams do not decide what is
 // hidden in the step model. A knob the request pins stays as pinned.
-// `iv` widened to cover `other` as well (the union of the two ranges).
-void WidenTo(const PredictionInterval& other, PredictionInterval* iv) {
-  iv->tokens_per_sec_per_gpu_low =
-      std::min(iv->tokens_per_sec_per_gpu_low, other.tokens_per_sec_per_gpu_low);
-  iv->tokens_per_sec_per_gpu_high =
-      std::max(iv->tokens_per_sec_per_gpu_high, other.tokens_per_sec_per_gpu_high);
-}
-
 struct KnobEnd {
   const char* name;
   std::vector<PlanRequest> tries;

@@ -1283,6 +1283,12 @@ std::string ContainerKey(const RowSpec& r) {
   return r.container.empty() ? "(none)" : r.container;
 }
 
+// How many of `errors` are beyond +-`limit`.
+int CountBeyond(const std::vector<double>& errors, double limit) {
+  return int(std::count_if(errors.begin(), errors.end(),
+                           [limit](double x) { return std::abs(x) > limit; }));
+}
+
 // Whether a measured throughput lies inside a prediction's 80% interval.
 bool InsideInterval(const mp::PredictionInterval& iv, double tokens_per_sec_per_gpu) {
   return iv.tokens_per_sec_per_gpu_low <= tokens_per_sec_per_gpu &&
@@ -1460,9 +1466,7 @@ void PrintRecipeChecksThroughPredict() {
           : set == Set::kRecipeIndex    ? "recipe index"
           : set == Set::kModelZoo       ? "ModelZoo"
                                         : "other checks",
-          s.rows, 100 * s.mape, 100 * s.mean_signed,
-          int(std::count_if(e.begin(), e.end(), [](double x) { return std::abs(x) > 0.3; })),
-          covered[pass][set]);
+          s.rows, 100 * s.mape, 100 * s.mean_signed, CountBeyond(e, 0.3), covered[pass][set]);
     }
   }
   // Predict's own interval on runs it never saw, asked as a user would
@@ -1549,14 +1553,14 @@ void PrintHeldOutRows(const std::string& path, const json& rows, const RowModel&
     }
     const double meas = *ev->spec.measured_tokens;
     const double err = ev->pred.tokens_per_sec_per_gpu / meas - 1;
+    const bool in_headline = InsideInterval(ev->pred.interval, meas);
     errors[0].push_back(err);
-    inside[0] += InsideInterval(ev->pred.interval, meas);
+    inside[0] += in_headline;
     by_gpu[ev->spec.cluster_name].push_back(err);
     by_model[ev->spec.model_preset].push_back(err);
-    std::string line = absl::StrFormat(
-        "  %-58s %7.0f | %7.0f %+6.1f%% %3s |", id.substr(0, 58), meas,
-        ev->pred.tokens_per_sec_per_gpu, 100 * err,
-        InsideInterval(ev->pred.interval, meas) ? "" : "out");
+    std::string line = absl::StrFormat("  %-58s %7.0f | %7.0f %+6.1f%% %3s |", id.substr(0, 58),
+                                       meas, ev->pred.tokens_per_sec_per_gpu, 100 * err,
+                                       in_headline ? "" : "out");
     for (const mp::Routing routing : {mp::Routing::kBalanced, mp::Routing::kNatural}) {
       const int k = routing == mp::Routing::kBalanced ? 1 : 2;
       absl::StatusOr<mp::Prediction> p =
@@ -1567,10 +1571,10 @@ void PrintHeldOutRows(const std::string& path, const json& rows, const RowModel&
         continue;
       }
       const double e = p->tokens_per_sec_per_gpu / meas - 1;
+      const bool in = InsideInterval(p->interval, meas);
       errors[k].push_back(e);
-      inside[k] += InsideInterval(p->interval, meas);
-      absl::StrAppend(&line, absl::StrFormat(" %+7.1f%% %3s", 100 * e,
-                                             InsideInterval(p->interval, meas) ? "" : "out"));
+      inside[k] += in;
+      absl::StrAppend(&line, absl::StrFormat(" %+7.1f%% %3s", 100 * e, in ? "" : "out"));
     }
     std::printf("%s\n", line.c_str());
     specs.push_back(ev->spec);
@@ -1581,12 +1585,8 @@ void PrintHeldOutRows(const std::string& path, const json& rows, const RowModel&
     const mt::ErrorSummary s = mt::Summarize(errors[k]);
     std::printf("  %-18s rows %3d  MAPE %5.1f%%  signed %+6.1f%%  > 12%%: %2d  > 30%%: %2d  "
                 "inside the 80%% interval: %d  no answer: %d\n",
-                kPass[k], s.rows, 100 * s.mape, 100 * s.mean_signed,
-                int(std::count_if(errors[k].begin(), errors[k].end(),
-                                  [](double x) { return std::abs(x) > 0.12; })),
-                int(std::count_if(errors[k].begin(), errors[k].end(),
-                                  [](double x) { return std::abs(x) > 0.3; })),
-                inside[k], failed[k]);
+                kPass[k], s.rows, 100 * s.mape, 100 * s.mean_signed, CountBeyond(errors[k], 0.12),
+                CountBeyond(errors[k], 0.3), inside[k], failed[k]);
   }
   for (const auto* groups : {&by_gpu, &by_model}) {
     for (const auto& [key, e] : *groups) {
