@@ -38,6 +38,22 @@ Result RunPredict(const std::vector<std::string>& args) {
   return {code, out.str(), err.str()};
 }
 
+// `args` followed by `extra`.
+std::vector<std::string> With(std::vector<std::string> args,
+                              const std::vector<std::string>& extra) {
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// The JSON predict prints for `args` followed by `extra` (a failure is a test
+// failure).
+nlohmann::json PredictJson(const std::vector<std::string>& args,
+                           const std::vector<std::string>& extra) {
+  const Result r = RunPredict(With(args, extra));
+  EXPECT_EQ(r.code, kExitOk) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
 TEST(PredictCommandTest, PrintsOneJsonObject) {
   const Result r = RunPredict({"--model", "deepseek-v3", "--cluster", "gb200-nvl72", "--gpus", "1024",
                         "--seq", "4096", "--gbs", "8192", "--precision", "mxfp8", "--tp", "1", "--pp", "8",
@@ -94,11 +110,7 @@ const std::vector<std::string>& Qwen3AllGiven() {
   return args;
 }
 nlohmann::json Qwen3AllGivenJson(const std::vector<std::string>& extra) {
-  std::vector<std::string> args = Qwen3AllGiven();
-  args.insert(args.end(), extra.begin(), extra.end());
-  const Result r = RunPredict(args);
-  EXPECT_EQ(r.code, kExitOk) << r.err;
-  return nlohmann::json::parse(r.out);
+  return PredictJson(Qwen3AllGiven(), extra);
 }
 
 // --routing: natural (default) prices the busiest EP rank; balanced is the
@@ -153,9 +165,7 @@ TEST(PredictCommandTest, OptimizerOffloadIsAnInput) {
        {std::vector<std::string>{"--optimizer-offload-fraction", "1.5"},
         std::vector<std::string>{"--optimizer-offload-fraction", "-0.1"},
         std::vector<std::string>{"--optimizer-offload-overlap"}}) {
-    std::vector<std::string> args = Qwen3AllGiven();
-    args.insert(args.end(), extra.begin(), extra.end());
-    const Result bad = RunPredict(args);
+    const Result bad = RunPredict(With(Qwen3AllGiven(), extra));
     EXPECT_EQ(bad.code, kExitBadInput) << extra[0];
     EXPECT_THAT(bad.err, HasSubstr("--optimizer-offload-")) << extra[0];
   }
@@ -199,13 +209,7 @@ TEST(PredictCommandTest, OffloadLayersIsAnInput) {
       "--model", "llama3-70b", "--cluster", "gb300-nvl72", "--gpus", "64", "--seq", "8192",
       "--gbs", "256", "--precision", "fp8", "--tp", "1", "--pp", "1", "--mbs", "2",
       "--shard-params", "--recompute", "none", "--cuda-graphs", "false"};
-  auto run = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = base;
-    args.insert(args.end(), extra.begin(), extra.end());
-    const Result r = RunPredict(args);
-    EXPECT_EQ(r.code, kExitOk) << r.err;
-    return nlohmann::json::parse(r.out);
-  };
+  auto run = [&](const std::vector<std::string>& extra) { return PredictJson(base, extra); };
   const nlohmann::json none = run({});
   const nlohmann::json twenty = run({"--offload-layers", "20"});
   EXPECT_EQ(none["config"]["knobs"]["offload_layers"], 0);
@@ -363,11 +367,7 @@ TEST(PredictCommandTest, LastStageMemoryBesideThePeak) {
   const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "h100-sxm",
                                          "--gpus", "16", "--seq", "8192", "--gbs", "64",
                                          "--tp", "2", "--mbs", "1"};
-  auto with = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = base;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return RunPredict(args);
-  };
+  auto with = [&](const std::vector<std::string>& extra) { return RunPredict(With(base, extra)); };
   const Result pp4 = with({"--pp", "4"});
   ASSERT_EQ(pp4.code, kExitOk) << pp4.err;
   const nlohmann::json j = nlohmann::json::parse(pp4.out);
@@ -391,11 +391,7 @@ TEST(PredictCommandTest, DpOutermostIsAnInput) {
   const std::vector<std::string> base = {"--model", "llama3-8b", "--cluster", "h100-sxm",
                                          "--gpus", "16", "--seq", "8192", "--gbs", "64",
                                          "--tp", "2", "--pp", "2", "--mbs", "1"};
-  auto with = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = base;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return RunPredict(args);
-  };
+  auto with = [&](const std::vector<std::string>& extra) { return RunPredict(With(base, extra)); };
   const Result plain = with({});
   const Result outer = with({"--dp-outermost"});
   ASSERT_EQ(plain.code, kExitOk) << plain.err;
@@ -504,13 +500,7 @@ TEST(PredictCommandTest, RoutingNotGivenWidensTheInterval) {
   const std::vector<std::string> layout = {
       "--model", "qwen3-30b-a3b", "--cluster", "h100-sxm", "--gpus", "16", "--seq", "4096",
       "--gbs", "256", "--tp", "1", "--pp", "1", "--ep", "16", "--mbs", "1"};
-  auto with = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = layout;
-    args.insert(args.end(), extra.begin(), extra.end());
-    const Result r = RunPredict(args);
-    EXPECT_EQ(r.code, kExitOk) << r.err;
-    return nlohmann::json::parse(r.out);
-  };
+  auto with = [&](const std::vector<std::string>& extra) { return PredictJson(layout, extra); };
   const nlohmann::json unsaid = with({});
   const nlohmann::json natural = with({"--routing", "natural"});
   const nlohmann::json balanced = with({"--routing", "balanced"});
