@@ -65,7 +65,10 @@ std::string ToString(const SoftwareStack& stack) {
   if (stack.framework == Framework::kMaxText) {
     return absl::StrCat("MaxText ", stack.container);
   }
-  return absl::StrCat(stack.container, " (modelled as generation ",
+  const absl::StatusOr<bool> older = ContainerPredatesGenerations(stack.container);
+  return absl::StrCat(stack.container, " (",
+                      older.ok() && *older ? "older than every generation described; " : "",
+                      "modelled as generation ",
                       std::string(StackGenerationName(stack.generation)), ")");
 }
 
@@ -80,6 +83,8 @@ StackConstants StackConstantsFor(const SoftwareStack& stack) {
   if (stack.framework == Framework::kMaxText) return MaxTextStackConstants();
   StackConstants k = StackConstantsFor(stack.generation);
   k.features.graph_full_iteration = stack.cuda_graph_scope == CudaGraphScope::kFullIteration;
+  const absl::StatusOr<bool> older = ContainerPredatesGenerations(stack.container);
+  if (older.ok() && *older) k.predating_container = stack.container;
   return k;
 }
 

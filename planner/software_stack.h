@@ -54,8 +54,9 @@ absl::StatusOr<SoftwareStack> ParseSoftwareStack(std::string_view text);
 // apart by StackConstants::framework). InvalidArgument naming the text.
 absl::StatusOr<SoftwareStack> ParseSoftwareStack(Framework framework, std::string_view text);
 
-// "26.04.01 (modelled as generation 26.02)", "latest (generation 26.06)";
-// MaxText: "MaxText maxtext-2026-09-10".
+// "26.04.01 (modelled as generation 26.02)", "latest (modelled as generation
+// 26.06)", "25.04.01 (older than every generation described; modelled as
+// generation 26.02)"; MaxText: "MaxText maxtext-2026-09-10".
 std::string ToString(const SoftwareStack& stack);
 
 // Search() with the step model of `generation` (same contract as Search).
@@ -68,9 +69,12 @@ absl::StatusOr<SearchResult> SearchForStack(const SearchProblem& problem,
 absl::StatusOr<SearchResult> SearchForStack(const SearchProblem& problem,
                                             std::shared_ptr<const CostModel> cost_model,
                                             SearchOptions options, const SoftwareStack& stack);
-// The step-model constants of a stack: its generation's, with its framework
-// and its CUDA-graph scope (MegatronFeatures::graph_full_iteration =
-// cuda_graph_scope == kFullIteration).
+// The step-model constants of a stack: its generation's, with its framework,
+// its CUDA-graph scope (MegatronFeatures::graph_full_iteration =
+// cuda_graph_scope == kFullIteration) and, for a container older than every
+// generation described, that container (StackConstants::predating_container:
+// the prediction's interval then spans the errors of settings no published
+// 2026 run measured).
 StackConstants StackConstantsFor(const SoftwareStack& stack);
 
 }  // namespace moetune::planner

@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planner/prediction_interval.h"
 #include "testing/status_matchers.h"
 
 namespace moetune::planner {
@@ -78,6 +79,59 @@ TEST(SoftwareStackTest, OlderGenerationIsNeverFasterForMoe) {
                    plain->best.prediction.tokens_per_sec_per_gpu);
   EXPECT_DOUBLE_EQ(latest->best.prediction.tokens_per_sec_per_gpu,
                    as_emitted->best.prediction.tokens_per_sec_per_gpu);
+}
+
+TEST(SoftwareStackTest, ContainersOlderThanEveryGenerationAreSaidSo) {
+  EXPECT_TRUE(*ContainerPredatesGenerations("25.11"));
+  EXPECT_TRUE(*ContainerPredatesGenerations("26.01"));
+  EXPECT_FALSE(*ContainerPredatesGenerations("26.02"));
+  EXPECT_FALSE(*ContainerPredatesGenerations("26.08.01"));
+  EXPECT_THAT(ContainerPredatesGenerations("NeMo 25.04"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'NeMo 25.04'")));
+  absl::StatusOr<SoftwareStack> nemo2 = ParseSoftwareStack("25.04.01");
+  ASSERT_TRUE(nemo2.ok());
+  EXPECT_EQ(nemo2->generation, StackGeneration::k2602);
+  EXPECT_EQ(ToString(*nemo2),
+            "25.04.01 (older than every generation described; modelled as generation 26.02)");
+  EXPECT_EQ(StackConstantsFor(*nemo2).predating_container, "25.04.01");
+  EXPECT_EQ(StackConstantsFor(*ParseSoftwareStack("26.02")).predating_container, "");
+  EXPECT_EQ(StackConstantsFor(SoftwareStack()).predating_container, "");
+}
+
+TEST(SoftwareStackTest, OlderContainerKeepsThePointAndWidensTheInterval) {
+  // The same plan under 26.02 and under 25.11: one step (generation 26.02
+  // prices both), but 25.11's interval is that of settings no published
+  // 2026 run measured (the other-stack rows' errors), naming the container.
+  SearchProblem problem;
+  problem.model = *LoadModelPreset("llama3-70b");
+  problem.cluster = *LoadClusterPreset("gb200-nvl72");
+  problem.shape.gpus = 64;
+  problem.shape.seq_len = 8192;
+  problem.shape.global_batch = 256;
+  SearchOptions options;
+  options.top_k = 1;
+  options.threads = 1;
+  options.constraints.precisions = {Precision::kFp8};
+  options.constraints.fixed.tp = 2;
+  options.constraints.fixed.pp = 4;
+  options.constraints.fixed.mbs = 1;
+  auto cost = std::make_shared<DatasheetCostModel>(problem.cluster);
+  absl::StatusOr<SearchResult> measured =
+      SearchForStack(problem, cost, options, *ParseSoftwareStack("26.02"));
+  absl::StatusOr<SearchResult> older =
+      SearchForStack(problem, cost, options, *ParseSoftwareStack("25.11"));
+  ASSERT_TRUE(measured.ok() && older.ok());
+  const Prediction& m = measured->best.prediction;
+  const Prediction& o = older->best.prediction;
+  EXPECT_DOUBLE_EQ(o.tokens_per_sec_per_gpu, m.tokens_per_sec_per_gpu);
+  EXPECT_THAT(o.interval.unmeasured,
+              ::testing::Contains("container 25.11 older than 26.02 (priced as generation 26.02)"));
+  const PredictionInterval expected = IntervalFor(o.tokens_per_sec_per_gpu, false, {"any"});
+  EXPECT_DOUBLE_EQ(o.interval.tokens_per_sec_per_gpu_low, expected.tokens_per_sec_per_gpu_low);
+  EXPECT_DOUBLE_EQ(o.interval.tokens_per_sec_per_gpu_high, expected.tokens_per_sec_per_gpu_high);
+  EXPECT_THAT(o.interval.basis, HasSubstr("other-stack rows"));
+  EXPECT_LE(o.interval.tokens_per_sec_per_gpu_low, m.interval.tokens_per_sec_per_gpu_low);
+  EXPECT_GE(o.interval.tokens_per_sec_per_gpu_high, m.interval.tokens_per_sec_per_gpu_high);
 }
 
 TEST(SoftwareStackTest, GraphScopeComesFromTheStack) {

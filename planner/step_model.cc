@@ -39,7 +39,10 @@ std::string_view StackGenerationName(StackGeneration generation) {
   return "unknown";
 }
 
-absl::StatusOr<StackGeneration> StackGenerationForContainer(std::string_view container) {
+namespace {
+
+// A container's YY x 100 + MM, e.g. 2604 for "26.04.01".
+absl::StatusOr<int> ContainerYearMonth(std::string_view container) {
   // YY.MM[.NN]: two-digit year and month, optional patch number.
   auto digits = [&](size_t pos, size_t n) {
     if (pos + n > container.size()) return -1;
@@ -64,7 +67,25 @@ absl::StatusOr<StackGeneration> StackGenerationForContainer(std::string_view con
     return absl::InvalidArgumentError(absl::StrCat(
         "container version '", std::string(container), "' is not YY.MM[.NN] (e.g. 26.04.01)"));
   }
-  return year * 100 + month >= 2606 ? StackGeneration::k2606 : StackGeneration::k2602;
+  return year * 100 + month;
+}
+
+// The first container of each generation.
+constexpr int kFirstContainer2602 = 2602;
+constexpr int kFirstContainer2606 = 2606;
+
+}  // namespace
+
+absl::StatusOr<StackGeneration> StackGenerationForContainer(std::string_view container) {
+  absl::StatusOr<int> ym = ContainerYearMonth(container);
+  if (!ym.ok()) return ym.status();
+  return *ym >= kFirstContainer2606 ? StackGeneration::k2606 : StackGeneration::k2602;
+}
+
+absl::StatusOr<bool> ContainerPredatesGenerations(std::string_view container) {
+  absl::StatusOr<int> ym = ContainerYearMonth(container);
+  if (!ym.ok()) return ym.status();
+  return *ym < kFirstContainer2602;
 }
 
 absl::StatusOr<StackGeneration> ParseStackGeneration(std::string_view name) {
@@ -551,9 +572,13 @@ absl::StatusOr<Prediction> StepModel::Predict(const ParallelConfig& parallel,
     pr.breakdown.push_back(std::move(t));
   }
   pr.fully_calibrated = all_calibrated;
-  pr.interval = IntervalFor(
-      pr.tokens_per_sec_per_gpu, model_.IsMoe(),
-      UnmeasuredSettings(model_, cost_->cluster(), shape_, parallel, knobs));
+  std::vector<std::string> unmeasured =
+      UnmeasuredSettings(model_, cost_->cluster(), shape_, parallel, knobs);
+  if (!stack_.predating_container.empty()) {
+    unmeasured.push_back(absl::StrCat("container ", stack_.predating_container,
+                                      " older than 26.02 (priced as generation 26.02)"));
+  }
+  pr.interval = IntervalFor(pr.tokens_per_sec_per_gpu, model_.IsMoe(), unmeasured);
   pr.model = model_;
   pr.cluster_name = cost_->cluster().name;
   pr.cluster = cost_->cluster();

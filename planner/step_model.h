@@ -45,6 +45,12 @@ std::string_view StackGenerationName(StackGeneration generation);  // "26.02", "
 absl::StatusOr<StackGeneration> StackGenerationForContainer(std::string_view container);
 // Also accepts a generation's own name ("26.02", "26.06") and "latest".
 absl::StatusOr<StackGeneration> ParseStackGeneration(std::string_view name);
+// Whether a container (YY.MM[.NN]) is older than 26.02, the first container
+// of the oldest generation described: the constants were set on 26.02+ rows
+// only (the megatron-core-2026 rows of runs.json), so such a run is priced
+// as 26.02 with nothing measured behind the software difference.
+// InvalidArgument as StackGenerationForContainer for anything else.
+absl::StatusOr<bool> ContainerPredatesGenerations(std::string_view container);
 
 // Optimizations of the Megatron-Core / Transformer Engine software that change
 // what a layer costs on the host and the GPU, each named after the Megatron
@@ -363,6 +369,11 @@ struct StackConstants {
   double step_host_s = 0.200;
   // Which of the optimizations above this stack has.
   MegatronFeatures features;
+  // Non-empty: the run's container (as given), older than every generation
+  // described (ContainerPredatesGenerations). Nothing is priced from it: the
+  // step is generation 26.02's, and the prediction's interval counts the
+  // software as a setting no published run measured (prediction_interval.h).
+  std::string predating_container;
 };
 
 // The constants of one generation (the defaults above are the latest's).

@@ -556,6 +556,11 @@ int RunPredict(const std::vector<std::string>& argv) {
     if (stack->framework != pl::Framework::kMegatron) {
       j["software_stack"]["framework"] = std::string(pl::FrameworkName(stack->framework));
     }
+    // A container older than every generation described: priced as the
+    // oldest, its interval that of settings no published run measured.
+    if (!pl::StackConstantsFor(*stack).predating_container.empty()) {
+      j["software_stack"]["older_than_every_generation"] = true;
+    }
     j["knobs_not_given"] = knobs_not_given;
     std::cout << j.dump(2) << "\n";
   } else if (format == "maxtext") {

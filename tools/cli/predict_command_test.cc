@@ -315,9 +315,29 @@ TEST(PredictCommandTest, StackSelectsTheSoftwareGeneration) {
   EXPECT_LT(o["tokens_per_sec_per_gpu"].get<double>(), c["tokens_per_sec_per_gpu"].get<double>());
   EXPECT_DOUBLE_EQ(c["tokens_per_sec_per_gpu"].get<double>(),
                    l["tokens_per_sec_per_gpu"].get<double>());
+  EXPECT_FALSE(o["software_stack"].contains("older_than_every_generation"));
   const Result bad = with({"--stack", "nemo-24"});
   EXPECT_EQ(bad.code, kExitBadInput);
   EXPECT_NE(bad.err.find("--stack"), std::string::npos) << bad.err;
+  // A container older than 26.02 is priced as 26.02 and says so: the same
+  // step as 26.02.01, the interval of settings no published run measured.
+  const Result nemo2 =
+      with({"--stack", "25.04.01", "--routing", "balanced", "--cuda-graph-scope", "modules"});
+  const Result first =
+      with({"--stack", "26.02.01", "--routing", "balanced", "--cuda-graph-scope", "modules"});
+  ASSERT_EQ(nemo2.code, kExitOk) << nemo2.err;
+  ASSERT_EQ(first.code, kExitOk) << first.err;
+  const nlohmann::json n = nlohmann::json::parse(nemo2.out);
+  const nlohmann::json f = nlohmann::json::parse(first.out);
+  EXPECT_EQ(n["software_stack"]["generation"], "26.02");
+  EXPECT_EQ(n["software_stack"]["older_than_every_generation"], true);
+  EXPECT_DOUBLE_EQ(n["tokens_per_sec_per_gpu"].get<double>(),
+                   f["tokens_per_sec_per_gpu"].get<double>());
+  EXPECT_EQ(n["interval"]["unmeasured"],
+            nlohmann::json::array({"container 25.04.01 older than 26.02 (priced as generation 26.02)"}));
+  EXPECT_TRUE(f["interval"]["unmeasured"].empty());
+  EXPECT_LT(n["interval"]["tokens_per_sec_per_gpu_low"].get<double>(),
+            f["interval"]["tokens_per_sec_per_gpu_low"].get<double>());
 }
 
 TEST(PredictCommandTest, TextSaysWhereTheTermsCameFrom) {
