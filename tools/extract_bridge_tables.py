@@ -15,7 +15,9 @@ Usage (a Megatron-Bridge checkout at the commit named in --commit):
       --runs ../shared/validation/runs.json > tests/data/bridge_tables_heldout.json
 
 A row of runs.json counts as the same run when its container, GPU count and
-tokens/s/GPU are the table's.
+tokens/s/GPU are the table's.  The page footnotes a row cites go into its
+"footnotes"; one that calls the number a known software regression also sets
+"publisher_known_issue" (the row is kept: validate reports such rows apart).
 """
 import argparse
 import json
@@ -48,8 +50,27 @@ NOTES = {
 }
 
 
+FOOTNOTE_REF = re.compile(r"\[\^([^\]]*)\]")
+# A footnote saying the row's number is a software fault the publisher knows
+# of (e.g. the 26.06.01 GPT-OSS-120B rows: "Performance regression ... is a
+# known issue", cudnn-frontend issue 256): the row is kept and marked.
+KNOWN_ISSUE = re.compile(r"regression|known issue", re.I)
+
+
+def footnotes(path):
+    """{name: text} of a page's footnote definitions ([^name]: text)."""
+    notes = {}
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"\[\^([^\]]*)\]:\s*(.*)", line)
+            if m:
+                notes[m.group(1)] = m.group(2).strip()
+    return notes
+
+
 def table_rows(path):
-    """Yields (container, section, model heading, {column: cell}) of a page's 26.x tables."""
+    """Yields (container, section, model heading, {column: cell}, footnote names) of a page's
+    26.x tables."""
     container = section = model = header = None
     with open(path) as f:
         for line in f:
@@ -65,12 +86,12 @@ def table_rows(path):
             if m:
                 model = m.group(1).strip()
                 continue
-            cells = [re.sub(r"\[\^[^\]]*\]", "", c).strip() for c in line.strip().strip("|").split("|")]
+            cells = [FOOTNOTE_REF.sub("", c).strip() for c in line.strip().strip("|").split("|")]
             if line.startswith("| System"):
                 header = cells
             elif (line.startswith("| DGX") and container and container.startswith("26.")
                   and section and model in MODELS and header):
-                yield container, section, model, dict(zip(header, cells))
+                yield container, section, model, dict(zip(header, cells)), FOOTNOTE_REF.findall(line)
 
 
 def as_int(cell):
@@ -96,12 +117,21 @@ def main():
     for page in ("docs/performance-summary-archive.md", "docs/performance-summary.md"):
         if not os.path.isfile(os.path.join(a.bridge, page)):
             sys.exit(f"--bridge {a.bridge}: no {page} (a Megatron-Bridge checkout?)")
-        for container, section, model, c in table_rows(os.path.join(a.bridge, page)):
+        notes = footnotes(os.path.join(a.bridge, page))
+        for container, section, model, c, refs in table_rows(os.path.join(a.bridge, page)):
             try:
                 row = table_row(page, a.commit, container, section, model, c)
             except (KeyError, ValueError, TypeError, ZeroDivisionError) as e:
                 sys.exit(f"{page}: {container} {section} {model} {c.get('System', '?')}: "
                          f"bad or missing cell ({type(e).__name__}: {e})")
+            missing = [r for r in refs if r not in notes]
+            if missing:
+                sys.exit(f"{page}: {container} {section} {model} {c['System']}: footnote "
+                         f"[^{missing[0]}] is not defined on the page")
+            if refs:
+                row["footnotes"] = [f"[^{r}]: {notes[r]}" for r in dict.fromkeys(refs)]
+                if any(KNOWN_ISSUE.search(notes[r]) for r in refs):
+                    row["publisher_known_issue"] = True
             if (container, row["num_gpus"], round(row["tokens_per_sec_per_gpu"])) in held:
                 continue
             if row["id"] in seen:

@@ -2,10 +2,11 @@
 # tools/extract_bridge_tables.py on a small fixture of the Megatron-Bridge
 # performance pages (tools/testdata/bridge_tables): the rows it writes are the
 # golden file's (26.x pre-training and SFT tables, models with a preset, rows
-# runs.json holds left out, footnote markers stripped, the FSDP column kept in
-# the notes), and a table row of a system it does not know, a cell that is
-# not a number or a missing checkout is an error that names it and writes
-# nothing.
+# runs.json holds left out, footnote markers stripped from the cells and the
+# footnotes cited kept with the row, a known-regression footnote marking it,
+# the FSDP column kept in the notes), and a table row of a system it does not
+# know, a cell that is not a number, a footnote the page does not define or a
+# missing checkout is an error that names it and writes nothing.
 set -u
 RUNFILES="${TEST_SRCDIR:-$(dirname "$0")/..}/${TEST_WORKSPACE:-moetune}"
 TOOL="$RUNFILES/tools/extract_bridge_tables.py"
@@ -37,6 +38,16 @@ python3 "$TOOL" --bridge "$TMP/cell" --commit 0123abcd --runs "$TMP/empty.json" 
 grep -q "DeepSeekV3 DGX-GB300: bad or missing cell" "$TMP/cell.err" ||
   fail "error does not name the row: $(cat "$TMP/cell.err")"
 [ ! -s "$TMP/cell.out" ] || fail "rows were written before the bad cell's error"
+
+mkdir -p "$TMP/foot/docs"
+sed 's/^\[^slow-note\]:.*$//' "$DATA/docs/performance-summary-archive.md" \
+  > "$TMP/foot/docs/performance-summary-archive.md"
+cp "$DATA/docs/performance-summary.md" "$TMP/foot/docs/"
+python3 "$TOOL" --bridge "$TMP/foot" --commit 0123abcd --runs "$TMP/empty.json" \
+  > "$TMP/foot.out" 2> "$TMP/foot.err" && fail "a row citing an undefined footnote was accepted"
+grep -q "footnote \[^slow-note\] is not defined" "$TMP/foot.err" ||
+  fail "error does not name the footnote: $(cat "$TMP/foot.err")"
+[ ! -s "$TMP/foot.out" ] || fail "rows were written before the footnote's error"
 
 python3 "$TOOL" --bridge "$TMP/none" --commit 0123abcd --runs "$TMP/empty.json" \
   > "$TMP/none.out" 2> "$TMP/none.err" && fail "a missing checkout was accepted"
