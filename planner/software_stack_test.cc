@@ -13,6 +13,25 @@ namespace {
 using ::moetune::testing::StatusIs;
 using ::testing::HasSubstr;
 
+SearchProblem Problem(const char* model, const char* cluster, int gpus, int seq_len, int gbs) {
+  SearchProblem problem;
+  problem.model = *LoadModelPreset(model);
+  problem.cluster = *LoadClusterPreset(cluster);
+  problem.shape.gpus = gpus;
+  problem.shape.seq_len = seq_len;
+  problem.shape.global_batch = gbs;
+  return problem;
+}
+
+// The best plan only, on one thread, at one precision.
+SearchOptions BestOfOneThread(Precision precision) {
+  SearchOptions options;
+  options.top_k = 1;
+  options.threads = 1;
+  options.constraints.precisions = {precision};
+  return options;
+}
+
 TEST(SoftwareStackTest, Parse) {
   absl::StatusOr<SoftwareStack> latest = ParseSoftwareStack("");
   ASSERT_TRUE(latest.ok());
@@ -47,16 +66,8 @@ TEST(SoftwareStackTest, OlderGenerationIsNeverFasterForMoe) {
   // not faster. The default stack prices the graphs moetune's Megatron file
   // captures (attn, moe_router, moe_preprocess), where 26.06 hides nothing
   // either; latest is what Search() returns.
-  SearchProblem problem;
-  problem.model = *LoadModelPreset("qwen3-30b-a3b");
-  problem.cluster = *LoadClusterPreset("gb300-nvl72");
-  problem.shape.gpus = 8;
-  problem.shape.seq_len = 4096;
-  problem.shape.global_batch = 512;
-  SearchOptions options;
-  options.top_k = 1;
-  options.threads = 1;
-  options.constraints.precisions = {Precision::kMxfp8};
+  const SearchProblem problem = Problem("qwen3-30b-a3b", "gb300-nvl72", 8, 4096, 512);
+  const SearchOptions options = BestOfOneThread(Precision::kMxfp8);
   auto cost = std::make_shared<DatasheetCostModel>(problem.cluster);
   absl::StatusOr<SearchResult> old =
       SearchForStack(problem, cost, options, StackGeneration::k2602);
@@ -102,16 +113,8 @@ TEST(SoftwareStackTest, OlderContainerKeepsThePointAndWidensTheInterval) {
   // The same plan under 26.02 and under 25.11: one step (generation 26.02
   // prices both), but 25.11's interval is that of settings no published
   // 2026 run measured (the other-stack rows' errors), naming the container.
-  SearchProblem problem;
-  problem.model = *LoadModelPreset("llama3-70b");
-  problem.cluster = *LoadClusterPreset("gb200-nvl72");
-  problem.shape.gpus = 64;
-  problem.shape.seq_len = 8192;
-  problem.shape.global_batch = 256;
-  SearchOptions options;
-  options.top_k = 1;
-  options.threads = 1;
-  options.constraints.precisions = {Precision::kFp8};
+  const SearchProblem problem = Problem("llama3-70b", "gb200-nvl72", 64, 8192, 256);
+  SearchOptions options = BestOfOneThread(Precision::kFp8);
   options.constraints.fixed.tp = 2;
   options.constraints.fixed.pp = 4;
   options.constraints.fixed.mbs = 1;

@@ -18,36 +18,27 @@ python3 "$TOOL" --bridge "$DATA" --commit 0123abcd --runs "$DATA/runs.json" > "$
   fail "extractor exited $? on the fixture"
 diff -u "$DATA/expected.json" "$TMP/out.json" || fail "rows differ from expected.json"
 
-mkdir -p "$TMP/bad/docs"
 echo '[]' > "$TMP/empty.json"
-sed 's/| DGX-B200 |/| DGX-XYZ |/' "$DATA/docs/performance-summary-archive.md" \
-  > "$TMP/bad/docs/performance-summary-archive.md"
-cp "$DATA/docs/performance-summary.md" "$TMP/bad/docs/"
-if python3 "$TOOL" --bridge "$TMP/bad" --commit 0123abcd --runs "$TMP/empty.json" \
-  > "$TMP/bad.out" 2> "$TMP/bad.err" < /dev/null; then
-  fail "an unknown system was accepted"
-fi
-grep -q "unknown system 'DGX-XYZ'" "$TMP/bad.err" || fail "error does not name the system: $(cat "$TMP/bad.err")"
-[ ! -s "$TMP/bad.out" ] || fail "rows were written before the error"
-mkdir -p "$TMP/cell/docs"
-sed 's/| DGX-GB300 | 256 | MXFP8 | 4096 | 2 |/| DGX-GB300 | 2x6 | MXFP8 | 4096 | 2 |/' \
-  "$DATA/docs/performance-summary-archive.md" > "$TMP/cell/docs/performance-summary-archive.md"
-cp "$DATA/docs/performance-summary.md" "$TMP/cell/docs/"
-python3 "$TOOL" --bridge "$TMP/cell" --commit 0123abcd --runs "$TMP/empty.json" \
-  > "$TMP/cell.out" 2> "$TMP/cell.err" && fail "a bad GPU count was accepted"
-grep -q "DeepSeekV3 DGX-GB300: bad or missing cell" "$TMP/cell.err" ||
-  fail "error does not name the row: $(cat "$TMP/cell.err")"
-[ ! -s "$TMP/cell.out" ] || fail "rows were written before the bad cell's error"
-
-mkdir -p "$TMP/foot/docs"
-sed 's/^\[^slow-note\]:.*$//' "$DATA/docs/performance-summary-archive.md" \
-  > "$TMP/foot/docs/performance-summary-archive.md"
-cp "$DATA/docs/performance-summary.md" "$TMP/foot/docs/"
-python3 "$TOOL" --bridge "$TMP/foot" --commit 0123abcd --runs "$TMP/empty.json" \
-  > "$TMP/foot.out" 2> "$TMP/foot.err" && fail "a row citing an undefined footnote was accepted"
-grep -q "footnote \[^slow-note\] is not defined" "$TMP/foot.err" ||
-  fail "error does not name the footnote: $(cat "$TMP/foot.err")"
-[ ! -s "$TMP/foot.out" ] || fail "rows were written before the footnote's error"
+# expect_error NAME SED WHAT MESSAGE: the fixture's archive page edited by SED
+# must make the extractor fail with MESSAGE on stderr and write no rows.
+expect_error() {
+  local name="$1" edit="$2" what="$3" message="$4"
+  mkdir -p "$TMP/$name/docs"
+  sed "$edit" "$DATA/docs/performance-summary-archive.md" \
+    > "$TMP/$name/docs/performance-summary-archive.md"
+  cp "$DATA/docs/performance-summary.md" "$TMP/$name/docs/"
+  if python3 "$TOOL" --bridge "$TMP/$name" --commit 0123abcd --runs "$TMP/empty.json" \
+    > "$TMP/$name.out" 2> "$TMP/$name.err" < /dev/null; then
+    fail "$what was accepted"
+  fi
+  grep -qF "$message" "$TMP/$name.err" || fail "$what: error lacks '$message': $(cat "$TMP/$name.err")"
+  [ ! -s "$TMP/$name.out" ] || fail "$what: rows were written before the error"
+}
+expect_error bad 's/| DGX-B200 |/| DGX-XYZ |/' "an unknown system" "unknown system 'DGX-XYZ'"
+expect_error cell 's/| DGX-GB300 | 256 | MXFP8 | 4096 | 2 |/| DGX-GB300 | 2x6 | MXFP8 | 4096 | 2 |/' \
+  "a bad GPU count" "DeepSeekV3 DGX-GB300: bad or missing cell"
+expect_error foot 's/^\[^slow-note\]:.*$//' "a row citing an undefined footnote" \
+  "footnote [^slow-note] is not defined"
 
 python3 "$TOOL" --bridge "$TMP/none" --commit 0123abcd --runs "$TMP/empty.json" \
   > "$TMP/none.out" 2> "$TMP/none.err" && fail "a missing checkout was accepted"
