@@ -86,7 +86,7 @@ const std::vector<FlagSpec>& PlanFlags() {
       {"dispatchers", false, "allowed MoE dispatchers: alltoall, fused_dedup (default both)"},
       {"threads", false, "worker threads (default: one per core)"},
       {"objective", false, "pretrain (default), finetune or lora"},
-      {"stack", false, "software stack: container version (Megatron: 26.02, 26.04.01, 26.06, ...; MaxText: maxtext-2026-09-10, ...) or latest (default)"},
+      {"stack", false, "software stack: container version (Megatron: 26.02, 26.04.01, 26.06, ...; older ones are priced as 26.02 with the interval of settings no published run measured; MaxText: maxtext-2026-09-10, ...) or latest (default)"},
       {"framework", false, "megatron (default) or maxtext: whose rules, search space and config the plan follows"},
       {"routing", false, "MoE routing: natural (default: real training, priced at the busiest expert-parallel rank) or balanced (forced, as the published benchmarks run)"},
       {"moe-imbalance", false, "tokens on the busiest GPU's experts / mean, >= 1 (default: what --routing implies)"},

@@ -140,7 +140,7 @@ const std::vector<FlagSpec>& PredictFlags() {
       {"first-stage-layers", false, "layers on the first pipeline stage"},
       {"last-stage-layers", false, "layers on the last pipeline stage"},
       {"objective", false, "pretrain (default), finetune or lora"},
-      {"stack", false, "software stack: container version (Megatron: 26.02, 26.04.01, 26.06, ...; MaxText: maxtext-2026-09-10, ...) or latest (default)"},
+      {"stack", false, "software stack: container version (Megatron: 26.02, 26.04.01, 26.06, ...; older ones are priced as 26.02 with the interval of settings no published run measured; MaxText: maxtext-2026-09-10, ...) or latest (default)"},
       {"framework", false, "megatron (default) or maxtext: whose rules the pins must pass and how the step is priced"},
       {"cuda-graph-scope", false, "what the run's CUDA graphs capture: modules (attn, moe_router, moe_preprocess, as moetune's Megatron file writes) or full_iteration (the whole step with a static MoE token budget, as Megatron-Bridge's 26.06+ MoE performance recipes run); default: full_iteration for a MoE model at mxfp8 on a 26.06+ stack with the run layout given, else modules"},
       {"format", false, "json (default), text, or maxtext (with --framework maxtext: the MaxText YAML and XLA_FLAGS)"},

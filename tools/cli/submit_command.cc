@@ -38,7 +38,7 @@ int RunSubmit(const std::vector<std::string>& argv) {
       {"precision", false, "bf16 | fp8 | mxfp8 | nvfp4 (default: planner's choice)"},
       {"fix", false, "pin knobs as in `moetune plan --fix`, e.g. recompute=full,ep=64"},
       {"stack", false,
-       "software stack: container version (26.02, 26.04.01, 26.06, ...) or latest (default)"},
+       "software stack: container version (26.02, 26.04.01, 26.06, ...; older ones are priced as 26.02) or latest (default)"},
       {"wait", true, "follow the job until it ends"},
       {"wait_timeout_s", false, "give up waiting after this long (default 3600)"},
       {"format", false, "text (default) or json"},
