@@ -288,6 +288,18 @@ TEST_F(PlannerAdapterTest, SoftwareStackIsAnInput) {
   EXPECT_THAT(adapter_->Predict(pr),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cuda_graph_scope: ")));
   pr.set_cuda_graph_scope("");
+  // A container older than every generation described: the same step as
+  // 26.02's, its interval naming the container among the unmeasured settings.
+  pr.set_software_stack("26.02");
+  auto first = adapter_->Predict(pr);
+  pr.set_software_stack("25.11");
+  auto older = adapter_->Predict(pr);
+  ASSERT_TRUE(first.ok() && older.ok());
+  EXPECT_DOUBLE_EQ(older->tokens_per_sec_per_gpu(), first->tokens_per_sec_per_gpu());
+  EXPECT_THAT(older->interval().unmeasured(),
+              ::testing::Contains("container 25.11 older than 26.02 (priced as generation 26.02)"));
+  EXPECT_THAT(first->interval().unmeasured(),
+              ::testing::Not(::testing::Contains(HasSubstr("older than 26.02"))));
   pr.set_software_stack("2604");
   EXPECT_THAT(adapter_->Predict(pr),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("software_stack: ")));
