@@ -1461,12 +1461,7 @@ void PrintRecipeChecksThroughPredict() {
       std::printf(
           "  %-27s %-20s runs %2d  MAPE %5.1f%%  signed %+6.1f%%  > 30%%: %d  inside the 80%% "
           "interval: %d\n",
-          kPassName[pass],
-          set == Set::kVerificationCard ? "verification cards"
-          : set == Set::kRecipeIndex    ? "recipe index"
-          : set == Set::kModelZoo       ? "ModelZoo"
-                                        : "other checks",
-          s.rows, 100 * s.mape, 100 * s.mean_signed, CountBeyond(e, 0.3), covered[pass][set]);
+          kPassName[pass], mt::SetLabel(set), s.rows, 100 * s.mape, 100 * s.mean_signed, CountBeyond(e, 0.3), covered[pass][set]);
     }
   }
   // Predict's own interval on runs it never saw, asked as a user would
@@ -2576,12 +2571,7 @@ int main(int argc, char** argv) {
       }
       const double n = double(r.errors.size());
       std::printf("  %s: %zu runs, MAPE %.1f%%, signed %+.1f%%, worst %s %+.1f%%\n",
-                  set == Set::kVerificationCard
-                      ? "Megatron-Bridge verification cards (Jul-Aug 2026)"
-                  : set == Set::kRecipeIndex
-                      ? "Megatron-LM recipe index (Aug 2026, runs outside the knob ladders)"
-                      : "Megatron-MoE-ModelZoo Qwen3-235B-A22B GB200 / GB300 (May 2026)",
-                  r.errors.size(), 100 * abs_sum / n, 100 * signed_sum / n, worst->first.c_str(),
+                  mt::SetTitle(set), r.errors.size(), 100 * abs_sum / n, 100 * signed_sum / n, worst->first.c_str(),
                   100 * worst->second);
       // Same model, same precision (each cluster's own recipe layout).
       for (const auto& [key, gb300] : r.perf) {

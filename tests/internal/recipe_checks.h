@@ -67,6 +67,15 @@
 //   time for 16 local experts with scoped graphs), GB200 MXFP8 PP4 VP6
 //   EP64 with offload -5%, GB200 MXFP8 128k tokens TP4 CP4 -18% (attention
 //   646 of 818 s), GB300 MXFP8 EP64 -6%: all four priced too slow.
+// - The MCore release-tracker rows of Megatron-Bridge's MoE hardware-configs
+//   skill card (validated 2026-07-31, TFLOP/s/GPU rounded: "~520"; added in
+//   the thirtieth session, never fitted), with each row's listed knobs:
+//   DeepSeek-V3 1,024 H100 FP8 blockwise TP2 EP64 with the 1F1B overlap
+//   +23.6% (-11.9% with the overlap off: cross-node EP under the overlap
+//   hides less than priced, as on the ModelZoo and recipe-index Qwen3-235B
+//   H100 / B200 runs), 256 B200 BF16 -9.3%, 256 B200 MXFP8 -1.6%;
+//   Qwen3-235B-A22B 128 B200 BF16 +3.1%, 128 GB200 BF16 -1.4%; Qwen3-30B-A3B
+//   32 H100 full recompute +7.8%: MAPE 7.8%.
 #pragma once
 
 #include <string>
@@ -116,9 +125,18 @@ struct RecipeCheck {
     // Megatron-MoE-ModelZoo's Qwen3-235B-A22B GB200 / GB300 runs
     // (best_practice/qwen3/readme.md).
     kModelZoo,
+    // The MCore Release Performance Tracker rows of Megatron-Bridge's MoE
+    // hardware-configs skill card (skills/nemo-mbridge-perf-moe-hardware-
+    // configs/card.yaml best_configs), TFLOP/s/GPU as the card rounds them.
+    kReleaseTracker,
   };
   Set set = Set::kOther;
 };
+
+// A set's short label ("verification cards") and its title, with where and
+// when it was published, for //tests:validate's summaries.
+const char* SetLabel(RecipeCheck::Set set);
+const char* SetTitle(RecipeCheck::Set set);
 
 // Qwen3-30B-A3B on 8 GB200 / 16 H100 (Megatron-Bridge model verification
 // card, scoped vs full-iteration CUDA graphs), GPT-OSS-120B MXFP8 on 64
@@ -126,8 +144,9 @@ struct RecipeCheck {
 // DeepSeek-V3 (256 GB200 / GB300, 1,024 H100), Qwen3-235B-A22B (256 GB200 /
 // GB300) and GPT-OSS-120B performance cards (August 2026), and the
 // DeepSeek-V3 and Qwen3-235B-A22B runs of Megatron-LM's MoE recipe index
-// that no knob ladder holds, and Megatron-MoE-ModelZoo's Qwen3-235B-A22B
-// GB200 / GB300 runs.
+// that no knob ladder holds, Megatron-MoE-ModelZoo's Qwen3-235B-A22B
+// GB200 / GB300 runs, and the release-tracker rows of the MoE
+// hardware-configs card that no other set holds.
 std::vector<RecipeCheck> PublicRecipeChecks();
 
 }  // namespace moetune::tests

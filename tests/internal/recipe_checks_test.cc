@@ -240,6 +240,95 @@ TEST(RecipeChecksTest, ModelZooRunsAsTheirLaunchLines) {
             planner::kRecomputeMoeAct | planner::kRecomputeLayerNorm);
 }
 
+// The release-tracker rows as the MoE hardware-configs card lists them
+// (Megatron-Bridge skills/nemo-mbridge-perf-moe-hardware-configs/card.yaml
+// at 067f987df0): layout, batch, dispatcher, and the 1F1B overlap, CUDA-graph
+// scope and recompute only where the card lists them; every layer of a
+// pipeline placed (DeepSeek-V3 61, Qwen3-235B 94 with the embedding and the
+// loss counted as layers).
+TEST(RecipeChecksTest, ReleaseTrackerRowsAsTheCardLists) {
+  const std::map<std::string, RecipeCheck> m = ById();
+  struct Want {
+    const char* id;
+    const char* model;
+    const char* cluster;
+    int gpus, gbs, tp, pp, vp, ep, mbs;
+    bool ep_overlap, graphs;
+    planner::RecomputeMode recompute;
+    planner::MegatronFeatures::FlexBackend backend;
+    double tflops;
+  };
+  using RM = planner::RecomputeMode;
+  using FB = planner::MegatronFeatures::FlexBackend;
+  int tracker_rows = 0;
+  for (const auto& [id, c] : m) tracker_rows += c.set == RecipeCheck::Set::kReleaseTracker;
+  EXPECT_EQ(tracker_rows, 6);
+  for (const Want& w : {
+           Want{"tracker-dsv3-h100-fp8block", "deepseek-v3", "h100-sxm", 1024, 8192, 2, 8, 4, 64,
+                1, true, false, RM::kSelective, FB::kDeepEp, 368},
+           Want{"tracker-dsv3-b200-bf16", "deepseek-v3", "b200", 256, 4096, 1, 8, 4, 32, 1,
+                false, false, RM::kSelective, FB::kDeepEp, 520},
+           Want{"tracker-dsv3-b200-mxfp8", "deepseek-v3", "b200", 256, 8192, 1, 8, 2, 32, 1, true,
+                false, RM::kSelective, FB::kDeepEp, 800},
+           Want{"tracker-qwen3-235b-b200-bf16", "qwen3-235b-a22b", "b200", 128, 2048, 2, 4, 12,
+                16, 2, true, false, RM::kNone, FB::kDeepEp, 590},
+           Want{"tracker-qwen3-235b-gb200-bf16", "qwen3-235b-a22b", "gb200-nvl72", 128, 1024, 1,
+                4, 12, 32, 1, false, true, RM::kNone, FB::kHybridEp, 700},
+           Want{"tracker-qwen3-30b-h100-32", "qwen3-30b-a3b", "h100-sxm", 32, 256, 1, 1, 1, 8, 4,
+                false, false, RM::kFull, FB::kDeepEp, 210},
+       }) {
+    ASSERT_TRUE(m.count(w.id)) << w.id;
+    const RecipeCheck& c = m.at(w.id);
+    EXPECT_EQ(c.set, RecipeCheck::Set::kReleaseTracker) << w.id;
+    EXPECT_EQ(c.model_preset, w.model) << w.id;
+    EXPECT_EQ(c.cluster_preset, w.cluster) << w.id;
+    EXPECT_EQ(c.shape.gpus, w.gpus) << w.id;
+    EXPECT_EQ(c.shape.seq_len, 4096) << w.id;
+    EXPECT_EQ(c.shape.global_batch, w.gbs) << w.id;
+    EXPECT_EQ(c.parallel.tp, w.tp) << w.id;
+    EXPECT_EQ(c.parallel.pp, w.pp) << w.id;
+    EXPECT_EQ(c.parallel.vp, w.vp) << w.id;
+    EXPECT_EQ(c.parallel.ep, w.ep) << w.id;
+    EXPECT_EQ(c.parallel.etp, 1) << w.id;
+    EXPECT_EQ(c.parallel.mbs, w.mbs) << w.id;
+    EXPECT_EQ(c.knobs.overlap.ep_comm, w.ep_overlap) << w.id;
+    EXPECT_EQ(c.knobs.cuda_graphs, w.graphs) << w.id;
+    EXPECT_EQ(c.knobs.recompute.mode, w.recompute) << w.id;
+    EXPECT_EQ(c.features.flex_backend, w.backend) << w.id;
+    EXPECT_EQ(c.knobs.routing, planner::Routing::kBalanced) << w.id;
+    EXPECT_DOUBLE_EQ(c.measured_tflops_per_gpu, w.tflops) << w.id;
+  }
+  // Where the stages' layers are fixed: "Et*3|(tt|)*29m|L" (3 layers first,
+  // the MTP and the loss stages without any); the index recipe's
+  // 4 + 14 x 4 + 1; Qwen3-235B's 94 + embedding + loss over 48 virtual
+  // stages, 2 each, so 1 on the first and the last.
+  const std::map<std::string, std::pair<int, int>> first_last = {
+      {"tracker-dsv3-h100-fp8block", {3, 0}},
+      {"tracker-dsv3-b200-mxfp8", {4, 1}},
+      {"tracker-qwen3-235b-b200-bf16", {1, 1}},
+      {"tracker-qwen3-235b-gb200-bf16", {1, 1}}};
+  for (const auto& [id, fl] : first_last) {
+    const RecipeCheck& c = m.at(id);
+    EXPECT_EQ(*c.parallel.first_stage_layers, fl.first) << id;
+    EXPECT_EQ(*c.parallel.last_stage_layers, fl.second) << id;
+  }
+  EXPECT_FALSE(m.at("tracker-dsv3-b200-bf16").parallel.first_stage_layers.has_value());
+  EXPECT_EQ(m.at("tracker-dsv3-b200-mxfp8").features.deepep_num_sms, 24);
+  EXPECT_EQ(m.at("tracker-dsv3-b200-bf16").features.deepep_num_sms, 20);
+  EXPECT_EQ(m.at("tracker-dsv3-b200-bf16").knobs.recompute.modules,
+            planner::kRecomputeMlaUpProj | planner::kRecomputeMlp | planner::kRecomputeMoeAct |
+                planner::kRecomputeLayerNorm);
+}
+
+TEST(RecipeChecksTest, EverySetHasALabelAndATitle) {
+  using S = RecipeCheck::Set;
+  for (S set : {S::kVerificationCard, S::kRecipeIndex, S::kModelZoo, S::kReleaseTracker}) {
+    EXPECT_STRNE(SetLabel(set), SetLabel(S::kOther));
+    EXPECT_STRNE(SetTitle(set), SetTitle(S::kOther));
+  }
+  EXPECT_STREQ(SetLabel(S::kReleaseTracker), "release tracker");
+}
+
 TEST(RecipeChecksTest, EveryCheckHasASourceAndAMeasurement) {
   for (const RecipeCheck& c : PublicRecipeChecks()) {
     EXPECT_FALSE(c.source.empty()) << c.id;
