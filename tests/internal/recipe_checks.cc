@@ -306,36 +306,42 @@ RecipeCheck TrackerCheck(const char* id, const char* recipe, const char* model,
 
 }  // namespace
 
-const char* SetLabel(RecipeCheck::Set set) {
-  switch (set) {
-    case RecipeCheck::Set::kVerificationCard:
-      return "verification cards";
-    case RecipeCheck::Set::kRecipeIndex:
-      return "recipe index";
-    case RecipeCheck::Set::kModelZoo:
-      return "ModelZoo";
-    case RecipeCheck::Set::kReleaseTracker:
-      return "release tracker";
-    case RecipeCheck::Set::kOther:
-      break;
+namespace {
+
+struct SetNames {
+  RecipeCheck::Set set;
+  const char* label;
+  const char* title;
+};
+
+constexpr SetNames kSetNames[] = {
+    {RecipeCheck::Set::kVerificationCard, "verification cards",
+     "Megatron-Bridge verification cards (Jul-Aug 2026)"},
+    {RecipeCheck::Set::kRecipeIndex, "recipe index",
+     "Megatron-LM recipe index (Aug 2026, runs outside the knob ladders)"},
+    {RecipeCheck::Set::kModelZoo, "ModelZoo",
+     "Megatron-MoE-ModelZoo Qwen3-235B-A22B GB200 / GB300 (May 2026)"},
+    {RecipeCheck::Set::kReleaseTracker, "release tracker",
+     "MCore release tracker rows of the MoE hardware-configs card (Jul 2026, rounded)"},
+};
+
+const SetNames* NamesOf(RecipeCheck::Set set) {
+  for (const SetNames& n : kSetNames) {
+    if (n.set == set) return &n;
   }
-  return "other checks";
+  return nullptr;
+}
+
+}  // namespace
+
+const char* SetLabel(RecipeCheck::Set set) {
+  const SetNames* n = NamesOf(set);
+  return n ? n->label : "other checks";
 }
 
 const char* SetTitle(RecipeCheck::Set set) {
-  switch (set) {
-    case RecipeCheck::Set::kVerificationCard:
-      return "Megatron-Bridge verification cards (Jul-Aug 2026)";
-    case RecipeCheck::Set::kRecipeIndex:
-      return "Megatron-LM recipe index (Aug 2026, runs outside the knob ladders)";
-    case RecipeCheck::Set::kModelZoo:
-      return "Megatron-MoE-ModelZoo Qwen3-235B-A22B GB200 / GB300 (May 2026)";
-    case RecipeCheck::Set::kReleaseTracker:
-      return "MCore release tracker rows of the MoE hardware-configs card (Jul 2026, rounded)";
-    case RecipeCheck::Set::kOther:
-      break;
-  }
-  return "other checks";
+  const SetNames* n = NamesOf(set);
+  return n ? n->title : "other checks";
 }
 
 std::vector<RecipeCheck> PublicRecipeChecks() {
