@@ -2484,8 +2484,10 @@ int main(int argc, char** argv) {
       if (c.set != Set::kOther) {
         SetResults& r = sets[c.set];
         r.errors.emplace_back(c.id, p->tokens_per_sec_per_gpu / meas - 1);
-        // A card's performance run, or any recipe-index run (all are).
-        if (c.set == Set::kRecipeIndex || absl::StrContains(c.id, "-card-performance")) {
+        // A card's performance run, or any recipe-index or release-tracker
+        // run (all are).
+        if (c.set == Set::kRecipeIndex || c.set == Set::kReleaseTracker ||
+            absl::StrContains(c.id, "-card-performance")) {
           r.perf[{c.model_preset, c.cluster_preset}] = {meas, p->tokens_per_sec_per_gpu,
                                                         c.knobs.precision};
         }

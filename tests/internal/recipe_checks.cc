@@ -1,6 +1,7 @@
 #include "tests/internal/recipe_checks.h"
 
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace moetune::tests {
@@ -277,10 +278,11 @@ RecipeCheck ModelZooQwen3Check(const char* id, const char* recipe, const char* c
 // ran them, so a row without one is priced without it; the container is not
 // given (the rows price alike as 26.02 and 26.06: moetune predict --stack),
 // nor TP comm overlap (off, as in every MoE recipe of the other sets) or
-// DeepEP's SM count where unlisted (Megatron's default 20). Rows another set
-// already holds are left out: the DeepSeek-V3 GB200 / GB300 ones are the
-// MCore MoE paper's runs.json rows (1,048 / 1,233), Qwen3-30B-A3B on 16 H100
-// is the verification card's performance run.
+// DeepEP's SM count where unlisted (Megatron's default 20). Two rows are left
+// out: DeepSeek-V3 (no MTP) on 256 GB200 at TP1 PP8 VP4 EP32 GBS 2048 is the
+// layout and job of the GB200 optimization guide's ladder in runs.json (970
+// at its last step), and Qwen3-30B-A3B on 16 H100 is the verification card's
+// performance run.
 constexpr char kTrackerSource[] =
     "NVIDIA-NeMo/Megatron-Bridge@067f987d skills/nemo-mbridge-perf-moe-hardware-configs/"
     "card.yaml (best_configs, MCore Release Performance Tracker, validated 2026-07-31)";
@@ -875,6 +877,28 @@ std::vector<RecipeCheck> PublicRecipeChecks() {
     x.knobs.overlap.ep_comm = true;
     x.features.deepep_num_sms = 24;
     v.push_back(x);
+  }
+  {
+    // DeepSeek-V3 (with MTP) on 256 GB200 / GB300, MXFP8, HybridEP, TP1
+    // EP64 PP4 VP4, MBS 1, GBS 8192, 1F1B overlap, TE graphs attn +
+    // moe_router + moe_preprocess; ~1,100 / ~1,200 TFLOP/s/GPU. No recompute
+    // listed; the stage split is the recipe index's for this layout (4 + 14
+    // x 4 + 1, mlm-index-dsv3-gb200 / -gb300).
+    for (const auto& [id, cluster, tflops] :
+         {std::tuple<const char*, const char*, double>{"tracker-dsv3-gb200", "gb200-nvl72", 1100},
+          {"tracker-dsv3-gb300", "gb300-nvl72", 1200}}) {
+      RecipeCheck c = TrackerCheck(id,
+                                   "HybridEP, graphs attn+moe_router+moe_preprocess, EP overlap, "
+                                   "no recompute",
+                                   "deepseek-v3", cluster, 256, 8192, planner::Precision::kMxfp8, 1,
+                                   4, 4, 64, 1, tflops);
+      c.parallel.first_stage_layers = 4;
+      c.parallel.last_stage_layers = 1;
+      c.knobs.cuda_graphs = true;
+      c.knobs.overlap.ep_comm = true;
+      c.features.flex_backend = planner::MegatronFeatures::FlexBackend::kHybridEp;
+      v.push_back(c);
+    }
   }
   {
     // Qwen3-235B-A22B on 128 B200, BF16, DeepEP, TP2 EP16 PP4 VP12, MBS 2,

@@ -74,6 +74,7 @@
 //   +23.6% (-11.9% with the overlap off: cross-node EP under the overlap
 //   hides less than priced, as on the ModelZoo and recipe-index Qwen3-235B
 //   H100 / B200 runs), 256 B200 BF16 -9.3%, 256 B200 MXFP8 -1.6%;
+//   256 GB200 / GB300 MXFP8 EP64 with scoped graphs +6.7 / +8.8%;
 //   Qwen3-235B-A22B 128 B200 BF16 +3.1%, 128 GB200 BF16 -1.4%; Qwen3-30B-A3B
 //   32 H100 full recompute +7.8%: MAPE 7.8%.
 #pragma once

@@ -262,7 +262,7 @@ TEST(RecipeChecksTest, ReleaseTrackerRowsAsTheCardLists) {
   using FB = planner::MegatronFeatures::FlexBackend;
   int tracker_rows = 0;
   for (const auto& [id, c] : m) tracker_rows += c.set == RecipeCheck::Set::kReleaseTracker;
-  EXPECT_EQ(tracker_rows, 6);
+  EXPECT_EQ(tracker_rows, 8);
   for (const Want& w : {
            Want{"tracker-dsv3-h100-fp8block", "deepseek-v3", "h100-sxm", 1024, 8192, 2, 8, 4, 64,
                 1, true, false, RM::kSelective, FB::kDeepEp, 368},
@@ -270,6 +270,10 @@ TEST(RecipeChecksTest, ReleaseTrackerRowsAsTheCardLists) {
                 false, false, RM::kSelective, FB::kDeepEp, 520},
            Want{"tracker-dsv3-b200-mxfp8", "deepseek-v3", "b200", 256, 8192, 1, 8, 2, 32, 1, true,
                 false, RM::kSelective, FB::kDeepEp, 800},
+           Want{"tracker-dsv3-gb200", "deepseek-v3", "gb200-nvl72", 256, 8192, 1, 4, 4, 64, 1,
+                true, true, RM::kNone, FB::kHybridEp, 1100},
+           Want{"tracker-dsv3-gb300", "deepseek-v3", "gb300-nvl72", 256, 8192, 1, 4, 4, 64, 1,
+                true, true, RM::kNone, FB::kHybridEp, 1200},
            Want{"tracker-qwen3-235b-b200-bf16", "qwen3-235b-a22b", "b200", 128, 2048, 2, 4, 12,
                 16, 2, true, false, RM::kNone, FB::kDeepEp, 590},
            Want{"tracker-qwen3-235b-gb200-bf16", "qwen3-235b-a22b", "gb200-nvl72", 128, 1024, 1,
@@ -305,6 +309,8 @@ TEST(RecipeChecksTest, ReleaseTrackerRowsAsTheCardLists) {
   const std::map<std::string, std::pair<int, int>> first_last = {
       {"tracker-dsv3-h100-fp8block", {3, 0}},
       {"tracker-dsv3-b200-mxfp8", {4, 1}},
+      {"tracker-dsv3-gb200", {4, 1}},
+      {"tracker-dsv3-gb300", {4, 1}},
       {"tracker-qwen3-235b-b200-bf16", {1, 1}},
       {"tracker-qwen3-235b-gb200-bf16", {1, 1}}};
   for (const auto& [id, fl] : first_last) {
