@@ -71,9 +71,10 @@
 //   skill card (validated 2026-07-31, TFLOP/s/GPU rounded: "~520"; added in
 //   the thirtieth session, never fitted), with each row's listed knobs:
 //   DeepSeek-V3 1,024 H100 FP8 blockwise TP2 EP64 with the 1F1B overlap
-//   +23.6% (-11.9% with the overlap off: cross-node EP under the overlap
-//   hides less than priced, as on the ModelZoo and recipe-index Qwen3-235B
-//   H100 / B200 runs), 256 B200 BF16 -9.3%, 256 B200 MXFP8 -1.6%;
+//   +23.6% (-11.9% with the overlap off: a flex backend's cross-node EP
+//   under the overlap on H100 at TP 2 with a pipeline hides less than
+//   priced, as on the ModelZoo and recipe-index Qwen3-235B H100 runs), 256
+//   B200 BF16 -9.3%, 256 B200 MXFP8 -1.6%;
 //   256 GB200 / GB300 MXFP8 EP64 with scoped graphs +6.7 / +8.8%;
 //   Qwen3-235B-A22B 128 B200 BF16 +3.1%, 128 GB200 BF16 -1.4%; Qwen3-30B-A3B
 //   32 H100 full recompute +7.8%: MAPE 7.8%.
