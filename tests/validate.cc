@@ -1461,7 +1461,8 @@ void PrintRecipeChecksThroughPredict() {
       std::printf(
           "  %-27s %-20s runs %2d  MAPE %5.1f%%  signed %+6.1f%%  > 30%%: %d  inside the 80%% "
           "interval: %d\n",
-          kPassName[pass], mt::SetLabel(set), s.rows, 100 * s.mape, 100 * s.mean_signed, CountBeyond(e, 0.3), covered[pass][set]);
+          kPassName[pass], mt::SetLabel(set), s.rows, 100 * s.mape, 100 * s.mean_signed,
+          CountBeyond(e, 0.3), covered[pass][set]);
     }
   }
   // Predict's own interval on runs it never saw, asked as a user would
@@ -2573,8 +2574,8 @@ int main(int argc, char** argv) {
       }
       const double n = double(r.errors.size());
       std::printf("  %s: %zu runs, MAPE %.1f%%, signed %+.1f%%, worst %s %+.1f%%\n",
-                  mt::SetTitle(set), r.errors.size(), 100 * abs_sum / n, 100 * signed_sum / n, worst->first.c_str(),
-                  100 * worst->second);
+                  mt::SetTitle(set), r.errors.size(), 100 * abs_sum / n, 100 * signed_sum / n,
+                  worst->first.c_str(), 100 * worst->second);
       // Same model, same precision (each cluster's own recipe layout).
       for (const auto& [key, gb300] : r.perf) {
         if (key.second != "gb300-nvl72") continue;

@@ -277,7 +277,7 @@ RecipeCheck ModelZooQwen3Check(const char* id, const char* recipe, const char* c
 // scope, the 1F1B EP overlap (overlap_1f1b) and a recompute only where a row
 // ran them, so a row without one is priced without it; the container is not
 // given (the rows price alike as 26.02 and 26.06: moetune predict --stack),
-// nor TP comm overlap (off, as in every MoE recipe of the other sets) or
+// nor TP comm overlap (off, as in the recipe index's recipes) or
 // DeepEP's SM count where unlisted (Megatron's default 20). Two rows are left
 // out: DeepSeek-V3 (no MTP) on 256 GB200 at TP1 PP8 VP4 EP32 GBS 2048 is the
 // layout and job of the GB200 optimization guide's ladder in runs.json (970
@@ -305,10 +305,6 @@ RecipeCheck TrackerCheck(const char* id, const char* recipe, const char* model,
   c.measured_tflops_per_gpu = measured_tflops;
   return c;
 }
-
-}  // namespace
-
-namespace {
 
 struct SetNames {
   RecipeCheck::Set set;
