@@ -701,6 +701,67 @@ std::vector<StandaloneLadder> Dsv3B300RecipeUpdateLadders() {
   };
 }
 
+std::vector<StandaloneLadder> Dsv3B200EpUpdateLadders() {
+  // DEEPSEEK_V3_PRETRAIN_CONFIG_B200 before and after the PR
+  // (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py):
+  // PP16 without interleaving, Bridge's (16, 1) DeepSeek-V3 layout
+  // (embedding + 4 layers, 14 stages of 4, then one layer with MTP and the
+  // loss), recompute mla_up_proj, moe_a2a_overlap False; no cuda_graph_impl
+  // (none), moe_router_fusion and moe_permute_fusion on, forced balancing
+  // (deepseek_llm_pretrain.py set_deepseek_v3_common_configs).
+  planner::ParallelConfig before;
+  before.tp = 1, before.cp = 1, before.pp = 16, before.vp = 1, before.ep = 8, before.etp = 1;
+  before.mbs = 1;
+  before.first_stage_layers = 4;
+  before.last_stage_layers = 1;
+  planner::ParallelConfig after = before;
+  after.ep = 16;
+  planner::Knobs base;
+  base.grouped_gemm = true;
+  base.dispatcher = planner::Dispatcher::kAllToAll;
+  base.cuda_graphs = false;
+  base.overlap.tp_comm = false;
+  base.overlap.ep_comm = false;
+  base.moe_load_imbalance = 1.0;  // forced balance
+  base.recompute.mode = planner::RecomputeMode::kSelective;
+  base.recompute.modules = planner::kRecomputeMlaUpProj;
+  planner::MegatronFeatures f;
+  f.flex_backend = planner::MegatronFeatures::FlexBackend::kDeepEp;
+  f.deepep_num_sms = 20;  // Megatron's default: the recipe sets none
+  auto ladder = [&](const char* name, const char* id, planner::Precision precision,
+                    double tflops_before, double tflops_after) {
+    StandaloneLadder l;
+    l.title = absl::StrCat("DeepSeek-V3, 256 B200, TP1 PP16, GBS2048, ", name,
+                           ": EP 8 all-to-all -> EP 16 DeepEP");
+    l.source =
+        "NVIDIA-NeMo/Megatron-Bridge pull request 1869 (merged 2026-01-09, commit 1fd34b18c), "
+        "description (25.11 tracker / updated config, TFLOP/s/GPU)";
+    l.model_preset = "deepseek-v3";
+    l.cluster_preset = "b200";
+    l.generation = planner::StackGeneration::k2602;  // 25.11-era software: the oldest described
+    l.shape.gpus = 256;
+    l.shape.seq_len = 4096;
+    l.shape.global_batch = 2048;
+    l.parallel = before;
+    l.assumed =
+        "the updated config measured on the tracker's software (the description compares it "
+        "with the 25.11 tracker); priced as generation 26.02";
+    planner::Knobs k = base;
+    k.precision = precision;
+    l.steps.push_back({absl::StrCat("bridge-pr1869-dsv3-b200-", id, "-before"),
+                       "EP8, NCCL all-to-all (25.11 tracker)", k, f,
+                       "ep 8, dispatcher alltoall", true});
+    k.dispatcher = planner::Dispatcher::kFusedDedup;
+    l.steps.push_back({absl::StrCat("bridge-pr1869-dsv3-b200-", id, "-after"), "EP16, DeepEP", k,
+                       f, "layout ep 8 -> 16; dispatcher alltoall -> fused_dedup (DeepEP)", true,
+                       after});
+    l.measured_tflops = {tflops_before, tflops_after};
+    return l;
+  };
+  return {ladder("BF16", "bf16", planner::Precision::kBf16, 532, 575),
+          ladder("MXFP8", "mxfp8", planner::Precision::kMxfp8, 557, 635)};
+}
+
 StandaloneLadder Dsv3ProxyH100FullRecomputeLadder() {
   StandaloneLadder l;
   l.title = "DeepSeek-V3 cut to 14 layers, 64 H100, TP1 PP4 VP2 EP16, seq 2048, BF16, alltoall: "
@@ -853,6 +914,7 @@ std::vector<StandaloneLadder> StandaloneLadders() {
   for (StandaloneLadder& l : MoonlightH100RecomputeLadders()) all.push_back(std::move(l));
   all.push_back(Dsv3Gb200FullIterationLadder());
   for (StandaloneLadder& l : Dsv3B300RecipeUpdateLadders()) all.push_back(std::move(l));
+  for (StandaloneLadder& l : Dsv3B200EpUpdateLadders()) all.push_back(std::move(l));
   all.push_back(Dsv3ProxyH100FullRecomputeLadder());
   all.push_back(Qwen3A3bH100OptimizerOffloadLadder());
   all.push_back(Qwen3SmallH100OptimizerOffloadLadder());

@@ -152,6 +152,15 @@ StandaloneLadder Dsv3Gb200FullIterationLadder();
 // precision; each step's layout is LadderStep::parallel.
 std::vector<StandaloneLadder> Dsv3B300RecipeUpdateLadders();
 
+// DeepSeek-V3 on 256 B200 (NVIDIA-NeMo/Megatron-Bridge pull request 1869,
+// "Update Deepseek V3 B200 recipe", merged 2026-01-09, commit 1fd34b18c):
+// TP1 PP16, GBS 2048, recompute mla_up_proj, no CUDA graphs, forced
+// balancing; EP 8 with NCCL's all-to-all (the DeepSeek-V3 provider's
+// dispatcher when the recipe names no flex backend) -> EP 16 with DeepEP.
+// The description's TFLOP/s/GPU: the 25.11 tracker's 532 (BF16) and 557
+// (MXFP8) -> 575 and 635. One one-step ladder per precision.
+std::vector<StandaloneLadder> Dsv3B200EpUpdateLadders();
+
 // DeepSeek-V3 cut to 14 layers on 64 H100 (NVIDIA/Megatron-LM pull request
 // 6311, "[Dev] Recompute EP A2A overlap activations per layer instead of
 // per model chunk", merged to dev; its benchmark table): TP1 PP4 EP16,

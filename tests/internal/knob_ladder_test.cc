@@ -94,7 +94,7 @@ std::string WithoutEpOverlap(planner::Knobs k) {
 
 TEST(KnobLadderTest, EveryStandaloneLadderAligns) {
   const std::vector<StandaloneLadder> all = StandaloneLadders();
-  ASSERT_EQ(all.size(), 23u);
+  ASSERT_EQ(all.size(), 25u);
   EXPECT_EQ(all[0].title, Qwen3H100EpOverlapLadder().title);
   for (const StandaloneLadder& l : all) {
     SCOPED_TRACE(l.title);
@@ -325,6 +325,42 @@ TEST(KnobLadderTest, Dsv3B300RecipeUpdate) {
     EXPECT_EQ(l.steps[0].knobs.precision, l.steps[1].knobs.precision);
   }
   EXPECT_NEAR(StepGains(MeasuredThroughput(v[1]))[1], 1161.4 / 894.1, 1e-12);
+}
+
+// Bridge pull request 1869: per precision PP16 at EP 8 with NCCL's
+// all-to-all, then EP 16 with DeepEP (the flex dispatcher), nothing else
+// changed; Bridge's (16, 1) split 4 + 14 x 4 + 1 of the 61 layers.
+TEST(KnobLadderTest, Dsv3B200EpUpdate) {
+  const std::vector<StandaloneLadder> v = Dsv3B200EpUpdateLadders();
+  ASSERT_EQ(v.size(), 2u);
+  const planner::Precision precision[] = {planner::Precision::kBf16,
+                                          planner::Precision::kMxfp8};
+  for (size_t i = 0; i < v.size(); ++i) {
+    const StandaloneLadder& l = v[i];
+    SCOPED_TRACE(l.title);
+    ASSERT_EQ(l.steps.size(), 2u);
+    const planner::ParallelConfig& a = l.parallel;
+    ASSERT_TRUE(l.steps[1].parallel.has_value());
+    const planner::ParallelConfig& b = *l.steps[1].parallel;
+    EXPECT_EQ(a.pp, 16);
+    EXPECT_EQ(a.vp, 1);
+    EXPECT_EQ(a.first_stage_layers.value_or(0) + 14 * 4 + a.last_stage_layers.value_or(0), 61);
+    EXPECT_EQ(a.ep, 8);
+    EXPECT_EQ(b.ep, 16);
+    EXPECT_EQ(b.pp, a.pp);
+    EXPECT_EQ(b.first_stage_layers, a.first_stage_layers);
+    EXPECT_EQ(l.steps[0].knobs.dispatcher, planner::Dispatcher::kAllToAll);
+    EXPECT_EQ(l.steps[1].knobs.dispatcher, planner::Dispatcher::kFusedDedup);
+    EXPECT_EQ(l.steps[1].features.flex_backend, planner::MegatronFeatures::FlexBackend::kDeepEp);
+    for (const LadderStep& step : l.steps) {
+      EXPECT_EQ(step.knobs.precision, precision[i]);
+      EXPECT_FALSE(step.knobs.cuda_graphs);
+      EXPECT_FALSE(step.knobs.overlap.ep_comm);
+      EXPECT_EQ(step.knobs.recompute.modules, planner::kRecomputeMlaUpProj);
+    }
+  }
+  EXPECT_NEAR(StepGains(MeasuredThroughput(v[0]))[1], 575.0 / 532.0, 1e-12);
+  EXPECT_NEAR(StepGains(MeasuredThroughput(v[1]))[1], 635.0 / 557.0, 1e-12);
 }
 
 TEST(KnobLadderTest, Dsv3Gb200FullIterationRows) {
