@@ -762,6 +762,73 @@ std::vector<StandaloneLadder> Dsv3B200EpUpdateLadders() {
           ladder("MXFP8", "mxfp8", planner::Precision::kMxfp8, 557, 635)};
 }
 
+std::vector<StandaloneLadder> Qwen3A22bB200OverlapOffLadders() {
+  // QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_{BF16,FP8_CS} before the PR
+  // (scripts/performance/configs/qwen/qwen3_workload_base_configs.py): 64
+  // GPUs, PP8 VP4, EP8, GBS 1024, moe_a2a_overlap True; no flex backend (the
+  // Qwen3 provider's NCCL all-to-all, permute fusion, grouped GEMM), no
+  // cuda_graph_impl, recompute none, forced balancing (qwen3_llm_pretrain.py
+  // set_qwen3_common_configs). The embedding and the loss count as layers
+  // in the split (qwen3_235b_a22b_pretrain_config): 96 / 32 = 3 per virtual
+  // stage, 2 on the first and the last; without interleaving 96 / 8 = 12,
+  // 11 on the first and the last.
+  planner::ParallelConfig before;
+  before.tp = 1, before.cp = 1, before.pp = 8, before.vp = 4, before.ep = 8, before.etp = 1;
+  before.mbs = 1;
+  before.first_stage_layers = 2;
+  before.last_stage_layers = 2;
+  planner::ParallelConfig no_vp = before;
+  no_vp.vp = 1;
+  no_vp.first_stage_layers = 11;
+  no_vp.last_stage_layers = 11;
+  planner::Knobs base;
+  base.grouped_gemm = true;
+  base.dispatcher = planner::Dispatcher::kAllToAll;
+  base.cuda_graphs = false;
+  base.overlap.tp_comm = false;
+  base.overlap.ep_comm = true;
+  base.moe_load_imbalance = 1.0;  // forced balance
+  base.recompute.mode = planner::RecomputeMode::kNone;
+  planner::MegatronFeatures f;
+  f.delay_wgrad_compute = true;  // Bridge's moe_a2a_overlap turns it on with the overlap
+  auto ladder = [&](const char* name, const char* id, planner::Precision precision,
+                    const char* after_name, const char* mapping, bool drop_vp, double s_before,
+                    double s_after) {
+    StandaloneLadder l;
+    l.title = absl::StrCat("Qwen3-235B-A22B, 64 B200, TP1 PP8 VP4 EP8, GBS1024, ", name,
+                           ": the EP A2A overlap off");
+    l.source =
+        "NVIDIA-NeMo/Megatron-Bridge pull request 1760 (merged 2026-01-09, commit a6e92de5f), "
+        "description (step time before / after)";
+    l.model_preset = "qwen3-235b-a22b";
+    l.cluster_preset = "b200";
+    l.generation = planner::StackGeneration::k2602;  // December 2025 software: the oldest
+    l.shape.gpus = 64;
+    l.shape.seq_len = 4096;
+    l.shape.global_batch = 1024;
+    l.parallel = before;
+    l.assumed = "the step times are the V1 recipes' (64 GPUs, GBS 1024); priced as generation 26.02";
+    planner::Knobs k = base;
+    k.precision = precision;
+    l.steps.push_back({absl::StrCat("bridge-pr1760-qwen3-235b-b200-", id, "-before"),
+                       "EP A2A overlap on", k, f, "ep_comm overlap on, delayed wgrad", true});
+    k.overlap.ep_comm = false;
+    planner::MegatronFeatures g = f;
+    g.delay_wgrad_compute = false;
+    l.steps.push_back({absl::StrCat("bridge-pr1760-qwen3-235b-b200-", id, "-after"), after_name, k,
+                       g, mapping, true,
+                       drop_vp ? std::optional<planner::ParallelConfig>(no_vp) : std::nullopt});
+    l.measured_step_s = {s_before, s_after};
+    return l;
+  };
+  return {ladder("BF16", "bf16", planner::Precision::kBf16, "EP A2A overlap off",
+                 "ep_comm overlap on -> off (the CPU overhead the PR names is not priced)", false,
+                 17.2, 16.0),
+          ladder("MXFP8", "mxfp8", planner::Precision::kMxfp8, "EP A2A overlap off, PP8 without VP",
+                 "ep_comm overlap on -> off (its CPU overhead not priced); layout vp 4 -> 1", true,
+                 20.1, 16.9)};
+}
+
 StandaloneLadder Dsv3ProxyH100FullRecomputeLadder() {
   StandaloneLadder l;
   l.title = "DeepSeek-V3 cut to 14 layers, 64 H100, TP1 PP4 VP2 EP16, seq 2048, BF16, alltoall: "
@@ -915,6 +982,7 @@ std::vector<StandaloneLadder> StandaloneLadders() {
   all.push_back(Dsv3Gb200FullIterationLadder());
   for (StandaloneLadder& l : Dsv3B300RecipeUpdateLadders()) all.push_back(std::move(l));
   for (StandaloneLadder& l : Dsv3B200EpUpdateLadders()) all.push_back(std::move(l));
+  for (StandaloneLadder& l : Qwen3A22bB200OverlapOffLadders()) all.push_back(std::move(l));
   all.push_back(Dsv3ProxyH100FullRecomputeLadder());
   all.push_back(Qwen3A3bH100OptimizerOffloadLadder());
   all.push_back(Qwen3SmallH100OptimizerOffloadLadder());

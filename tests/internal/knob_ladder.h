@@ -161,6 +161,15 @@ std::vector<StandaloneLadder> Dsv3B300RecipeUpdateLadders();
 // (MXFP8) -> 575 and 635. One one-step ladder per precision.
 std::vector<StandaloneLadder> Dsv3B200EpUpdateLadders();
 
+// Qwen3-235B-A22B on 64 B200 (NVIDIA-NeMo/Megatron-Bridge pull request 1760,
+// "Improving Qwen3-235B-A22B B200 performance.", merged 2026-01-09, commit
+// a6e92de5f): TP1 PP8 VP4 EP8 (the EP group inside one node), GBS 1024,
+// NCCL all-to-all, no CUDA graphs, no recompute, forced balancing; the EP
+// A2A overlap turned off "due to CPU overhead" (BF16: 17.2 -> 16.0 s per
+// step) and, at MXFP8, the interleaving too (PP8 VP4 -> PP8: 20.1 -> 16.9
+// s). Step times only.
+std::vector<StandaloneLadder> Qwen3A22bB200OverlapOffLadders();
+
 // DeepSeek-V3 cut to 14 layers on 64 H100 (NVIDIA/Megatron-LM pull request
 // 6311, "[Dev] Recompute EP A2A overlap activations per layer instead of
 // per model chunk", merged to dev; its benchmark table): TP1 PP4 EP16,

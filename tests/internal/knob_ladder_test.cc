@@ -94,7 +94,7 @@ std::string WithoutEpOverlap(planner::Knobs k) {
 
 TEST(KnobLadderTest, EveryStandaloneLadderAligns) {
   const std::vector<StandaloneLadder> all = StandaloneLadders();
-  ASSERT_EQ(all.size(), 25u);
+  ASSERT_EQ(all.size(), 27u);
   EXPECT_EQ(all[0].title, Qwen3H100EpOverlapLadder().title);
   for (const StandaloneLadder& l : all) {
     SCOPED_TRACE(l.title);
@@ -361,6 +361,39 @@ TEST(KnobLadderTest, Dsv3B200EpUpdate) {
   }
   EXPECT_NEAR(StepGains(MeasuredThroughput(v[0]))[1], 575.0 / 532.0, 1e-12);
   EXPECT_NEAR(StepGains(MeasuredThroughput(v[1]))[1], 635.0 / 557.0, 1e-12);
+}
+
+// Bridge pull request 1760: PP8 VP4 EP8 on 64 B200 with the EP A2A overlap
+// (and delayed wgrad, which Bridge turns on with it), then without; at
+// MXFP8 also without interleaving (96 / 8 = 12 layers a stage, 11 on the
+// first and the last). Step times only: gains 17.2 / 16.0 and 20.1 / 16.9.
+TEST(KnobLadderTest, Qwen3A22bB200OverlapOff) {
+  const std::vector<StandaloneLadder> v = Qwen3A22bB200OverlapOffLadders();
+  ASSERT_EQ(v.size(), 2u);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const StandaloneLadder& l = v[i];
+    SCOPED_TRACE(l.title);
+    ASSERT_EQ(l.steps.size(), 2u);
+    EXPECT_EQ(l.shape.gpus, 64);
+    EXPECT_EQ(l.parallel.pp * l.parallel.vp, 32);
+    EXPECT_EQ(*l.parallel.first_stage_layers + 30 * 3 + *l.parallel.last_stage_layers, 94);
+    EXPECT_TRUE(l.steps[0].knobs.overlap.ep_comm);
+    EXPECT_TRUE(l.steps[0].features.delay_wgrad_compute);
+    EXPECT_FALSE(l.steps[1].knobs.overlap.ep_comm);
+    EXPECT_FALSE(l.steps[1].features.delay_wgrad_compute);
+    for (const LadderStep& step : l.steps) {
+      EXPECT_EQ(step.knobs.dispatcher, planner::Dispatcher::kAllToAll);
+      EXPECT_FALSE(step.knobs.cuda_graphs);
+    }
+    EXPECT_TRUE(l.measured_tflops.empty());
+  }
+  EXPECT_FALSE(v[0].steps[1].parallel.has_value());
+  ASSERT_TRUE(v[1].steps[1].parallel.has_value());
+  const planner::ParallelConfig& flat = *v[1].steps[1].parallel;
+  EXPECT_EQ(flat.vp, 1);
+  EXPECT_EQ(*flat.first_stage_layers + 6 * 12 + *flat.last_stage_layers, 94);
+  EXPECT_NEAR(StepGains(MeasuredThroughput(v[0]))[1], 17.2 / 16.0, 1e-12);
+  EXPECT_NEAR(StepGains(MeasuredThroughput(v[1]))[1], 20.1 / 16.9, 1e-12);
 }
 
 TEST(KnobLadderTest, Dsv3Gb200FullIterationRows) {
