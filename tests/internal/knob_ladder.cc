@@ -829,6 +829,80 @@ std::vector<StandaloneLadder> Qwen3A22bB200OverlapOffLadders() {
                  20.1, 16.9)};
 }
 
+std::vector<StandaloneLadder> Dsv3B300GraphsMbsLadders() {
+  // DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V2 before the PR: V1 (PP16, EP8,
+  // HybridEP, recompute mla_up_proj, moe_a2a_overlap False, no
+  // cuda_graph_impl) at GBS 4096; its BF16 variant at PP8 without
+  // interleaving. After: PP8, MBS 2, TE graphs over attn, moe_router,
+  // moe_preprocess for every precision. Bridge's DeepSeek-V3 layouts: (16,
+  // 1) embedding + 4 layers, 14 stages of 4, one layer with MTP and the
+  // loss; (8, 1) embedding + 8, 6 stages of 8, 5 with MTP and the loss.
+  planner::ParallelConfig pp16;
+  pp16.tp = 1, pp16.cp = 1, pp16.pp = 16, pp16.vp = 1, pp16.ep = 8, pp16.etp = 1;
+  pp16.mbs = 1;
+  pp16.first_stage_layers = 4;
+  pp16.last_stage_layers = 1;
+  planner::ParallelConfig pp8 = pp16;
+  pp8.pp = 8;
+  pp8.first_stage_layers = 8;
+  pp8.last_stage_layers = 5;
+  planner::ParallelConfig pp8_mbs2 = pp8;
+  pp8_mbs2.mbs = 2;
+  planner::Knobs base;
+  base.grouped_gemm = true;
+  base.dispatcher = planner::Dispatcher::kFusedDedup;
+  base.cuda_graphs = false;
+  base.overlap.tp_comm = false;
+  base.overlap.ep_comm = false;
+  base.moe_load_imbalance = 1.0;  // forced balance
+  base.recompute.mode = planner::RecomputeMode::kSelective;
+  base.recompute.modules = planner::kRecomputeMlaUpProj;
+  const planner::MegatronFeatures scoped = ScopedGraphFeatures();  // HybridEP backend
+  auto ladder = [&](const char* name, const char* id, planner::Precision precision,
+                    const planner::ParallelConfig& before, const char* mapping,
+                    double tflops_before, double tflops_after) {
+    StandaloneLadder l;
+    l.title = absl::StrCat("DeepSeek-V3, 256 B300, EP8, GBS4096, ", name,
+                           ": MBS 2 and scoped CUDA graphs (April 2026)");
+    l.source =
+        "NVIDIA-NeMo/Megatron-Bridge pull request 3549 (merged 2026-04-29, commit 7e29b8be2), "
+        "table in issue 3385 (baseline / with changes, TFLOP/s/GPU)";
+    l.model_preset = "deepseek-v3";
+    l.cluster_preset = "b300";
+    l.generation = planner::StackGeneration::k2602;  // April 2026 (26.04.01)
+    l.shape.gpus = 256;
+    l.shape.seq_len = 4096;
+    l.shape.global_batch = 4096;
+    l.parallel = before;
+    l.assumed =
+        "the V2 recipes (GBS 4096); the table's FP8 row is the MXFP8 recipe (FP8_MX aliases the "
+        "FP8_CS config; 894.58 is pull request 4458's MXFP8 baseline, 894.1); PCT binding (host "
+        "CPU affinity) turned off in the same change, not priced";
+    planner::Knobs k = base;
+    k.precision = precision;
+    l.steps.push_back({absl::StrCat("bridge-pr3549-dsv3-b300-", id, "-before"),
+                       before.pp == 16 ? "PP16 MBS1, no CUDA graphs" : "PP8 MBS1, no CUDA graphs",
+                       k, scoped, "no graphs, mbs 1", true});
+    k.cuda_graphs = true;
+    l.steps.push_back({absl::StrCat("bridge-pr3549-dsv3-b300-", id, "-after"),
+                       "PP8 MBS2, TE graphs attn+moe_router+moe_preprocess", k, scoped, mapping,
+                       true, pp8_mbs2});
+    l.measured_tflops = {tflops_before, tflops_after};
+    return l;
+  };
+  return {ladder("BF16", "bf16", planner::Precision::kBf16, pp8,
+                 "mbs 1 -> 2; cuda_graphs off -> on (attn moe_router moe_preprocess)", 749.1,
+                 770.03),
+          ladder("MXFP8", "mxfp8", planner::Precision::kMxfp8, pp16,
+                 "layout pp 16 -> 8, mbs 1 -> 2; cuda_graphs off -> on (attn moe_router "
+                 "moe_preprocess)",
+                 806, 894.58),
+          ladder("NVFP4", "nvfp4", planner::Precision::kNvfp4, pp16,
+                 "layout pp 16 -> 8, mbs 1 -> 2; cuda_graphs off -> on (attn moe_router "
+                 "moe_preprocess)",
+                 754.593, 982.35)};
+}
+
 StandaloneLadder Dsv3ProxyH100FullRecomputeLadder() {
   StandaloneLadder l;
   l.title = "DeepSeek-V3 cut to 14 layers, 64 H100, TP1 PP4 VP2 EP16, seq 2048, BF16, alltoall: "
@@ -983,6 +1057,7 @@ std::vector<StandaloneLadder> StandaloneLadders() {
   for (StandaloneLadder& l : Dsv3B300RecipeUpdateLadders()) all.push_back(std::move(l));
   for (StandaloneLadder& l : Dsv3B200EpUpdateLadders()) all.push_back(std::move(l));
   for (StandaloneLadder& l : Qwen3A22bB200OverlapOffLadders()) all.push_back(std::move(l));
+  for (StandaloneLadder& l : Dsv3B300GraphsMbsLadders()) all.push_back(std::move(l));
   all.push_back(Dsv3ProxyH100FullRecomputeLadder());
   all.push_back(Qwen3A3bH100OptimizerOffloadLadder());
   all.push_back(Qwen3SmallH100OptimizerOffloadLadder());

@@ -170,6 +170,17 @@ std::vector<StandaloneLadder> Dsv3B200EpUpdateLadders();
 // s). Step times only.
 std::vector<StandaloneLadder> Qwen3A22bB200OverlapOffLadders();
 
+// DeepSeek-V3 on 256 B300 (NVIDIA-NeMo/Megatron-Bridge pull request 3549,
+// "Update DeepSeek-V3 configs for B300", merged 2026-04-29, commit
+// 7e29b8be2; the table in issue 3385): GBS 4096, EP8, HybridEP, recompute
+// mla_up_proj, no EP A2A overlap; MBS 1 -> 2 and TE graphs over attn,
+// moe_router, moe_preprocess added, and at FP8 / NVFP4 PP16 -> PP8 (BF16
+// was at PP8 already); PCT binding was also turned off "to get stable
+// runs". TFLOP/s/GPU: BF16 749.1 -> 770.03, FP8 806 -> 894.58, NVFP4
+// 754.593 -> 982.35. The "after" recipes are pull request 4458's "before"
+// (Dsv3B300RecipeUpdateLadders), measured again there.
+std::vector<StandaloneLadder> Dsv3B300GraphsMbsLadders();
+
 // DeepSeek-V3 cut to 14 layers on 64 H100 (NVIDIA/Megatron-LM pull request
 // 6311, "[Dev] Recompute EP A2A overlap activations per layer instead of
 // per model chunk", merged to dev; its benchmark table): TP1 PP4 EP16,

@@ -94,7 +94,7 @@ std::string WithoutEpOverlap(planner::Knobs k) {
 
 TEST(KnobLadderTest, EveryStandaloneLadderAligns) {
   const std::vector<StandaloneLadder> all = StandaloneLadders();
-  ASSERT_EQ(all.size(), 27u);
+  ASSERT_EQ(all.size(), 30u);
   EXPECT_EQ(all[0].title, Qwen3H100EpOverlapLadder().title);
   for (const StandaloneLadder& l : all) {
     SCOPED_TRACE(l.title);
@@ -394,6 +394,38 @@ TEST(KnobLadderTest, Qwen3A22bB200OverlapOff) {
   EXPECT_EQ(*flat.first_stage_layers + 6 * 12 + *flat.last_stage_layers, 94);
   EXPECT_NEAR(StepGains(MeasuredThroughput(v[0]))[1], 17.2 / 16.0, 1e-12);
   EXPECT_NEAR(StepGains(MeasuredThroughput(v[1]))[1], 20.1 / 16.9, 1e-12);
+}
+
+// Bridge pull request 3549: each precision's V2 recipe before (BF16 at PP8,
+// FP8 / NVFP4 at PP16, MBS 1, no graphs) and after (PP8 MBS 2, TE graphs
+// over attn, moe_router, moe_preprocess); Bridge's splits 4 + 14 x 4 + 1
+// and 8 + 6 x 8 + 5 of the 61 layers.
+TEST(KnobLadderTest, Dsv3B300GraphsMbs) {
+  const std::vector<StandaloneLadder> v = Dsv3B300GraphsMbsLadders();
+  ASSERT_EQ(v.size(), 3u);
+  const int pp_before[] = {8, 16, 16};
+  for (size_t i = 0; i < v.size(); ++i) {
+    const StandaloneLadder& l = v[i];
+    SCOPED_TRACE(l.title);
+    ASSERT_EQ(l.steps.size(), 2u);
+    const planner::ParallelConfig& a = l.parallel;
+    ASSERT_TRUE(l.steps[1].parallel.has_value());
+    const planner::ParallelConfig& b = *l.steps[1].parallel;
+    EXPECT_EQ(a.pp, pp_before[i]);
+    EXPECT_EQ(a.mbs, 1);
+    EXPECT_EQ(b.pp, 8);
+    EXPECT_EQ(b.mbs, 2);
+    const int middle_a = (a.pp - 2) * (a.pp == 16 ? 4 : 8);
+    EXPECT_EQ(*a.first_stage_layers + middle_a + *a.last_stage_layers, 61);
+    EXPECT_EQ(*b.first_stage_layers + 6 * 8 + *b.last_stage_layers, 61);
+    EXPECT_FALSE(l.steps[0].knobs.cuda_graphs);
+    EXPECT_TRUE(l.steps[1].knobs.cuda_graphs);
+    EXPECT_TRUE(l.steps[1].features.graph_attn);
+    EXPECT_FALSE(l.steps[1].features.graph_full_iteration);
+    EXPECT_FALSE(l.steps[1].knobs.overlap.ep_comm);
+    EXPECT_EQ(l.steps[0].knobs.precision, l.steps[1].knobs.precision);
+  }
+  EXPECT_NEAR(StepGains(MeasuredThroughput(v[2]))[1], 982.35 / 754.593, 1e-12);
 }
 
 TEST(KnobLadderTest, Dsv3Gb200FullIterationRows) {
