@@ -73,7 +73,8 @@
 //   DeepSeek-V3 1,024 H100 FP8 blockwise TP2 EP64 with the 1F1B overlap
 //   +23.6% (-11.9% with the overlap off: a flex backend's cross-node EP
 //   under the overlap on H100 at TP 2 with a pipeline hides less than
-//   priced, as on the ModelZoo and recipe-index Qwen3-235B H100 runs), 256
+//   priced, as on the ModelZoo and recipe-index Qwen3-235B H100 runs; the
+//   latter's unmerged re-measurement, 302.0, would put it at +5.6%), 256
 //   B200 BF16 -9.3%, 256 B200 MXFP8 -1.6%;
 //   256 GB200 / GB300 MXFP8 EP64 with scoped graphs +6.7 / +8.8%;
 //   Qwen3-235B-A22B 128 B200 BF16 +3.1%, 128 GB200 BF16 -1.4%; Qwen3-30B-A3B
