@@ -617,36 +617,72 @@ StandaloneLadder Dsv3Gb200FullIterationLadder() {
   return l;
 }
 
+// Megatron-Bridge's DeepSeek-V3 pipeline layouts
+// (set_deepseek_v3_pipeline_model_parallel_layout in recipes/deepseek/
+// deepseek_v3.py): 16 virtual stages ((16, 1), (8, 2), (4, 4)) are
+// embedding + 4 layers, 14 stages of 4, then one layer with MTP and the
+// loss; 8 ((8, 1), (4, 2)) are embedding + 8, 6 stages of 8, then 5 with MTP
+// and the loss. TP 1, ETP 1, no context parallelism.
+planner::ParallelConfig BridgeDsv3Layout(int pp, int vp, int ep, int mbs) {
+  planner::ParallelConfig p;
+  p.tp = 1, p.cp = 1, p.pp = pp, p.vp = vp, p.ep = ep, p.etp = 1;
+  p.mbs = mbs;
+  const bool sixteen = pp * vp == 16;
+  p.first_stage_layers = sixteen ? 4 : 8;
+  p.last_stage_layers = sixteen ? 1 : 5;
+  return p;
+}
+
+// What Megatron-Bridge's DeepSeek-V3 performance recipes set for every
+// variant (deepseek_llm_pretrain.py set_deepseek_v3_common_configs and the
+// workload base configs): grouped GEMM, forced balancing, recompute
+// mla_up_proj, no TP comm overlap, no EP A2A overlap; eager unless a
+// variant sets cuda_graph_impl.
+planner::Knobs BridgeDsv3RecipeKnobs(planner::Dispatcher dispatcher, bool cuda_graphs) {
+  planner::Knobs k;
+  k.grouped_gemm = true;
+  k.dispatcher = dispatcher;
+  k.cuda_graphs = cuda_graphs;
+  k.overlap.tp_comm = false;
+  k.overlap.ep_comm = false;
+  k.moe_load_imbalance = 1.0;  // forced balance
+  k.recompute.mode = planner::RecomputeMode::kSelective;
+  k.recompute.modules = planner::kRecomputeMlaUpProj;
+  return k;
+}
+
+// A DeepSeek-V3 job on 256 GPUs of `cluster` at sequence 4,096: the
+// ladders of Megatron-Bridge's DeepSeek-V3 recipe changes.
+StandaloneLadder BridgeDsv3Job(const char* cluster, int global_batch,
+                               planner::StackGeneration generation) {
+  StandaloneLadder l;
+  l.model_preset = "deepseek-v3";
+  l.cluster_preset = cluster;
+  l.generation = generation;
+  l.shape.gpus = 256;
+  l.shape.seq_len = 4096;
+  l.shape.global_batch = global_batch;
+  return l;
+}
+
 std::vector<StandaloneLadder> Dsv3B300RecipeUpdateLadders() {
   // Before the PR: DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V2 (every precision's
   // V2 an alias of it): PP8 without interleaving, MBS 2, EP 8, HybridEP, TE
   // graphs over attn, moe_router, moe_preprocess, no EP A2A overlap,
   // recompute mla_up_proj; Bridge's (pp 8, vp 1) DeepSeek-V3 layout is
   // embedding + 8 layers, 6 stages of 8, then 5 layers with MTP and the loss.
-  planner::ParallelConfig before;
-  before.tp = 1, before.cp = 1, before.pp = 8, before.vp = 1, before.ep = 8, before.etp = 1;
-  before.mbs = 2;
-  before.first_stage_layers = 8;
-  before.last_stage_layers = 5;
+  const planner::ParallelConfig before = BridgeDsv3Layout(8, 1, 8, 2);
   // After: PP8 x VP2 (embedding + 4 layers, 14 stages of 4, then one layer
   // with MTP and the loss).
-  planner::ParallelConfig after = before;
-  after.vp = 2;
-  after.first_stage_layers = 4;
-  after.last_stage_layers = 1;
+  const planner::ParallelConfig after = BridgeDsv3Layout(8, 2, 8, 2);
   auto job = [&](const char* precision_name) {
-    StandaloneLadder l;
+    // June 2026 (26.06 release candidates).
+    StandaloneLadder l = BridgeDsv3Job("b300", 4096, planner::StackGeneration::k2606);
     l.title = absl::StrCat("DeepSeek-V3, 256 B300, TP1 PP8 EP8, GBS4096, ", precision_name,
                            ": the June 2026 recipe update");
     l.source =
         "NVIDIA-NeMo/Megatron-Bridge pull request 4458 (merged 2026-06-25, commit fe17cfef0), "
         "author's comment of 2026-06-25 (baseline / with changes, TFLOP/s/GPU)";
-    l.model_preset = "deepseek-v3";
-    l.cluster_preset = "b300";
-    l.generation = planner::StackGeneration::k2606;  // June 2026 (26.06 release candidates)
-    l.shape.gpus = 256;
-    l.shape.seq_len = 4096;
-    l.shape.global_batch = 4096;
     l.parallel = before;
     l.assumed =
         "the comment's figures are the V2 recipes (GBS 4096: the MXFP8 baseline, 894.1, is the "
@@ -654,15 +690,7 @@ std::vector<StandaloneLadder> Dsv3B300RecipeUpdateLadders() {
         "forced balancing and no TP comm overlap (the performance scripts' overrides)";
     return l;
   };
-  planner::Knobs base;
-  base.grouped_gemm = true;
-  base.dispatcher = planner::Dispatcher::kFusedDedup;
-  base.cuda_graphs = true;
-  base.overlap.tp_comm = false;
-  base.overlap.ep_comm = false;
-  base.moe_load_imbalance = 1.0;  // forced balance
-  base.recompute.mode = planner::RecomputeMode::kSelective;
-  base.recompute.modules = planner::kRecomputeMlaUpProj;
+  const planner::Knobs base = BridgeDsv3RecipeKnobs(planner::Dispatcher::kFusedDedup, true);
   const planner::MegatronFeatures scoped = ScopedGraphFeatures();
   // One precision's pair: the PR's baseline, then the layout `after` at
   // `mbs`, with the knobs and features the PR changed for that precision.
@@ -709,39 +737,21 @@ std::vector<StandaloneLadder> Dsv3B200EpUpdateLadders() {
   // loss), recompute mla_up_proj, moe_a2a_overlap False; no cuda_graph_impl
   // (none), moe_router_fusion and moe_permute_fusion on, forced balancing
   // (deepseek_llm_pretrain.py set_deepseek_v3_common_configs).
-  planner::ParallelConfig before;
-  before.tp = 1, before.cp = 1, before.pp = 16, before.vp = 1, before.ep = 8, before.etp = 1;
-  before.mbs = 1;
-  before.first_stage_layers = 4;
-  before.last_stage_layers = 1;
-  planner::ParallelConfig after = before;
-  after.ep = 16;
-  planner::Knobs base;
-  base.grouped_gemm = true;
-  base.dispatcher = planner::Dispatcher::kAllToAll;
-  base.cuda_graphs = false;
-  base.overlap.tp_comm = false;
-  base.overlap.ep_comm = false;
-  base.moe_load_imbalance = 1.0;  // forced balance
-  base.recompute.mode = planner::RecomputeMode::kSelective;
-  base.recompute.modules = planner::kRecomputeMlaUpProj;
+  const planner::ParallelConfig before = BridgeDsv3Layout(16, 1, 8, 1);
+  const planner::ParallelConfig after = BridgeDsv3Layout(16, 1, 16, 1);
+  const planner::Knobs base = BridgeDsv3RecipeKnobs(planner::Dispatcher::kAllToAll, false);
   planner::MegatronFeatures f;
   f.flex_backend = planner::MegatronFeatures::FlexBackend::kDeepEp;
   f.deepep_num_sms = 20;  // Megatron's default: the recipe sets none
   auto ladder = [&](const char* name, const char* id, planner::Precision precision,
                     double tflops_before, double tflops_after) {
-    StandaloneLadder l;
+    // 25.11-era software: the oldest generation described.
+    StandaloneLadder l = BridgeDsv3Job("b200", 2048, planner::StackGeneration::k2602);
     l.title = absl::StrCat("DeepSeek-V3, 256 B200, TP1 PP16, GBS2048, ", name,
                            ": EP 8 all-to-all -> EP 16 DeepEP");
     l.source =
         "NVIDIA-NeMo/Megatron-Bridge pull request 1869 (merged 2026-01-09, commit 1fd34b18c), "
         "description (25.11 tracker / updated config, TFLOP/s/GPU)";
-    l.model_preset = "deepseek-v3";
-    l.cluster_preset = "b200";
-    l.generation = planner::StackGeneration::k2602;  // 25.11-era software: the oldest described
-    l.shape.gpus = 256;
-    l.shape.seq_len = 4096;
-    l.shape.global_batch = 2048;
     l.parallel = before;
     l.assumed =
         "the updated config measured on the tracker's software (the description compares it "
@@ -837,42 +847,21 @@ std::vector<StandaloneLadder> Dsv3B300GraphsMbsLadders() {
   // moe_preprocess for every precision. Bridge's DeepSeek-V3 layouts: (16,
   // 1) embedding + 4 layers, 14 stages of 4, one layer with MTP and the
   // loss; (8, 1) embedding + 8, 6 stages of 8, 5 with MTP and the loss.
-  planner::ParallelConfig pp16;
-  pp16.tp = 1, pp16.cp = 1, pp16.pp = 16, pp16.vp = 1, pp16.ep = 8, pp16.etp = 1;
-  pp16.mbs = 1;
-  pp16.first_stage_layers = 4;
-  pp16.last_stage_layers = 1;
-  planner::ParallelConfig pp8 = pp16;
-  pp8.pp = 8;
-  pp8.first_stage_layers = 8;
-  pp8.last_stage_layers = 5;
-  planner::ParallelConfig pp8_mbs2 = pp8;
-  pp8_mbs2.mbs = 2;
-  planner::Knobs base;
-  base.grouped_gemm = true;
-  base.dispatcher = planner::Dispatcher::kFusedDedup;
-  base.cuda_graphs = false;
-  base.overlap.tp_comm = false;
-  base.overlap.ep_comm = false;
-  base.moe_load_imbalance = 1.0;  // forced balance
-  base.recompute.mode = planner::RecomputeMode::kSelective;
-  base.recompute.modules = planner::kRecomputeMlaUpProj;
+  const planner::ParallelConfig pp16 = BridgeDsv3Layout(16, 1, 8, 1);
+  const planner::ParallelConfig pp8 = BridgeDsv3Layout(8, 1, 8, 1);
+  const planner::ParallelConfig pp8_mbs2 = BridgeDsv3Layout(8, 1, 8, 2);
+  const planner::Knobs base = BridgeDsv3RecipeKnobs(planner::Dispatcher::kFusedDedup, false);
   const planner::MegatronFeatures scoped = ScopedGraphFeatures();  // HybridEP backend
   auto ladder = [&](const char* name, const char* id, planner::Precision precision,
                     const planner::ParallelConfig& before, const char* mapping,
                     double tflops_before, double tflops_after) {
-    StandaloneLadder l;
+    // April 2026 (26.04.01).
+    StandaloneLadder l = BridgeDsv3Job("b300", 4096, planner::StackGeneration::k2602);
     l.title = absl::StrCat("DeepSeek-V3, 256 B300, EP8, GBS4096, ", name,
                            ": MBS 2 and scoped CUDA graphs (April 2026)");
     l.source =
         "NVIDIA-NeMo/Megatron-Bridge pull request 3549 (merged 2026-04-29, commit 7e29b8be2), "
         "table in issue 3385 (baseline / with changes, TFLOP/s/GPU)";
-    l.model_preset = "deepseek-v3";
-    l.cluster_preset = "b300";
-    l.generation = planner::StackGeneration::k2602;  // April 2026 (26.04.01)
-    l.shape.gpus = 256;
-    l.shape.seq_len = 4096;
-    l.shape.global_batch = 4096;
     l.parallel = before;
     l.assumed =
         "the V2 recipes (GBS 4096); the table's FP8 row is the MXFP8 recipe (FP8_MX aliases the "
