@@ -184,6 +184,8 @@ int TrackedLayouts(int top_k) { return std::max(top_k, kDerivePoolMinTopK) + kDe
 
 // Dominance audit: layouts sampled and the tolerance for "faster".
 constexpr int kAuditLayouts = 16;
+// The NVLink domain of an HGX-style node (WithoutIdleEpOverlap).
+constexpr int kEightGpuNode = 8;
 constexpr double kAuditTolerance = 1e-9;
 
 class Searcher {
@@ -269,6 +271,9 @@ class Searcher {
   absl::Status NoFeasiblePlan(const Worker& all) const;
   ParallelConfig ExplicitStages(const ParallelConfig& p, const Knobs& k) const;
   absl::StatusOr<RankedPlan> Derive(const Scored& s) const;
+  // `k` with the EP A2A overlap off where the step model finds it changes
+  // nothing on `p` (and it was not pinned); else `k`.
+  Knobs WithoutIdleEpOverlap(const ParallelConfig& p, const Knobs& k) const;
   // "; with all of its optimizer state stepped on the host it fits in ..."
   // when the optimizer-state CPU offload would make `s` fit, else empty.
   std::string OptimizerOffloadHint(const Scored& s) const;
@@ -638,13 +643,51 @@ ParallelConfig Searcher::ExplicitStages(const ParallelConfig& p,
   return best;
 }
 
+// The combined-1F1B EP A2A overlap is left off where the step model finds
+// that it changes nothing: no exchange time hidden, no compute slowed, no
+// host time hidden, no memory saved -- an exchange bound by NVLink inside
+// one domain (StackConstants::ep_overlap_nvlink_fraction 0) on a stack
+// whose graphs do not capture the MoE layers. There the overlap's knob axis
+// ties, and the search's fastest-first order would keep it on. Published
+// A/B runs of such layouts measure it as a cost the step model does not
+// price: Megatron-Bridge pull request 1760 turned it off "due to CPU
+// overhead" on Qwen3-235B-A22B, 64 B200, PP8 VP4 EP8 (step 17.2 -> 16.0 s
+// at BF16; 20.1 -> 16.9 s at MXFP8 with VP dropped too), pull request 2669
+// turned it and VP off on B300 (issue 3399: "moe_a2a_overlap and VP
+// degraded perf"), and the 26.02 B300 table row that still ran them is
+// 0.71x the B200 row without them. Megatron's default is off. All of that
+// evidence is on 8-GPU NVLink nodes; on NVL72 domains NVIDIA's GB200 /
+// GB300 MoE recipes run the overlap on and no public A/B measures it
+// there, so those plans keep the search's order (on). A pinned overlap
+// (--fix overlap=..., --overlap) is kept as given.
+Knobs Searcher::WithoutIdleEpOverlap(const ParallelConfig& p, const Knobs& k) const {
+  const FixedKnobs& fixed = options_.constraints.fixed;
+  if (!EpOverlapActive(problem_.model, p, k) || fixed.overlap || fixed.overlap_exact) return k;
+  if (problem_.cluster.nvlink_domain_gpus > kEightGpuNode) return k;
+  Knobs off = k;
+  off.overlap.ep_comm = false;
+  if (FrameworkViolation(options_.framework, problem_.model, p, off,
+                         options_.full_iteration_graphs)) {
+    return k;
+  }
+  const Estimate on_e = model_.Quick(p, k);
+  const Estimate off_e = model_.Quick(p, off);
+  if (on_e.reason != Infeasibility::kNone || off_e.reason != Infeasibility::kNone) return k;
+  const bool ties = off_e.tokens_per_sec_per_gpu >= on_e.tokens_per_sec_per_gpu &&
+                    off_e.peak_memory_bytes <= on_e.peak_memory_bytes;
+  return ties ? off : k;
+}
+
 absl::StatusOr<RankedPlan> Searcher::Derive(const Scored& s) const {
-  const Knobs& k = KnobsOf(layouts_[s.layout]).combos[s.combo];
+  const Knobs& searched = KnobsOf(layouts_[s.layout]).combos[s.combo];
   // MaxText has no uneven stages (framework_rules.h): its plans keep the
   // step model's even split.
   const ParallelConfig p = options_.framework == Framework::kMaxText
                                ? layouts_[s.layout]
-                               : ExplicitStages(layouts_[s.layout], k);
+                               : ExplicitStages(layouts_[s.layout], searched);
+  const Knobs k = options_.framework == Framework::kMegatron
+                      ? WithoutIdleEpOverlap(p, searched)
+                      : searched;
   if (const auto rule = FrameworkViolation(options_.framework, problem_.model, p, k,
                                            options_.full_iteration_graphs)) {
     return absl::InternalError(absl::StrCat(

@@ -415,6 +415,57 @@ TEST(SearchTest, TopOneFindsTheDefaultTopFivesBest) {
                    five->best.prediction.tokens_per_sec_per_gpu);
 }
 
+// The EP A2A overlap on an 8-GPU NVLink node, where the step model prices
+// it as changing nothing (an NVLink-bound exchange hides nothing, per-layer
+// graphs leave the MoE host time as it is): the plan leaves it off, as the
+// published A/B runs of the layout did (Megatron-Bridge PR 1760: Qwen3-235B,
+// 64 B200, PP8 VP4 EP8), at the same predicted step. Across nodes it hides
+// the NIC-bound exchange and stays on; pinned, it is kept.
+TEST(SearchTest, EpOverlapThatChangesNothingOnAnHgxNodeIsLeftOff) {
+  SearchProblem problem;
+  problem.model = *LoadModelPreset("qwen3-235b-a22b");
+  problem.cluster = *LoadClusterPreset("b200");
+  problem.shape = {64, 4096, 1024};
+  auto cost = std::make_shared<DatasheetCostModel>(problem.cluster);
+  SearchOptions options;
+  options.top_k = 1;
+  options.constraints.routing = Routing::kBalanced;
+  absl::StatusOr<FixedKnobs> f = ParseFixSpec("tp=1,pp=8,vp=4,ep=8,mbs=1,precision=bf16");
+  ASSERT_THAT(f, IsOk());
+  options.constraints.fixed = *f;
+  absl::StatusOr<SearchResult> in_node = Search(problem, cost, options);
+  ASSERT_THAT(in_node, IsOk());
+  const RankedPlan& plan = in_node->best;
+  EXPECT_FALSE(plan.plan.knobs.overlap.ep_comm);
+  EXPECT_TRUE(plan.plan.knobs.overlap.dp_comm);
+  absl::StatusOr<StepModel> step =
+      StepModel::Create(problem.model, problem.cluster, problem.shape, cost);
+  ASSERT_THAT(step, IsOk());
+  Knobs on = plan.plan.knobs;
+  on.overlap.ep_comm = true;
+  absl::StatusOr<Prediction> with_overlap = step->Predict(plan.plan.parallel, on);
+  ASSERT_THAT(with_overlap, IsOk());
+  EXPECT_DOUBLE_EQ(with_overlap->step_time_s, plan.prediction.step_time_s);
+  EXPECT_DOUBLE_EQ(with_overlap->peak_memory_bytes, plan.prediction.peak_memory_bytes);
+
+  // Pinned on: kept.
+  f = ParseFixSpec("tp=1,pp=8,vp=4,ep=8,mbs=1,precision=bf16,overlap=true");
+  ASSERT_THAT(f, IsOk());
+  options.constraints.fixed = *f;
+  absl::StatusOr<SearchResult> pinned = Search(problem, cost, options);
+  ASSERT_THAT(pinned, IsOk());
+  EXPECT_TRUE(pinned->best.plan.knobs.overlap.ep_comm);
+
+  // EP 16 spans two nodes: the overlap hides the NIC-bound exchange.
+  problem.shape = {256, 4096, 8192};
+  f = ParseFixSpec("tp=1,pp=8,vp=4,ep=16,mbs=1,precision=bf16");
+  ASSERT_THAT(f, IsOk());
+  options.constraints.fixed = *f;
+  absl::StatusOr<SearchResult> across = Search(problem, cost, options);
+  ASSERT_THAT(across, IsOk());
+  EXPECT_TRUE(across->best.plan.knobs.overlap.ep_comm);
+}
+
 TEST(SearchTest, ProgressReportsTheWholeSpace) {
   HandScorer scorer;
   SearchOptions options;
