@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "planner/precision.h"
 
 namespace moetune::planner {
@@ -27,7 +28,8 @@ std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const Cluste
   // them: CUDA graphs, grouped GEMM, fused de-duplicated dispatch, TP / DP /
   // PP overlap on, the EP A2A overlap either way (most MoE rows' recipes
   // leave it off, the A2A-overlap recipes turn it on), no offload,
-  // forced-balanced routing; tp <= 8, pp <= 16,
+  // forced-balanced routing; micro-batches of at most
+  // kMeasured{Moe,Dense}MicroBatchTokens tokens; tp <= 8, pp <= 16,
   // cp <= 2, etp 1, 8..1,024 GPUs, FSDP only inside one NVLink domain, the
   // five GPU presets with rows (h100-sxm, b200, b300, gb200-nvl72,
   // gb300-nvl72).
@@ -57,6 +59,13 @@ std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const Cluste
   const bool pp_overlap_off = p.pp > 1 && p.vp > 1 && !k.overlap.pp_comm;
   if (tp_overlap_off || !k.overlap.dp_comm || pp_overlap_off) {
     u.push_back("an overlap off");
+  }
+  const double micro_batch_tokens = double(p.mbs) * double(shape.seq_len);
+  const double measured_tokens =
+      moe ? kMeasuredMoeMicroBatchTokens : kMeasuredDenseMicroBatchTokens;
+  if (micro_batch_tokens > measured_tokens) {
+    u.push_back(absl::StrFormat("micro-batch of %.0f tokens (rows: at most %.0f)",
+                                micro_batch_tokens, measured_tokens));
   }
   if (p.tp > 8) u.push_back("tp > 8");
   if (p.pp > 16) u.push_back("pp > 16");

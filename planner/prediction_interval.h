@@ -52,6 +52,14 @@ struct IntervalTable {
 };
 const IntervalTable& ShippedIntervalTable();
 
+// The most tokens per micro-batch (micro-batch size x sequence length) of
+// the megatron-core-2026 rows, per class: Qwen3-30B-A3B at MBS 8 x 4,096
+// (MoE), Llama3-70B at MBS 2 x 8,192 (dense). Larger micro-batches amortise
+// the per-micro-batch host time further than any published run measured
+// (tests/validate checks these against the rows).
+inline constexpr double kMeasuredMoeMicroBatchTokens = 32768;
+inline constexpr double kMeasuredDenseMicroBatchTokens = 16384;
+
 // Settings of the plan outside what the megatron-core-2026 rows measured
 // ("cuda_graphs off", "etp > 1", ...), each as a short phrase.
 std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const ClusterSpec& cluster,

@@ -75,6 +75,25 @@ TEST(PredictionIntervalTest, UnmeasuredSettings) {
     EXPECT_THAT(UnmeasuredSettings(m, gb200, {256, 4096, 1024}, q, off),
                 ElementsAre("an overlap off"));
   }
+  // Micro-batches of more tokens than any row's: DeepSeek-V3 at MBS 8 x
+  // 4,096 is at the MoE bound (Qwen3-30B-A3B's MBS 8), MBS 16 beyond it; a
+  // dense model's bound is Llama3-70B's MBS 2 x 8,192.
+  {
+    ParallelConfig q;
+    q.pp = 8, q.ep = 64, q.mbs = 8;
+    const TrainingShape job{1024, 4096, 8192};
+    EXPECT_TRUE(UnmeasuredSettings(m, gb200, job, q, Knobs{}).empty());
+    q.mbs = 16;
+    EXPECT_THAT(UnmeasuredSettings(m, gb200, job, q, Knobs{}),
+                ElementsAre("micro-batch of 65536 tokens (rows: at most 32768)"));
+    const ModelSpec dense = *LoadModelPreset("llama3-70b");
+    ParallelConfig d;
+    d.mbs = 2;
+    EXPECT_TRUE(UnmeasuredSettings(dense, gb200, {64, 8192, 256}, d, Knobs{}).empty());
+    d.mbs = 4;
+    EXPECT_THAT(UnmeasuredSettings(dense, gb200, {64, 8192, 256}, d, Knobs{}),
+                ElementsAre(HasSubstr("micro-batch of 32768 tokens")));
+  }
   // H200: no published megatron-core-2026 rows.
   EXPECT_THAT(UnmeasuredSettings(m, *LoadClusterPreset("h200"), {256, 4096, 1024},
                                  ParallelConfig{}, Knobs{}),

@@ -1975,9 +1975,23 @@ int main(int argc, char** argv) {
           (stack != "megatron-core-2026" || same(shipped.unmeasured, wide));
       std::printf("  shipped table (planner/prediction_interval.cc) %s\n",
                   table_is_shipped ? "equals these" : "DIFFERS from these");
+      // The envelope's micro-batch bounds (prediction_interval.h): the most
+      // tokens per micro-batch among these rows, per class.
+      double most_tokens[2] = {0, 0};
+      for (const RowSpec& r : specs) {
+        double& m = most_tokens[r.model.IsMoe() ? 1 : 0];
+        m = std::max(m, double(r.parallel.mbs) * double(r.shape.seq_len));
+      }
+      const bool envelope_is_shipped =
+          most_tokens[0] == mp::kMeasuredDenseMicroBatchTokens &&
+          most_tokens[1] == mp::kMeasuredMoeMicroBatchTokens;
+      std::printf("  tokens per micro-batch, at most: dense %.0f, moe %.0f; the envelope's "
+                  "bounds (planner/prediction_interval.h) %s\n",
+                  most_tokens[0], most_tokens[1],
+                  envelope_is_shipped ? "equal these" : "DIFFER from these");
       if (stack == "megatron-core-2026") {
-        Criteria().Require(table_is_shipped,
-                           "shipped interval table differs from the cross-validated errors");
+        Criteria().Require(table_is_shipped && envelope_is_shipped,
+                           "shipped interval table or envelope differs from the rows");
       }
       for (size_t k = 0; k < 3; ++k) {
         const char* name = results[k].first.c_str();
