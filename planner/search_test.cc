@@ -422,48 +422,57 @@ TEST(SearchTest, TopOneFindsTheDefaultTopFivesBest) {
 // 64 B200, PP8 VP4 EP8), at the same predicted step. Across nodes it hides
 // the NIC-bound exchange and stays on; pinned, it is kept.
 TEST(SearchTest, EpOverlapThatChangesNothingOnAnHgxNodeIsLeftOff) {
-  SearchProblem problem;
-  problem.model = *LoadModelPreset("qwen3-235b-a22b");
-  problem.cluster = *LoadClusterPreset("b200");
-  problem.shape = {64, 4096, 1024};
-  auto cost = std::make_shared<DatasheetCostModel>(problem.cluster);
-  SearchOptions options;
-  options.top_k = 1;
-  options.constraints.routing = Routing::kBalanced;
-  absl::StatusOr<FixedKnobs> f = ParseFixSpec("tp=1,pp=8,vp=4,ep=8,mbs=1,precision=bf16");
-  ASSERT_THAT(f, IsOk());
-  options.constraints.fixed = *f;
-  absl::StatusOr<SearchResult> in_node = Search(problem, cost, options);
+  // The best plan for Qwen3-235B-A22B on `gpus` of `cluster`, with `fix`
+  // pinned and forced-balanced routing.
+  auto best = [](const char* cluster, int gpus, int gbs,
+                 const char* fix) -> absl::StatusOr<RankedPlan> {
+    SearchProblem problem;
+    problem.model = *LoadModelPreset("qwen3-235b-a22b");
+    problem.cluster = *LoadClusterPreset(cluster);
+    problem.shape = {gpus, 4096, gbs};
+    SearchOptions options;
+    options.top_k = 1;
+    options.constraints.routing = Routing::kBalanced;
+    absl::StatusOr<FixedKnobs> f = ParseFixSpec(fix);
+    if (!f.ok()) return f.status();
+    options.constraints.fixed = *f;
+    absl::StatusOr<SearchResult> r =
+        Search(problem, std::make_shared<DatasheetCostModel>(problem.cluster), options);
+    if (!r.ok()) return r.status();
+    return r->best;
+  };
+  constexpr char kPr1760[] = "tp=1,pp=8,vp=4,ep=8,mbs=1,precision=bf16";
+  absl::StatusOr<RankedPlan> in_node = best("b200", 64, 1024, kPr1760);
   ASSERT_THAT(in_node, IsOk());
-  const RankedPlan& plan = in_node->best;
-  EXPECT_FALSE(plan.plan.knobs.overlap.ep_comm);
-  EXPECT_TRUE(plan.plan.knobs.overlap.dp_comm);
+  EXPECT_FALSE(in_node->plan.knobs.overlap.ep_comm);
+  EXPECT_TRUE(in_node->plan.knobs.overlap.dp_comm);
+  // The tie: the same step and memory with it on.
+  const ClusterSpec b200 = *LoadClusterPreset("b200");
   absl::StatusOr<StepModel> step =
-      StepModel::Create(problem.model, problem.cluster, problem.shape, cost);
+      StepModel::Create(*LoadModelPreset("qwen3-235b-a22b"), b200, {64, 4096, 1024},
+                        std::make_shared<DatasheetCostModel>(b200));
   ASSERT_THAT(step, IsOk());
-  Knobs on = plan.plan.knobs;
+  Knobs on = in_node->plan.knobs;
   on.overlap.ep_comm = true;
-  absl::StatusOr<Prediction> with_overlap = step->Predict(plan.plan.parallel, on);
+  absl::StatusOr<Prediction> with_overlap = step->Predict(in_node->plan.parallel, on);
   ASSERT_THAT(with_overlap, IsOk());
-  EXPECT_DOUBLE_EQ(with_overlap->step_time_s, plan.prediction.step_time_s);
-  EXPECT_DOUBLE_EQ(with_overlap->peak_memory_bytes, plan.prediction.peak_memory_bytes);
+  EXPECT_DOUBLE_EQ(with_overlap->step_time_s, in_node->prediction.step_time_s);
+  EXPECT_DOUBLE_EQ(with_overlap->peak_memory_bytes, in_node->prediction.peak_memory_bytes);
 
   // Pinned on: kept.
-  f = ParseFixSpec("tp=1,pp=8,vp=4,ep=8,mbs=1,precision=bf16,overlap=true");
-  ASSERT_THAT(f, IsOk());
-  options.constraints.fixed = *f;
-  absl::StatusOr<SearchResult> pinned = Search(problem, cost, options);
+  absl::StatusOr<RankedPlan> pinned =
+      best("b200", 64, 1024, "tp=1,pp=8,vp=4,ep=8,mbs=1,precision=bf16,overlap=true");
   ASSERT_THAT(pinned, IsOk());
-  EXPECT_TRUE(pinned->best.plan.knobs.overlap.ep_comm);
-
+  EXPECT_TRUE(pinned->plan.knobs.overlap.ep_comm);
   // EP 16 spans two nodes: the overlap hides the NIC-bound exchange.
-  problem.shape = {256, 4096, 8192};
-  f = ParseFixSpec("tp=1,pp=8,vp=4,ep=16,mbs=1,precision=bf16");
-  ASSERT_THAT(f, IsOk());
-  options.constraints.fixed = *f;
-  absl::StatusOr<SearchResult> across = Search(problem, cost, options);
+  absl::StatusOr<RankedPlan> across =
+      best("b200", 256, 8192, "tp=1,pp=8,vp=4,ep=16,mbs=1,precision=bf16");
   ASSERT_THAT(across, IsOk());
-  EXPECT_TRUE(across->best.plan.knobs.overlap.ep_comm);
+  EXPECT_TRUE(across->plan.knobs.overlap.ep_comm);
+  // Inside an NVL72 domain it ties too, and stays on (NVIDIA's recipes').
+  absl::StatusOr<RankedPlan> nvl72 = best("gb200-nvl72", 64, 1024, kPr1760);
+  ASSERT_THAT(nvl72, IsOk());
+  EXPECT_TRUE(nvl72->plan.knobs.overlap.ep_comm);
 }
 
 TEST(SearchTest, ProgressReportsTheWholeSpace) {
