@@ -772,6 +772,68 @@ std::vector<StandaloneLadder> Dsv3B200EpUpdateLadders() {
           ladder("MXFP8", "mxfp8", planner::Precision::kMxfp8, 557, 635)};
 }
 
+std::vector<StandaloneLadder> GptOssGb200DispatcherLadders() {
+  // GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2 at the PR's parent
+  // (scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py):
+  // the V1 GB200 preset (EP64, MBS4, recompute_modules layernorm + moe_act,
+  // no cuda_graph_impl) at GBS 1280 with moe_a2a_overlap True and
+  // moe_flex_dispatcher_backend "hybridep"; the PR deletes the backend, so
+  // the provider's NCCL all-to-all runs. FP8_MX_V2 is the same preset.
+  planner::ParallelConfig layout;
+  layout.tp = 1, layout.cp = 1, layout.pp = 1, layout.vp = 1, layout.ep = 64, layout.etp = 1;
+  layout.mbs = 4;
+  planner::Knobs base;
+  base.grouped_gemm = true;
+  base.dispatcher = planner::Dispatcher::kFusedDedup;
+  base.cuda_graphs = false;
+  base.overlap.ep_comm = true;
+  base.moe_load_imbalance = 1.0;  // forced balance
+  base.recompute.mode = planner::RecomputeMode::kSelective;
+  base.recompute.modules = planner::kRecomputeLayerNorm | planner::kRecomputeMoeAct;
+  planner::MegatronFeatures f;
+  f.flex_backend = planner::MegatronFeatures::FlexBackend::kHybridEp;
+  auto ladder = [&](const char* name, const char* id, planner::Precision precision,
+                    double tflops_before, double tflops_after) {
+    StandaloneLadder l;
+    l.title = absl::StrCat("GPT-OSS-120B, 64 GB200, TP1 PP1 EP64, MBS4 GBS1280, ", name,
+                           ": HybridEP -> NCCL all-to-all");
+    l.source =
+        "NVIDIA-NeMo/Megatron-Bridge pull request 3561 (merged 2026-04-29, commit 1513a1026), "
+        "description (TFLOP/s/GPU)";
+    l.model_preset = "gpt-oss-120b";
+    l.cluster_preset = "gb200-nvl72";
+    l.generation = planner::StackGeneration::k2602;  // April 2026: 26.02 - 26.04.x
+    l.shape.gpus = 64;
+    l.shape.seq_len = 4096;
+    l.shape.global_batch = 1280;
+    l.parallel = layout;
+    planner::Knobs k = base;
+    k.precision = precision;
+    l.steps.push_back({absl::StrCat("bridge-pr3561-gpt-oss-gb200-", id, "-before"), "HybridEP",
+                       k, f, "dispatcher fused_dedup (HybridEP), ep_comm overlap on, eager",
+                       true});
+    k.dispatcher = planner::Dispatcher::kAllToAll;
+    l.steps.push_back({absl::StrCat("bridge-pr3561-gpt-oss-gb200-", id, "-after"),
+                       "NCCL all-to-all", k, f, "dispatcher fused_dedup -> alltoall", true});
+    // The description's TFLOP/s count Megatron-Bridge's 26.x GPT-OSS FLOPs
+    // per token, not moetune's (FlopsPerToken; Bridge's differ for the
+    // sliding-window layers): converted to step times with the 26.04
+    // table's own ratio for this recipe, 433 TFLOP/s at 15,938 tokens/s/GPU
+    // (runs.json mbridge-26.04-...-GB200-GPT_OSS_120B-64g-BF16).
+    constexpr double kBridgeFlopsPerToken = 433e12 / 15938;
+    const double tokens_per_gpu = double(l.shape.global_batch) * l.shape.seq_len / l.shape.gpus;
+    for (double tflops : {tflops_before, tflops_after}) {
+      l.measured_step_s.push_back(tokens_per_gpu / (tflops * 1e12 / kBridgeFlopsPerToken));
+    }
+    l.assumed =
+        "step times from the description's TFLOP/s at Bridge's 26.04 GPT-OSS FLOPs per token "
+        "(433 TFLOP/s at 15,938 tokens/s/GPU in the 26.04 table); priced as generation 26.02";
+    return l;
+  };
+  return {ladder("BF16", "bf16", planner::Precision::kBf16, 406.6, 423.6),
+          ladder("MXFP8", "mxfp8", planner::Precision::kMxfp8, 431.0, 438.5)};
+}
+
 std::vector<StandaloneLadder> Qwen3A22bB200OverlapOffLadders() {
   // QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_{BF16,FP8_CS} before the PR
   // (scripts/performance/configs/qwen/qwen3_workload_base_configs.py): 64
@@ -1046,6 +1108,7 @@ std::vector<StandaloneLadder> StandaloneLadders() {
   for (StandaloneLadder& l : Dsv3B300RecipeUpdateLadders()) all.push_back(std::move(l));
   for (StandaloneLadder& l : Dsv3B200EpUpdateLadders()) all.push_back(std::move(l));
   for (StandaloneLadder& l : Qwen3A22bB200OverlapOffLadders()) all.push_back(std::move(l));
+  for (StandaloneLadder& l : GptOssGb200DispatcherLadders()) all.push_back(std::move(l));
   for (StandaloneLadder& l : Dsv3B300GraphsMbsLadders()) all.push_back(std::move(l));
   all.push_back(Dsv3ProxyH100FullRecomputeLadder());
   all.push_back(Qwen3A3bH100OptimizerOffloadLadder());

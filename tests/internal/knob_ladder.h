@@ -170,6 +170,16 @@ std::vector<StandaloneLadder> Dsv3B200EpUpdateLadders();
 // s). Step times only.
 std::vector<StandaloneLadder> Qwen3A22bB200OverlapOffLadders();
 
+// GPT-OSS-120B on 64 GB200 (NVIDIA-NeMo/Megatron-Bridge pull request 3561,
+// "switch GPT-OSS GB200 V2 dispatcher default to alltoall", merged
+// 2026-04-29, commit 1513a1026): the V2 recipe, TP1 PP1 EP64 (one NVL72
+// domain), MBS4 GBS1280, recompute layernorm + moe_act, EP A2A overlap on,
+// no CUDA graphs, forced balancing; HybridEP -> NCCL all-to-all. The
+// description's TFLOP/s/GPU: BF16 406.6 -> 423.6, MXFP8 431.0 -> 438.5
+// (all-to-all faster: "HybridEP's setup overhead unamortized" on small
+// experts). One one-step ladder per precision.
+std::vector<StandaloneLadder> GptOssGb200DispatcherLadders();
+
 // DeepSeek-V3 on 256 B300 (NVIDIA-NeMo/Megatron-Bridge pull request 3549,
 // "Update DeepSeek-V3 configs for B300", merged 2026-04-29, commit
 // 7e29b8be2; the table in issue 3385): GBS 4096, EP8, HybridEP, recompute

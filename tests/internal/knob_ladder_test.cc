@@ -94,7 +94,7 @@ std::string WithoutEpOverlap(planner::Knobs k) {
 
 TEST(KnobLadderTest, EveryStandaloneLadderAligns) {
   const std::vector<StandaloneLadder> all = StandaloneLadders();
-  ASSERT_EQ(all.size(), 30u);
+  ASSERT_EQ(all.size(), 32u);
   EXPECT_EQ(all[0].title, Qwen3H100EpOverlapLadder().title);
   for (const StandaloneLadder& l : all) {
     SCOPED_TRACE(l.title);
@@ -394,6 +394,45 @@ TEST(KnobLadderTest, Qwen3A22bB200OverlapOff) {
   EXPECT_EQ(*flat.first_stage_layers + 6 * 12 + *flat.last_stage_layers, 94);
   EXPECT_NEAR(StepGains(MeasuredThroughput(v[0]))[1], 17.2 / 16.0, 1e-12);
   EXPECT_NEAR(StepGains(MeasuredThroughput(v[1]))[1], 20.1 / 16.9, 1e-12);
+}
+
+// Bridge pull request 3561: the GPT-OSS-120B GB200 V2 recipe (EP64 in one
+// NVL72 domain, MBS4, eager, EP overlap, layernorm + moe_act recompute)
+// with HybridEP, then the NCCL all-to-all; nothing else changes. Gains
+// 423.6 / 406.6 (BF16) and 438.5 / 431.0 (MXFP8).
+TEST(KnobLadderTest, GptOssGb200Dispatcher) {
+  const std::vector<StandaloneLadder> v = GptOssGb200DispatcherLadders();
+  ASSERT_EQ(v.size(), 2u);
+  const planner::Precision precision[] = {planner::Precision::kBf16,
+                                          planner::Precision::kMxfp8};
+  for (size_t i = 0; i < v.size(); ++i) {
+    const StandaloneLadder& l = v[i];
+    SCOPED_TRACE(l.title);
+    ASSERT_EQ(l.steps.size(), 2u);
+    EXPECT_EQ(l.shape.gpus, 64);
+    EXPECT_EQ(l.shape.global_batch, 1280);
+    EXPECT_EQ(l.parallel.ep, 64);
+    EXPECT_EQ(l.parallel.mbs, 4);
+    EXPECT_EQ(l.parallel.tp * l.parallel.pp, 1);
+    EXPECT_EQ(l.steps[0].knobs.dispatcher, planner::Dispatcher::kFusedDedup);
+    EXPECT_EQ(l.steps[1].knobs.dispatcher, planner::Dispatcher::kAllToAll);
+    EXPECT_EQ(l.steps[0].features.flex_backend, planner::MegatronFeatures::FlexBackend::kHybridEp);
+    for (const LadderStep& step : l.steps) {
+      EXPECT_FALSE(step.parallel.has_value());
+      EXPECT_EQ(step.knobs.precision, precision[i]);
+      EXPECT_FALSE(step.knobs.cuda_graphs);
+      EXPECT_TRUE(step.knobs.overlap.ep_comm);
+      EXPECT_EQ(step.knobs.recompute.modules,
+                planner::kRecomputeLayerNorm | planner::kRecomputeMoeAct);
+    }
+  }
+  // Step times at Bridge's 433 TFLOP/s per 15,938 tokens/s/GPU: 81,920
+  // tokens per GPU and step, 406.6 TFLOP/s -> 5.474 s.
+  ASSERT_EQ(v[0].measured_step_s.size(), 2u);
+  EXPECT_NEAR(v[0].measured_step_s[0], 81920 / (406.6e12 * 15938 / 433e12), 1e-9);
+  EXPECT_NEAR(v[0].measured_step_s[0], 5.474, 5e-4);
+  EXPECT_NEAR(StepGains(MeasuredThroughput(v[0]))[1], 423.6 / 406.6, 1e-12);
+  EXPECT_NEAR(StepGains(MeasuredThroughput(v[1]))[1], 438.5 / 431.0, 1e-12);
 }
 
 // Bridge pull request 3549: each precision's V2 recipe before (BF16 at PP8,
