@@ -2217,12 +2217,12 @@ int main(int argc, char** argv) {
                 "%.1f%% (|pred x / meas x - 1| per step)\n",
                 s.steps, s.ladders, s.signs_right, s.steps, 100 * s.median_abs_gain_error);
   }
-  // --- Deep pipelines on H100 (tests/internal/deep_pipelines.h): each
+  // --- Deep pipelines on Hopper (tests/internal/deep_pipelines.h): each
   // public layout with its published knobs; predicted vs measured step time,
   // the bottleneck rank's exposed P2P and EP time and the bubble, and the
   // pairwise order (measured pairs) or the predicted order (the others).
   int groups_pairs = 0, groups_right = 0;
-  for (const mt::LayoutGroup& g : mt::H100DeepPipelineGroups()) {
+  for (const mt::LayoutGroup& g : mt::HopperDeepPipelineGroups()) {
     absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(g.model_preset);
     absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(g.cluster_preset);
     if (!model.ok() || !cluster.ok()) continue;
@@ -2304,7 +2304,7 @@ int main(int argc, char** argv) {
     groups_pairs += pairs;
     groups_right += right;
   }
-  std::printf("\nH100 layout groups outside runs.json: measured pairs in the right order %d / %d\n",
+  std::printf("\nHopper layout groups outside runs.json: measured pairs in the right order %d / %d\n",
               groups_right, groups_pairs);
   // --- Memory anchors: measured peak allocated memory, outside runs.json
   // (Megatron-Bridge skill cards at 067f987d), against the predicted peak.
@@ -2359,7 +2359,7 @@ int main(int argc, char** argv) {
       r.modules = modules;
       return r;
     };
-    for (const mt::LayoutGroup& g : mt::H100DeepPipelineGroups()) {
+    for (const mt::LayoutGroup& g : mt::HopperDeepPipelineGroups()) {
       if (g.model_preset != "llama3-70b") continue;
       struct Exp {
         int tp, pp;

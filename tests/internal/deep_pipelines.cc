@@ -1,6 +1,8 @@
 // Sources of the deep-pipeline layout comparisons (deep_pipelines.h).
 #include "tests/internal/deep_pipelines.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace moetune::tests {
 
 namespace {
@@ -40,7 +42,7 @@ std::optional<double> MeasuredCaseStepSeconds(const LayoutCase& c, double model_
   return std::nullopt;
 }
 
-std::vector<LayoutGroup> H100DeepPipelineGroups() {
+std::vector<LayoutGroup> HopperDeepPipelineGroups() {
   std::vector<LayoutGroup> groups;
   const uint32_t norm_act = planner::kRecomputeLayerNorm | planner::kRecomputeMoeAct;
   {
@@ -139,6 +141,53 @@ std::vector<LayoutGroup> H100DeepPipelineGroups() {
     g.cases.push_back({"tp8 pp4 vp5", dense(8, 4, 5), k, true, std::nullopt,
                        "508.7 TF, dp 1", 508.7});
     groups.push_back(g);
+  }
+  {
+    // Qwen3-235B-A22B on 256 H800 (NVLink 400 GB/s), BF16, seq 4096, forced
+    // balancing, CUDA graphs off: alibaba/Pai-Megatron-Patch issue 658
+    // (2025-09-02, commit 2b201af, image pai-megatron-patch:25.04, Megatron-
+    // LM 250624 backend), four layouts at TP1 / TP2 x PP32 VP3 EP8 with their
+    // time per iteration. Knobs as the issue and the repository's
+    // examples/qwen3/run_mcore_qwen3.sh: NCCL all-to-all, grouped GEMM, no
+    // permute or router fusion flags, --tp-comm-overlap at TP > 1, DP
+    // overlap, no EP A2A overlap. Two batches, so two groups of one pair:
+    // MBS 4 with full recompute at GBS 4096, MBS 1 with selective recompute
+    // at GBS 2048. Software: 2025, priced as the oldest generation.
+    auto pai = [](int gbs, const char* batch) {
+      LayoutGroup g;
+      g.title = absl::StrCat("Qwen3-235B-A22B, 256 H800, BF16, ", batch, ", eager (Pai-Megatron-Patch)");
+      g.source = "alibaba/Pai-Megatron-Patch issue 658 (time per iteration)";
+      g.model_preset = "qwen3-235b-a22b";
+      g.cluster_preset = "h800";
+      g.shape.gpus = 256, g.shape.seq_len = 4096, g.shape.global_batch = gbs;
+      g.features.permute_fusion = false;
+      g.features.router_fusion = false;
+      return g;
+    };
+    auto eager = [](uint32_t modules) {
+      planner::Knobs k = Bf16Knobs(planner::Dispatcher::kAllToAll, modules, false);
+      k.cuda_graphs = false;
+      return k;
+    };
+    auto mbs = [](planner::ParallelConfig p, int m) {
+      p.mbs = m;
+      return p;
+    };
+    LayoutGroup full = pai(4096, "MBS 4, full recompute, GBS 4096");
+    planner::Knobs k = eager(0);
+    k.recompute.mode = planner::RecomputeMode::kFull;
+    full.cases.push_back({"tp1 pp32 vp3 ep8 mbs4 full", mbs(Layout(1, 32, 3, 8, 256), 4), k, true,
+                          42.537, "1,540.68 tokens/s/GPU"});
+    full.cases.push_back({"tp2 pp32 vp3 ep8 mbs4 full", mbs(Layout(2, 32, 3, 8, 256), 4), k, true,
+                          43.495, "1,506.76 tokens/s/GPU"});
+    groups.push_back(full);
+    LayoutGroup selective = pai(2048, "MBS 1, selective recompute, GBS 2048");
+    selective.cases.push_back({"tp2 pp32 vp3 ep8 norm+act", Layout(2, 32, 3, 8, 256),
+                               eager(norm_act), true, 22.42, "1,461.56 tokens/s/GPU"});
+    selective.cases.push_back({"tp1 pp32 vp3 ep8 norm+moe", Layout(1, 32, 3, 8, 256),
+                               eager(planner::kRecomputeLayerNorm | planner::kRecomputeMoe), true,
+                               22.946, "1,428.04 tokens/s/GPU"});
+    groups.push_back(selective);
   }
   return groups;
 }

@@ -1,4 +1,4 @@
-// Public layout comparisons of deep pipelines on H100 (8 GPUs per node: with
+// Public layout comparisons of deep pipelines on Hopper (8 GPUs per node: with
 // pp >= gpus / 8 every stage boundary is an InfiniBand hop), printed by
 // //tests:validate. Each case carries its published layout and knobs and,
 // where published, its measured step time or its measured model TFLOP/s per
@@ -50,8 +50,9 @@ struct LayoutGroup {
 // measured by the DGX Cloud recipe; TP1 PP8 VP2 and the Megatron-Bridge
 // TP2 PP8 VP4, no public BF16 measurement) and Llama3-70B SFT on 32 H100
 // (Megatron-Bridge's memory-tuning experiment: TP4 PP4, PP doubled to 8,
-// TP doubled to 8, all VP5, measured TFLOP/s).
-std::vector<LayoutGroup> H100DeepPipelineGroups();
+// TP doubled to 8, all VP5, measured TFLOP/s) and Qwen3-235B-A22B on 256
+// H800 (Pai-Megatron-Patch: TP1 / TP2 at PP32 VP3 EP8, eager, two batches).
+std::vector<LayoutGroup> HopperDeepPipelineGroups();
 
 // tokens/s/GPU of a step: global_batch x seq_len / (step_s x gpus).
 double TokensPerSecPerGpu(const planner::TrainingShape& shape, double step_s);

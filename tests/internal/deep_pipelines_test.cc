@@ -6,7 +6,7 @@ namespace moetune::tests {
 namespace {
 
 TEST(DeepPipelines, LayoutsFillTheirGpus) {
-  for (const LayoutGroup& g : H100DeepPipelineGroups()) {
+  for (const LayoutGroup& g : HopperDeepPipelineGroups()) {
     ASSERT_FALSE(g.cases.empty()) << g.title;
     for (const LayoutCase& c : g.cases) {
       const planner::ParallelConfig& p = c.parallel;
@@ -43,7 +43,7 @@ TEST(DeepPipelines, Llama70bSftGroupIsOneJob) {
   // The three layouts of the memory-tuning experiment differ only in TP and
   // PP (and so DP): same knobs, VP 5, MBS 1, each with a measured TFLOP/s.
   bool found = false;
-  for (const LayoutGroup& g : H100DeepPipelineGroups()) {
+  for (const LayoutGroup& g : HopperDeepPipelineGroups()) {
     if (g.model_preset != "llama3-70b") continue;
     found = true;
     ASSERT_EQ(g.cases.size(), 3u);
@@ -58,6 +58,47 @@ TEST(DeepPipelines, Llama70bSftGroupIsOneJob) {
     }
   }
   EXPECT_TRUE(found);
+}
+
+TEST(DeepPipelines, PaiH800GroupsAreTheIssuesLayouts) {
+  // Pai-Megatron-Patch issue 658: PP32 VP3 EP8 on 256 H800, NCCL
+  // all-to-all, no CUDA graphs, no permute / router fusion; MBS 4 with full
+  // recompute at GBS 4096 (42.537 / 43.495 s at TP1 / TP2), MBS 1 with
+  // selective recompute at GBS 2048 (22.42 / 22.946 s at TP2 / TP1).
+  std::vector<const LayoutGroup*> h800;
+  for (const LayoutGroup& g : HopperDeepPipelineGroups()) {
+    if (g.cluster_preset == "h800") h800.push_back(&g);
+  }
+  ASSERT_EQ(h800.size(), 2u);
+  const int gbs[] = {4096, 2048};
+  const int mbs[] = {4, 1};
+  const double step_s[2][2] = {{42.537, 43.495}, {22.42, 22.946}};
+  for (size_t i = 0; i < 2; ++i) {
+    const LayoutGroup& g = *h800[i];
+    SCOPED_TRACE(g.title);
+    EXPECT_EQ(g.shape.global_batch, gbs[i]);
+    EXPECT_FALSE(g.features.permute_fusion);
+    EXPECT_FALSE(g.features.router_fusion);
+    ASSERT_EQ(g.cases.size(), 2u);
+    for (size_t j = 0; j < 2; ++j) {
+      const LayoutCase& c = g.cases[j];
+      EXPECT_EQ(c.parallel.pp, 32) << c.name;
+      EXPECT_EQ(c.parallel.vp, 3) << c.name;
+      EXPECT_EQ(c.parallel.ep, 8) << c.name;
+      EXPECT_EQ(c.parallel.mbs, mbs[i]) << c.name;
+      EXPECT_EQ(c.knobs.dispatcher, planner::Dispatcher::kAllToAll) << c.name;
+      EXPECT_FALSE(c.knobs.cuda_graphs) << c.name;
+      EXPECT_FALSE(c.knobs.overlap.ep_comm) << c.name;
+      EXPECT_EQ(c.knobs.recompute.mode,
+                i == 0 ? planner::RecomputeMode::kFull : planner::RecomputeMode::kSelective)
+          << c.name;
+      ASSERT_TRUE(c.measured_step_s.has_value()) << c.name;
+      EXPECT_DOUBLE_EQ(*c.measured_step_s, step_s[i][j]) << c.name;
+    }
+  }
+  // 2048 x 4096 / (22.42 s x 256) = 1,461.55 tokens/s/GPU, as the issue's
+  // table (1,461.56).
+  EXPECT_NEAR(TokensPerSecPerGpu(h800[1]->shape, 22.42), 1461.56, 0.02);
 }
 
 }  // namespace
