@@ -65,8 +65,9 @@ TEST(DeepPipelines, PaiH800GroupsAreTheIssuesLayouts) {
   // all-to-all, no CUDA graphs, no permute / router fusion; MBS 4 with full
   // recompute at GBS 4096 (42.537 / 43.495 s at TP1 / TP2), MBS 1 with
   // selective recompute at GBS 2048 (22.42 / 22.946 s at TP2 / TP1).
+  const std::vector<LayoutGroup> groups = HopperDeepPipelineGroups();
   std::vector<const LayoutGroup*> h800;
-  for (const LayoutGroup& g : HopperDeepPipelineGroups()) {
+  for (const LayoutGroup& g : groups) {
     if (g.cluster_preset == "h800") h800.push_back(&g);
   }
   ASSERT_EQ(h800.size(), 2u);
