@@ -60,6 +60,17 @@ std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const Cluste
   if (tp_overlap_off || !k.overlap.dp_comm || pp_overlap_off) {
     u.push_back("an overlap off");
   }
+  // The combined-1F1B EP overlap with the EP group inside one 8-GPU NVLink
+  // node: no runs.json row ran it (the rows that did are NVL72 or cross-
+  // node), and the public runs that did are missed by 7-50% (Megatron-
+  // Bridge PR 1760's Qwen3-235B on 64 B200, the 26.02 B300 table rows:
+  // planner/SEARCH.md "Ties the step model cannot break").
+  const bool ep_overlap_runs = p.pp == 1 || p.vp > 1;  // Megatron's schedule
+  if (moe && p.ep > 1 && k.overlap.ep_comm && ep_overlap_runs &&
+      cluster.nvlink_domain_gpus <= 8 &&
+      p.ep * std::max(1, p.etp) <= cluster.nvlink_domain_gpus) {
+    u.push_back("EP A2A overlap inside one 8-GPU node");
+  }
   const double micro_batch_tokens = double(p.mbs) * double(shape.seq_len);
   const double measured_tokens =
       moe ? kMeasuredMoeMicroBatchTokens : kMeasuredDenseMicroBatchTokens;

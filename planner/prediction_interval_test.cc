@@ -75,6 +75,30 @@ TEST(PredictionIntervalTest, UnmeasuredSettings) {
     EXPECT_THAT(UnmeasuredSettings(m, gb200, {256, 4096, 1024}, q, off),
                 ElementsAre("an overlap off"));
   }
+  // The EP A2A overlap with the EP group inside one 8-GPU node: no
+  // runs.json row ran it. Qwen3-235B-A22B on 64 B200 at PP8 VP4 EP8 (Bridge
+  // PR 1760's recipe) is outside; without interleaving Megatron cannot
+  // schedule it, across two nodes (EP 16) and on NVL72 rows measured it.
+  {
+    const ModelSpec qwen = *LoadModelPreset("qwen3-235b-a22b");
+    const ClusterSpec b200 = *LoadClusterPreset("b200");
+    const TrainingShape job{64, 4096, 1024};
+    ParallelConfig q;
+    q.pp = 8, q.vp = 4, q.ep = 8, q.etp = 1;
+    Knobs on;  // every overlap on, graphs, fused dispatch
+    EXPECT_THAT(UnmeasuredSettings(qwen, b200, job, q, on),
+                ElementsAre("EP A2A overlap inside one 8-GPU node"));
+    Knobs off = on;
+    off.overlap.ep_comm = false;
+    EXPECT_TRUE(UnmeasuredSettings(qwen, b200, job, q, off).empty());
+    EXPECT_TRUE(UnmeasuredSettings(qwen, gb200, job, q, on).empty());
+    ParallelConfig flat = q;
+    flat.vp = 1;
+    EXPECT_TRUE(UnmeasuredSettings(qwen, b200, job, flat, on).empty());
+    ParallelConfig across = q;
+    across.ep = 16;
+    EXPECT_TRUE(UnmeasuredSettings(qwen, b200, {256, 4096, 8192}, across, on).empty());
+  }
   // Micro-batches of more tokens than any row's: DeepSeek-V3 at MBS 8 x
   // 4,096 is at the MoE bound (Qwen3-30B-A3B's MBS 8), MBS 16 beyond it; a
   // dense model's bound is Llama3-70B's MBS 2 x 8,192.
