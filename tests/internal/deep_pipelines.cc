@@ -155,7 +155,8 @@ std::vector<LayoutGroup> HopperDeepPipelineGroups() {
     // at GBS 2048. Software: 2025, priced as the oldest generation.
     auto pai = [](int gbs, const char* batch) {
       LayoutGroup g;
-      g.title = absl::StrCat("Qwen3-235B-A22B, 256 H800, BF16, ", batch, ", eager (Pai-Megatron-Patch)");
+      g.title = absl::StrCat("Qwen3-235B-A22B, 256 H800, BF16, ", batch,
+                             ", eager (Pai-Megatron-Patch)");
       g.source = "alibaba/Pai-Megatron-Patch issue 658 (time per iteration)";
       g.model_preset = "qwen3-235b-a22b";
       g.cluster_preset = "h800";
