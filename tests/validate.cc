@@ -2304,8 +2304,9 @@ int main(int argc, char** argv) {
     groups_pairs += pairs;
     groups_right += right;
   }
-  std::printf("\nHopper layout groups outside runs.json: measured pairs in the right order %d / %d\n",
-              groups_right, groups_pairs);
+  std::printf(
+      "\nHopper layout groups outside runs.json: measured pairs in the right order %d / %d\n",
+      groups_right, groups_pairs);
   // --- Memory anchors: measured peak allocated memory, outside runs.json
   // (Megatron-Bridge skill cards at 067f987d), against the predicted peak.
   // Llama3-70B SFT on 32 H100, FP8 current scaling, the deep-pipeline
