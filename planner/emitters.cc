@@ -16,6 +16,7 @@
 #include "planner/framework_rules.h"
 #include "planner/internal/strings.h"
 #include "planner/precision.h"
+#include "planner/prediction_interval.h"
 #include "planner/units.h"
 
 namespace moetune::planner {
@@ -463,14 +464,24 @@ void OverlapFlags(const Prediction& p, ArgWriter& a) {
   } else if (k.overlap.tp_comm && par.tp > 1) {
     a.Flag("--tp-comm-overlap");
   }
+  // Inside one 8-GPU node the step model prices the EP A2A overlap as
+  // hiding nothing, and the public A/B runs there measured it as a cost
+  // (planner/SEARCH.md, "Ties the step model cannot break").
+  const bool in_node_ep = m.IsMoe() && EpGroupInsideEightGpuNode(p.cluster, par);
+  constexpr char kInNodeEpEvidence[] =
+      "inside one 8-GPU node it hides nothing in the step model, and Megatron-Bridge PR 1760 "
+      "measured it costing 7% of an eager step";
   if (EpOverlapActive(m, par, k)) {
     a.Flag("--overlap-moe-expert-parallel-comm");
+    if (in_node_ep) a.Comment(absl::StrCat("the EP A2A overlap as given: ", kInNodeEpEvidence));
     // TE cannot delay the weight gradients of graphed attention with biases.
     if (k.cuda_graphs && m.attention_bias) {
       a.Comment("--delay-wgrad-compute left off: CUDA-graphed attention with biases");
     } else {
       a.Flag("--delay-wgrad-compute");
     }
+  } else if (in_node_ep) {
+    a.Comment(absl::StrCat("no --overlap-moe-expert-parallel-comm: ", kInNodeEpEvidence));
   }
   // P2P overlap exists only in the interleaved schedule; say when it is off.
   if (par.pp > 1 && par.vp > 1 && !P2pOverlapActive(par, k)) {

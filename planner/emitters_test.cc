@@ -470,6 +470,35 @@ TEST(EmittersTest, MegatronFlagsFollowThePlan) {
   EXPECT_THAT(EmitCanonicalJson(cases[5].prediction, {}), HasSubstr("\"offload_layers\": 20"));
 }
 
+// The EP A2A overlap with the EP group inside one 8-GPU node (the Moonlight
+// H100 case: EP8, ETP1): the file says what the evidence says beside the
+// flag, and where the plan leaves the overlap off, why that is no loss.
+// Across nodes (EP 8 x ETP 2 = 16 ranks on B200: the Mixtral case) or on
+// NVL72 (DeepSeek-V3 GB200) it says nothing.
+TEST(EmittersTest, InNodeEpOverlapSaysWhatTheEvidenceSays) {
+  const std::vector<GoldenCase> cases = Cases();
+  const GoldenCase* moonlight = nullptr;
+  for (const GoldenCase& c : cases) {
+    if (c.name == "moonlight_16b_h100_16") moonlight = &c;
+  }
+  ASSERT_NE(moonlight, nullptr);
+  ASSERT_TRUE(moonlight->prediction.knobs.overlap.ep_comm);
+  const std::string on = EmitMegatronArgs(moonlight->prediction, {});
+  EXPECT_THAT(on, HasSubstr("  --overlap-moe-expert-parallel-comm\n"
+                            "  # the EP A2A overlap as given: inside one 8-GPU node it hides "
+                            "nothing in the step model, and Megatron-Bridge PR 1760"));
+  Prediction off = moonlight->prediction;
+  off.knobs.overlap.ep_comm = false;
+  const std::string without = EmitMegatronArgs(off, {});
+  EXPECT_THAT(without, Not(HasSubstr("  --overlap-moe-expert-parallel-comm\n")));
+  EXPECT_THAT(without, HasSubstr("  # no --overlap-moe-expert-parallel-comm: inside one 8-GPU "
+                                 "node it hides nothing"));
+  for (const GoldenCase& c : cases) {
+    if (&c == moonlight) continue;
+    EXPECT_THAT(EmitMegatronArgs(c.prediction, {}), Not(HasSubstr("PR 1760"))) << c.name;
+  }
+}
+
 // Forced balance is Megatron's benchmark-only router mode: emitted for a
 // plan priced as a benchmark (the goldens), never for real training.
 TEST(EmittersTest, ForcedBalanceOnlyForBenchmarkRouting) {

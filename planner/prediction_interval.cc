@@ -21,6 +21,12 @@ const IntervalTable& ShippedIntervalTable() {
   return kTable;
 }
 
+bool EpGroupInsideEightGpuNode(const ClusterSpec& cluster, const ParallelConfig& p) {
+  constexpr int kEightGpuNode = 8;
+  return p.ep > 1 && cluster.nvlink_domain_gpus <= kEightGpuNode &&
+         p.ep * std::max(1, p.etp) <= cluster.nvlink_domain_gpus;
+}
+
 std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const ClusterSpec& cluster,
                                             const TrainingShape& shape,
                                             const ParallelConfig& p, const Knobs& k) {
@@ -66,9 +72,7 @@ std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const Cluste
   // Bridge PR 1760's Qwen3-235B on 64 B200, the 26.02 B300 table rows:
   // planner/SEARCH.md "Ties the step model cannot break").
   const bool ep_overlap_runs = p.pp == 1 || p.vp > 1;  // Megatron's schedule
-  if (moe && p.ep > 1 && k.overlap.ep_comm && ep_overlap_runs &&
-      cluster.nvlink_domain_gpus <= 8 &&
-      p.ep * std::max(1, p.etp) <= cluster.nvlink_domain_gpus) {
+  if (moe && k.overlap.ep_comm && ep_overlap_runs && EpGroupInsideEightGpuNode(cluster, p)) {
     u.push_back("EP A2A overlap inside one 8-GPU node");
   }
   const double micro_batch_tokens = double(p.mbs) * double(shape.seq_len);

@@ -60,6 +60,12 @@ const IntervalTable& ShippedIntervalTable();
 inline constexpr double kMeasuredMoeMicroBatchTokens = 32768;
 inline constexpr double kMeasuredDenseMicroBatchTokens = 16384;
 
+// The EP group (ep x etp consecutive ranks) of a MoE layout inside one
+// 8-GPU NVLink node of an HGX-style cluster: where runs.json measured no EP
+// A2A overlap and the public runs with it are missed (UnmeasuredSettings;
+// the Megatron emitter says so beside the flag).
+bool EpGroupInsideEightGpuNode(const ClusterSpec& cluster, const ParallelConfig& parallel);
+
 // Settings of the plan outside what the megatron-core-2026 rows measured
 // ("cuda_graphs off", "etp > 1", ...), each as a short phrase.
 std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const ClusterSpec& cluster,
