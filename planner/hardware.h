@@ -54,6 +54,11 @@ struct GpuSpec {
 std::optional<double> PeakDenseFlopsPerSec(const GpuSpec& gpu,
                                            Precision precision);
 
+// The NVLink domain of an 8-GPU HGX-style node (H100, H200, B200, B300):
+// where the EP A2A overlap's public A/B runs were measured
+// (planner/SEARCH.md, "Ties the step model cannot break").
+inline constexpr int kEightGpuNvlinkNode = 8;
+
 struct ClusterSpec {
   std::string name;  // preset name or from the JSON
   GpuSpec gpu;

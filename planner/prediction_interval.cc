@@ -22,8 +22,7 @@ const IntervalTable& ShippedIntervalTable() {
 }
 
 bool EpGroupInsideEightGpuNode(const ClusterSpec& cluster, const ParallelConfig& p) {
-  constexpr int kEightGpuNode = 8;
-  return p.ep > 1 && cluster.nvlink_domain_gpus <= kEightGpuNode &&
+  return p.ep > 1 && cluster.nvlink_domain_gpus <= kEightGpuNvlinkNode &&
          p.ep * std::max(1, p.etp) <= cluster.nvlink_domain_gpus;
 }
 

@@ -184,8 +184,6 @@ int TrackedLayouts(int top_k) { return std::max(top_k, kDerivePoolMinTopK) + kDe
 
 // Dominance audit: layouts sampled and the tolerance for "faster".
 constexpr int kAuditLayouts = 16;
-// The NVLink domain of an HGX-style node (WithoutIdleEpOverlap).
-constexpr int kEightGpuNode = 8;
 constexpr double kAuditTolerance = 1e-9;
 
 class Searcher {
@@ -663,7 +661,7 @@ ParallelConfig Searcher::ExplicitStages(const ParallelConfig& p,
 Knobs Searcher::WithoutIdleEpOverlap(const ParallelConfig& p, const Knobs& k) const {
   const FixedKnobs& fixed = options_.constraints.fixed;
   if (!EpOverlapActive(problem_.model, p, k) || fixed.overlap || fixed.overlap_exact) return k;
-  if (problem_.cluster.nvlink_domain_gpus > kEightGpuNode) return k;
+  if (problem_.cluster.nvlink_domain_gpus > kEightGpuNvlinkNode) return k;
   Knobs off = k;
   off.overlap.ep_comm = false;
   if (FrameworkViolation(options_.framework, problem_.model, p, off,

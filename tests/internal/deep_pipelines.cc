@@ -7,9 +7,9 @@ namespace moetune::tests {
 
 namespace {
 
-planner::ParallelConfig Layout(int tp, int pp, int vp, int ep, int gpus) {
+planner::ParallelConfig Layout(int tp, int pp, int vp, int ep, int gpus, int mbs = 1) {
   planner::ParallelConfig p;
-  p.tp = tp, p.pp = pp, p.vp = vp, p.ep = ep, p.cp = 1, p.etp = 1, p.mbs = 1;
+  p.tp = tp, p.pp = pp, p.vp = vp, p.ep = ep, p.cp = 1, p.etp = 1, p.mbs = mbs;
   p.dp = gpus / (tp * pp);
   return p;
 }
@@ -170,16 +170,12 @@ std::vector<LayoutGroup> HopperDeepPipelineGroups() {
       k.cuda_graphs = false;
       return k;
     };
-    auto mbs = [](planner::ParallelConfig p, int m) {
-      p.mbs = m;
-      return p;
-    };
     LayoutGroup full = pai(4096, "MBS 4, full recompute, GBS 4096");
     planner::Knobs k = eager(0);
     k.recompute.mode = planner::RecomputeMode::kFull;
-    full.cases.push_back({"tp1 pp32 vp3 ep8 mbs4 full", mbs(Layout(1, 32, 3, 8, 256), 4), k, true,
+    full.cases.push_back({"tp1 pp32 vp3 ep8 mbs4 full", Layout(1, 32, 3, 8, 256, 4), k, true,
                           42.537, "1,540.68 tokens/s/GPU"});
-    full.cases.push_back({"tp2 pp32 vp3 ep8 mbs4 full", mbs(Layout(2, 32, 3, 8, 256), 4), k, true,
+    full.cases.push_back({"tp2 pp32 vp3 ep8 mbs4 full", Layout(2, 32, 3, 8, 256, 4), k, true,
                           43.495, "1,506.76 tokens/s/GPU"});
     groups.push_back(full);
     LayoutGroup selective = pai(2048, "MBS 1, selective recompute, GBS 2048");

@@ -633,12 +633,13 @@ planner::ParallelConfig BridgeDsv3Layout(int pp, int vp, int ep, int mbs) {
   return p;
 }
 
-// What Megatron-Bridge's DeepSeek-V3 performance recipes set for every
-// variant (deepseek_llm_pretrain.py set_deepseek_v3_common_configs and the
-// workload base configs): grouped GEMM, forced balancing, recompute
-// mla_up_proj, no TP comm overlap, no EP A2A overlap; eager unless a
-// variant sets cuda_graph_impl.
-planner::Knobs BridgeDsv3RecipeKnobs(planner::Dispatcher dispatcher, bool cuda_graphs) {
+// What Megatron-Bridge's MoE performance recipes set for every variant:
+// grouped GEMM, forced balancing, no TP comm overlap, no EP A2A overlap
+// (the ladders turn it on where a recipe sets moe_a2a_overlap); eager
+// unless a variant sets cuda_graph_impl; selective recompute of
+// `recompute_modules` (0: none).
+planner::Knobs BridgeMoeRecipeKnobs(planner::Dispatcher dispatcher, bool cuda_graphs,
+                                    uint32_t recompute_modules) {
   planner::Knobs k;
   k.grouped_gemm = true;
   k.dispatcher = dispatcher;
@@ -646,9 +647,17 @@ planner::Knobs BridgeDsv3RecipeKnobs(planner::Dispatcher dispatcher, bool cuda_g
   k.overlap.tp_comm = false;
   k.overlap.ep_comm = false;
   k.moe_load_imbalance = 1.0;  // forced balance
-  k.recompute.mode = planner::RecomputeMode::kSelective;
-  k.recompute.modules = planner::kRecomputeMlaUpProj;
+  k.recompute.mode = recompute_modules == 0 ? planner::RecomputeMode::kNone
+                                            : planner::RecomputeMode::kSelective;
+  k.recompute.modules = recompute_modules;
   return k;
+}
+
+// The DeepSeek-V3 recipes' (deepseek_llm_pretrain.py
+// set_deepseek_v3_common_configs and the workload base configs): recompute
+// mla_up_proj.
+planner::Knobs BridgeDsv3RecipeKnobs(planner::Dispatcher dispatcher, bool cuda_graphs) {
+  return BridgeMoeRecipeKnobs(dispatcher, cuda_graphs, planner::kRecomputeMlaUpProj);
 }
 
 // A DeepSeek-V3 job on 256 GPUs of `cluster` at sequence 4,096: the
@@ -782,14 +791,10 @@ std::vector<StandaloneLadder> GptOssGb200DispatcherLadders() {
   planner::ParallelConfig layout;
   layout.tp = 1, layout.cp = 1, layout.pp = 1, layout.vp = 1, layout.ep = 64, layout.etp = 1;
   layout.mbs = 4;
-  planner::Knobs base;
-  base.grouped_gemm = true;
-  base.dispatcher = planner::Dispatcher::kFusedDedup;
-  base.cuda_graphs = false;
+  planner::Knobs base =
+      BridgeMoeRecipeKnobs(planner::Dispatcher::kFusedDedup, false,
+                           planner::kRecomputeLayerNorm | planner::kRecomputeMoeAct);
   base.overlap.ep_comm = true;
-  base.moe_load_imbalance = 1.0;  // forced balance
-  base.recompute.mode = planner::RecomputeMode::kSelective;
-  base.recompute.modules = planner::kRecomputeLayerNorm | planner::kRecomputeMoeAct;
   planner::MegatronFeatures f;
   f.flex_backend = planner::MegatronFeatures::FlexBackend::kHybridEp;
   auto ladder = [&](const char* name, const char* id, planner::Precision precision,
@@ -853,14 +858,8 @@ std::vector<StandaloneLadder> Qwen3A22bB200OverlapOffLadders() {
   no_vp.vp = 1;
   no_vp.first_stage_layers = 11;
   no_vp.last_stage_layers = 11;
-  planner::Knobs base;
-  base.grouped_gemm = true;
-  base.dispatcher = planner::Dispatcher::kAllToAll;
-  base.cuda_graphs = false;
-  base.overlap.tp_comm = false;
+  planner::Knobs base = BridgeMoeRecipeKnobs(planner::Dispatcher::kAllToAll, false, 0);
   base.overlap.ep_comm = true;
-  base.moe_load_imbalance = 1.0;  // forced balance
-  base.recompute.mode = planner::RecomputeMode::kNone;
   planner::MegatronFeatures f;
   f.delay_wgrad_compute = true;  // Bridge's moe_a2a_overlap turns it on with the overlap
   auto ladder = [&](const char* name, const char* id, planner::Precision precision,
