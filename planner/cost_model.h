@@ -215,20 +215,25 @@ struct DataSetPriors {
   // Megatron step's own host time is priced (StackConstants::step_host_s);
   // 1.20 with NVFP4's TP collectives unhidden as well; 1.18 once GPT-OSS's
   // sink attention holds no unfused probabilities in memory (the headroom
-  // rule then infers no recompute for its rows).
-  double blackwell_ultra_clock_gain = 1.18;
+  // rule then infers no recompute for its rows); 1.16 once each MoE row is
+  // priced with the dispatcher its recipe ran (NCCL's all-to-all for the
+  // presets without a flex backend: tests/validate.cc kRecipeMoeComm).
+  double blackwell_ultra_clock_gain = 1.16;
   // Ceiling on the inter-node EP dispatch/combine rate per GPU on Blackwell
   // (bytes/s), whatever the NIC. Range 15-60 GB/s (a 400G port: 50 GB/s).
   // The rule's choice: 35 GB/s, 32.5 once GPT-OSS's sink attention holds no
-  // unfused probabilities in memory.
-  double blackwell_dispatch_scaleout_max_bytes_per_sec = 32.5e9;
+  // unfused probabilities in memory, 40 once the GPT-OSS-120B EP 64 HGX
+  // rows that set it are priced with the NCCL all-to-all their recipes ran
+  // (they had been priced with DeepEP / HybridEP).
+  double blackwell_dispatch_scaleout_max_bytes_per_sec = 40e9;
   // Multiplies every GEMM efficiency of every generation: the public ranges
   // quoted in PriorConstantsFor are about +-10% wide. The rule's choice:
   // 0.96 before GB200's sustained fraction, 1.02 with it, 1.00 on the
   // merged model (memory model's no-recompute fits, EP-overlap windows),
   // 1.02 once NVFP4 GEMMs no longer hide their TP collectives, 1.04 with
-  // each step's host time priced as well (StackConstants::step_host_s).
-  double gemm_efficiency_scale = 1.04;
+  // each step's host time priced as well (StackConstants::step_host_s),
+  // 1.06 with each MoE row at its recipe's dispatcher.
+  double gemm_efficiency_scale = 1.06;
   // Fraction of its nominal NVFP4 peak (GB300 14.7 PF, B300 13.5 PF dense:
   // 1.5x Blackwell's, raised by more FP4 tensor throughput at the same
   // clocks) that Blackwell Ultra sustains under dense GEMM load at its power

@@ -10,12 +10,13 @@ namespace moetune::planner {
 
 const IntervalTable& ShippedIntervalTable() {
   // From tests/validate (leave-one-container-out, megatron-core-2026 rows;
-  // other-stack rows at the shipped constants), 2026-12-04.
+  // other-stack rows at the shipped constants), 2026-12-07 (each MoE row
+  // at its recipe's dispatcher).
   static const IntervalTable kTable = [] {
     IntervalTable t;
-    t.dense = {-0.1595, 0.0622, 43};
-    t.moe = {-0.0914, 0.1478, 45};
-    t.unmeasured = {-0.1445, 0.4384, 83};
+    t.dense = {-0.1237, 0.0696, 43};
+    t.moe = {-0.0889, 0.1223, 45};
+    t.unmeasured = {-0.1438, 0.4424, 83};
     return t;
   }();
   return kTable;
@@ -66,10 +67,12 @@ std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const Cluste
     u.push_back("an overlap off");
   }
   // The combined-1F1B EP overlap with the EP group inside one 8-GPU NVLink
-  // node: no runs.json row ran it (the rows that did are NVL72 or cross-
-  // node), and the public runs that did are missed by 7-50% (Megatron-
-  // Bridge PR 1760's Qwen3-235B on 64 B200, the 26.02 B300 table rows:
-  // planner/SEARCH.md "Ties the step model cannot break").
+  // node: one runs.json row ran it (Qwen3-30B-A3B on 16 H100, 26.02: the
+  // slow row of the contradictory pair, +60%), and the other public runs
+  // that did are missed by 7-40% (Megatron-Bridge PR 1760's Qwen3-235B on
+  // 64 B200, the 26.02 B300 table row): planner/SEARCH.md "Ties the step
+  // model cannot break", planner/README.md "The recipes' EP A2A overlap,
+  // audited".
   const bool ep_overlap_runs = p.pp == 1 || p.vp > 1;  // Megatron's schedule
   if (moe && k.overlap.ep_comm && ep_overlap_runs && EpGroupInsideEightGpuNode(cluster, p)) {
     u.push_back("EP A2A overlap inside one 8-GPU node");

@@ -346,9 +346,10 @@ struct StackConstants {
   // do; 0 once a step's own host time is priced, step_host_s below: the
   // visits had been standing in for it; 25 us once each TP collective
   // hides behind its own GEMM only, AddTpTerms; 0 again once the overlap's
-  // split GEMMs are priced, TpOverlapChunkingSeconds). A weakly identified
+  // split GEMMs are priced, TpOverlapChunkingSeconds; 75 us once each MoE
+  // row is priced with the dispatcher its recipe ran). A weakly identified
   // constant: folds choose 0-400 us.
-  double pp_stage_visit_s = 0;
+  double pp_stage_visit_s = 75e-6;
   // Host time per optimizer step that the GPU timeline does not hide, paid
   // once per step whatever the micro-batches: the training loop between
   // two steps' GPU work (Megatron / NeMo: the optimizer step's kernels

@@ -55,6 +55,7 @@
 // were written with these rows in view; the held-out figures measure how
 // much the fitted constants overfit, not how much the design does.
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -73,9 +74,11 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "planner/cost_model.h"
 #include "planner/framework_rules.h"
@@ -162,37 +165,59 @@ std::optional<double> NumberOrNone(const json& row, const char* key) {
 // overlap as the row's recipe says: RecipeKnobs below).
 mp::Knobs StackKnobs(mp::Precision precision) { return mp::RunDefaultKnobs(precision); }
 
-// The Megatron-Bridge performance recipes' A2A overlap and the knobs a
-// recipe sets away from the stack's defaults (StackKnobs), for the rows of
-// the 2026 stack. The combined-1F1B EP A2A overlap
-// (--overlap-moe-expert-parallel-comm) is off unless the recipe turns it on:
-// scripts/performance/utils/utils.py WorkloadBaseConfig moe_a2a_overlap =
-// False, and in the recipes of the 26.02-26.06 window (e.g. commit
-// 39d02fe7f, 2026-04) explicitly False for DeepSeek-V3 and Kimi-K2 on every
-// GPU (V1 presets) and Qwen3-235B-A22B on B200/B300, unset (False) for
-// Qwen3-235B-A22B on GB200/GB300 and Qwen3-30B-A3B, True for Qwen3-235B-A22B
-// on H100. Listed: the recipes that turn it on, with their other knobs.
+// The Megatron-Bridge performance recipes' MoE communication -- the token
+// dispatcher and the combined-1F1B EP A2A overlap
+// (--overlap-moe-expert-parallel-comm) -- where it differs from the stack's
+// defaults (StackKnobs: DeepEP/HybridEP, overlap off), for the rows of the
+// 2026 stack. Listed: every preset of the release tags the 2026 tables ran
+// (26.02 v0.3.0, 26.02.01 v0.3.1, 26.04 v0.4.0, 26.04.01 v0.4.2 -- its
+// DeepSeek-V3 B200 layout is v0.4.2's, not v0.4.1's --, 26.06 v0.5.0,
+// 26.06.01 v0.5.1) that turns the overlap on or runs NCCL's all-to-all, for
+// a model and GPU with published rows, resolved through the presets'
+// `replace(...)` chains (scripts/performance/configs/<family>/
+// *_workload_base_configs.py). The dispatcher a recipe runs: from v0.4.0 on,
+// scripts/performance/utils/overrides.py set_workload_base_configs applies
+// the preset's moe_flex_dispatcher_backend (DeepEP / HybridEP) and sets
+// moe_token_dispatcher_type "alltoall" when the preset has none; at v0.3.0
+// the model recipe applies the backend, "alltoall" without one; at v0.3.1
+// the Qwen3 perf functions set the type themselves (Qwen3-235B on B200 /
+// B300 / H100 "alltoall", the rest "flex"). WorkloadBaseConfig's
+// moe_a2a_overlap defaults to False. Audited in the thirty-second session
+// (planner/README.md, "The recipes' EP A2A overlap, audited"); rows of
+// 26.08 (v0.6.0 perf_recipes) and presets matching no published layout keep
+// the defaults.
 struct RecipeKnobs {
   const char* model_preset;
   const char* cluster_preset;
   mp::Dispatcher dispatcher;
+  bool ep_a2a_overlap;
   bool tp_comm_overlap;
-  // The recipe turns the overlap on from this generation on, and for MXFP8
-  // rows only when set (the other precisions' presets keep it off).
-  mp::StackGeneration from_generation;
-  bool mxfp8_only;
+  // The containers whose recipe does so: from first_container to
+  // last_container ("" = every later one). A row without a container counts
+  // as its generation's first (26.02 or 26.06).
+  const char* first_container;
+  const char* last_container;
+  // The precisions whose presets do so (0 = every precision).
+  uint32_t precisions;
+  // The recipe's layout (0 = any): a row publishing another layout ran
+  // another preset, so the fact does not apply to it.
+  int pp, vp, ep;
   const char* source;
 };
 
-constexpr RecipeKnobs kA2aOverlapRecipes[] = {
+constexpr uint32_t PrecisionBit(mp::Precision p) { return 1u << static_cast<int>(p); }
+constexpr uint32_t kEveryPrecision = 0;
+constexpr uint32_t kMxfp8Only = PrecisionBit(mp::Precision::kMxfp8);
+
+constexpr RecipeKnobs kRecipeMoeComm[] = {
     // scripts/performance/configs/qwen/qwen3_llm_pretrain.py
     // qwen3_235b_a22b_pretrain_config_h100 (commits d28afef38 2026-02-15 ..
     // 55443cbfb 2026-06-10): CommOverlapConfig(tp_comm_overlap=False),
     // moe_token_dispatcher_type "alltoall" (the flex backend then unused);
     // qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_*:
-    // moe_a2a_overlap True.
-    {"qwen3-235b-a22b", "h100-sxm", mp::Dispatcher::kAllToAll, false,
-     mp::StackGeneration::k2602, false,
+    // moe_a2a_overlap True (v0.3.0 - v0.5.1).
+    {"qwen3-235b-a22b", "h100-sxm", mp::Dispatcher::kAllToAll, true, false, "26.02", "",
+     kEveryPrecision, 0, 0, 0,
      "Megatron-Bridge qwen3_llm_pretrain.py, qwen3_workload_base_configs.py (H100)"},
     // Megatron-Bridge 55443cbfb (2026-06-10, "Enable Qwen3 GB200/GB300 MXFP8
     // CuTeDSL Fusion and Full-Iter CUDA Graphs"), qwen3_workload_base_configs.py:
@@ -201,38 +226,137 @@ constexpr RecipeKnobs kA2aOverlapRecipes[] = {
     // moe_a2a_overlap=True (with set_full_iter_cg_configs in
     // qwen3_llm_pretrain.py); the flex dispatcher (HybridEP) stays. The
     // 26.06+ tables are those recipes.
-    {"qwen3-235b-a22b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true,
-     mp::StackGeneration::k2606, true, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
-    {"qwen3-235b-a22b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true,
-     mp::StackGeneration::k2606, true, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
-    {"qwen3-30b-a3b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true,
-     mp::StackGeneration::k2606, true, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
-    {"qwen3-30b-a3b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true,
-     mp::StackGeneration::k2606, true, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
-    {"qwen3-30b-a3b", "b300", mp::Dispatcher::kFusedDedup, true, mp::StackGeneration::k2606,
-     true, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    {"qwen3-235b-a22b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only,
+     0, 0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    {"qwen3-235b-a22b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only,
+     0, 0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    {"qwen3-30b-a3b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only, 0,
+     0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    {"qwen3-30b-a3b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only, 0,
+     0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    {"qwen3-30b-a3b", "b300", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only, 0, 0, 0,
+     "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
     // Megatron-Bridge 8af195c0a (2026-06-06, "DSV3 GB300 MXFP8 full-iter CG
     // recipe"), deepseek_workload_base_configs.py:
     // DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V{1,2} get moe_a2a_overlap=True.
-    {"deepseek-v3", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, mp::StackGeneration::k2606,
-     true, "Megatron-Bridge 8af195c0a deepseek_workload_base_configs.py"},
+    {"deepseek-v3", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only, 0,
+     0, 0, "Megatron-Bridge 8af195c0a deepseek_workload_base_configs.py"},
+    // Missing before the audit. v0.3.0 (26.02) qwen3_workload_base_configs.py
+    // QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_{BF16,FP8_CS}_V1 (FP8_MX_V1 = FP8_CS_V1;
+    // the V2 presets replace() them): PP8 VP4 EP8, moe_a2a_overlap=True, no
+    // flex backend (all-to-all). v0.3.1 (6f5e31aab, "Update Qwen3 235B B300
+    // Configs to match Qwen3 B200 Configs") moved them to PP8 without
+    // interleaving and the overlap off, so the 26.02.01 row, which publishes
+    // v0.3.0's VP 4, matches no preset of its tag.
+    {"qwen3-235b-a22b", "b300", mp::Dispatcher::kAllToAll, true, true, "26.02", "26.02", kEveryPrecision,
+     8, 4, 8, "Megatron-Bridge v0.3.0 qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_*"},
+    // Missing before the audit. v0.3.0 (26.02) QWEN3_30B_A3B_PRETRAIN_CONFIG_
+    // H100_{BF16,FP8_CS}_V1: PP2 VP12 EP8, moe_a2a_overlap=True, DeepEP.
+    // v0.3.1 (f29a269f8, "Update Qwen3 30B H100 Base Configs with HybridEP")
+    // moved them to EP16 without pipelining, HybridEP, the overlap off.
+    {"qwen3-30b-a3b", "h100-sxm", mp::Dispatcher::kFusedDedup, true, true, "26.02", "26.02",
+     kEveryPrecision, 2, 12, 8,
+     "Megatron-Bridge v0.3.0 qwen3_workload_base_configs.py QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_*"},
+    // Missing before the audit. v0.4.2 (a8b6cb3d6, "b200 DSv3 better cfg"),
+    // still in v0.5.1 and in v0.6.0's perf_recipes/deepseek/b200:
+    // DEEPSEEK_V3_PRETRAIN_CONFIG_B200_{FP8_MX,NVFP4}_V2: PP8 VP2 EP32 (EP
+    // across four 8-GPU nodes), DeepEP, moe_a2a_overlap=True.
+    {"deepseek-v3", "b200", mp::Dispatcher::kFusedDedup, true, true, "26.04.01", "",
+     kMxfp8Only | PrecisionBit(mp::Precision::kNvfp4), 8, 2, 32,
+     "Megatron-Bridge v0.4.2 deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_B200_*_V2"},
+    // Missing before the audit. v0.5.0 - v0.5.1 DEEPSEEK_V3_PRETRAIN_CONFIG_
+    // GB200_FP8_MX_V{1,2} (and v0.6.0 perf_recipes/deepseek/gb200): HybridEP,
+    // full-iteration graphs, moe_a2a_overlap=True.
+    {"deepseek-v3", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only, 0, 0,
+     0, "Megatron-Bridge v0.5.0 deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_*"},
+    // Missing before the audit. GPT_OSS_120B_PRETRAIN_CONFIG_GB200_{BF16,
+    // FP8_MX}_V2 (EP64): moe_a2a_overlap=True from v0.4.0, with HybridEP at
+    // v0.4.0 (26.04) and the all-to-all from Bridge PR 3561 (cherry-picked
+    // as ee3d3068b into r0.4.0, in v0.4.2: 26.04.01); v0.5.0 (26.06) keeps
+    // the all-to-all for BF16 and gives FP8_MX_V2 HybridEP with full-iteration
+    // graphs. GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 (v0.5.0 on, EP16):
+    // HybridEP, moe_a2a_overlap=True.
+    {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, false, "26.04", "26.04",
+     kEveryPrecision, 1, 1, 64,
+     "Megatron-Bridge v0.4.0 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_*_V2"},
+    {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kAllToAll, true, false, "26.04.01", "26.04.01",
+     kEveryPrecision, 1, 1, 64,
+     "Megatron-Bridge v0.4.2 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_*_V2 (PR 3561)"},
+    {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kAllToAll, true, false, "26.06", "",
+     PrecisionBit(mp::Precision::kBf16), 1, 1, 64,
+     "Megatron-Bridge v0.5.0 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2"},
+    {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, false, "26.06", "", kMxfp8Only, 1,
+     1, 64,
+     "Megatron-Bridge v0.5.0 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2"},
+    {"gpt-oss-120b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, false, "26.06", "", kMxfp8Only, 1,
+     1, 16,
+     "Megatron-Bridge v0.5.0 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2"},
+    // v0.5.1 QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2: PP8 VP3 EP8,
+    // HybridEP, moe_a2a_overlap=True (no published row yet; listed so the
+    // all-to-all entry below does not claim it).
+    {"qwen3-235b-a22b", "b200", mp::Dispatcher::kFusedDedup, true, false, "26.06.01", "",
+     kMxfp8Only, 8, 3, 8,
+     "Megatron-Bridge v0.5.1 qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2"},
+    // The presets without a flex backend, so NCCL's all-to-all, overlap off
+    // (all at TP 1: no TP communication to overlap).
+    // Before the audit these rows were priced with DeepEP / HybridEP.
+    // GPT-OSS-120B: GPT_OSS_120B_PRETRAIN_CONFIG_{B200,B300}_* at EP64 (V1
+    // every tag, V2 through v0.3.1), B200_*_V2 at EP8 from v0.4.2 (v0.4.0's
+    // had HybridEP), GB200_BF16_{V1,V2} before v0.4.0's overlap, GB300_* at
+    // EP64 (BF16 every tag, FP8_MX through v0.4.2), H100_* (PP4 EP8).
+    {"gpt-oss-120b", "b200", mp::Dispatcher::kAllToAll, false, false, "26.02", "", kEveryPrecision,
+     1, 1, 64, "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py B200 EP64 presets"},
+    {"gpt-oss-120b", "b200", mp::Dispatcher::kAllToAll, false, false, "26.04.01", "",
+     kEveryPrecision, 1, 1, 8,
+     "Megatron-Bridge v0.4.2-v0.5.1 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_B200_*_V2"},
+    {"gpt-oss-120b", "b300", mp::Dispatcher::kAllToAll, false, false, "26.02", "", kEveryPrecision,
+     1, 1, 64, "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py B300 EP64 presets"},
+    {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kAllToAll, false, false, "26.02", "26.02.01",
+     kEveryPrecision, 1, 1, 64,
+     "Megatron-Bridge v0.3.0-v0.3.1 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_*"},
+    {"gpt-oss-120b", "gb300-nvl72", mp::Dispatcher::kAllToAll, false, false, "26.02", "",
+     kEveryPrecision, 1, 1, 64, "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py GB300 EP64 presets"},
+    {"gpt-oss-120b", "h100-sxm", mp::Dispatcher::kAllToAll, false, false, "26.02", "", kEveryPrecision,
+     4, 1, 8, "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_H100_*"},
+    // Qwen3-235B-A22B on B200: every preset of every tag (the perf function
+    // sets "alltoall" and no preset has a backend) but v0.5.1's FP8_MX_V2
+    // above; on B300: PP8 without interleaving at v0.3.1 (forced by the
+    // function over V1's backend) and v0.4.0; HybridEP from v0.4.2.
+    {"qwen3-235b-a22b", "b200", mp::Dispatcher::kAllToAll, false, false, "26.02", "",
+     kEveryPrecision, 8, 0, 8,
+     "Megatron-Bridge v0.3.0-v0.5.1 qwen3_llm_pretrain.py qwen3_235b_a22b_pretrain_config_b200"},
+    {"qwen3-235b-a22b", "b300", mp::Dispatcher::kAllToAll, false, false, "26.02.01", "26.04",
+     kEveryPrecision, 8, 1, 8,
+     "Megatron-Bridge v0.3.1-v0.4.0 qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_*"},
+    // Qwen3-30B-A3B on B200 at v0.3.0: no backend in QWEN3_30B_A3B_PRETRAIN_
+    // CONFIG_B200_*_V1 (v0.3.1 gave it HybridEP).
+    {"qwen3-30b-a3b", "b200", mp::Dispatcher::kAllToAll, false, false, "26.02", "26.02",
+     kEveryPrecision, 1, 1, 8,
+     "Megatron-Bridge v0.3.0 qwen3_workload_base_configs.py QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_*_V1"},
 };
 
-// The listed recipe of a 2026-stack row, nullptr when its recipe keeps the
-// A2A overlap off.
-const RecipeKnobs* A2aOverlapRecipeFor(const std::string& model_preset,
-                                       const std::string& cluster_preset,
-                                       mp::StackGeneration generation, mp::Precision precision) {
-  for (const RecipeKnobs& r : kA2aOverlapRecipes) {
-    if (model_preset != r.model_preset || cluster_preset != r.cluster_preset) continue;
-    if (r.from_generation == mp::StackGeneration::k2606 &&
-        generation != mp::StackGeneration::k2606) {
-      continue;
-    }
-    if (r.mxfp8_only && precision != mp::Precision::kMxfp8) continue;
-    return &r;
+// "26.04.01" -> {26, 4, 1}; nullopt for anything else.
+std::optional<std::array<int, 3>> ContainerVersion(const std::string& text) {
+  std::array<int, 3> v{0, 0, 0};
+  const std::vector<std::string> parts = absl::StrSplit(text, '.');
+  if (parts.size() < 2 || parts.size() > 3) return std::nullopt;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!absl::SimpleAtoi(parts[i], &v[i])) return std::nullopt;
   }
-  return nullptr;
+  return v;
+}
+
+// Whether a row of `container` (or, without one, of `generation`) ran a
+// tag between `first` and `last` ("" = open).
+bool ContainerInRange(const std::string& container, mp::StackGeneration generation,
+                      const char* first, const char* last) {
+  std::optional<std::array<int, 3>> v = ContainerVersion(container);
+  if (!v) v = ContainerVersion(generation == mp::StackGeneration::k2606 ? "26.06" : "26.02");
+  const std::optional<std::array<int, 3>> lo = ContainerVersion(first);
+  if (lo && *v < *lo) return false;
+  if (last[0] == '\0') return true;
+  const std::optional<std::array<int, 3>> hi = ContainerVersion(last);
+  return !hi || *v <= *hi;
 }
 
 using mp::RecomputeLadder;
@@ -987,18 +1111,36 @@ uint32_t ModulesOfModel(const mp::ModelSpec& m, const mp::ParallelConfig&, uint3
   return mp::RecomputeModulesOfModel(m, modules);
 }
 
+// The listed recipe of a 2026-stack row (the first entry that covers it),
+// nullptr when its recipe runs the stack's defaults.
+const RecipeKnobs* MoeCommRecipeFor(const RowSpec& row) {
+  for (const RecipeKnobs& r : kRecipeMoeComm) {
+    if (row.model_preset != r.model_preset || row.cluster_name != r.cluster_preset) continue;
+    if (!ContainerInRange(row.container, row.generation, r.first_container, r.last_container)) {
+      continue;
+    }
+    if (r.precisions != kEveryPrecision && (r.precisions & PrecisionBit(row.precision)) == 0) {
+      continue;
+    }
+    const mp::ParallelConfig& p = row.parallel;
+    if ((r.pp != 0 && p.pp != r.pp) || (r.vp != 0 && p.vp != r.vp) || (r.ep != 0 && p.ep != r.ep)) {
+      continue;
+    }
+    return &r;
+  }
+  return nullptr;
+}
+
 absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, bool print) {
   RowSetup s;
   s.knobs = StackKnobs(r.precision);
   s.knobs.optimizer_states = r.optimizer_states;
   if (r.recipe_graphs.has_value()) s.knobs.cuda_graphs = r.recipe_graphs->on;
   // The EP A2A overlap only where the row's recipe or notes say it ran
-  // (older stacks predate it or leave it off, like the Bridge default).
-  const RecipeKnobs* recipe = r.stack == "megatron-core-2026"
-                                  ? A2aOverlapRecipeFor(r.model_preset, r.cluster_name, r.generation,
-                                                        r.precision)
-                                  : nullptr;
-  s.knobs.overlap.ep_comm = recipe != nullptr || r.notes_a2a_overlap;
+  // (older stacks predate it or leave it off, like the Bridge default); the
+  // dispatcher the recipe ran.
+  const RecipeKnobs* recipe = r.stack == "megatron-core-2026" ? MoeCommRecipeFor(r) : nullptr;
+  s.knobs.overlap.ep_comm = (recipe != nullptr && recipe->ep_a2a_overlap) || r.notes_a2a_overlap;
   if (recipe != nullptr) {
     s.knobs.dispatcher = recipe->dispatcher;
     s.knobs.overlap.tp_comm = recipe->tp_comm_overlap;
