@@ -37,9 +37,11 @@ constexpr double kExtraStreamSmShare = 0.25;
 // HGX, whatever the NIC: GPT-OSS-120B with EP 64 over 8 HGX nodes measured
 // 8,047 tokens/s/GPU on B200 (400 Gb/s NIC per GPU) and 8,359 on B300 (800
 // Gb/s), Megatron-Bridge 26.02 (runs.json): doubling the line rate bought
-// 4%, so the NIC is not what bounds it. Given the rest of the step model,
-// both rows imply ~29 GB/s per GPU (B200: 0.58 of its 50 GB/s, B300: 0.29
-// of 100 GB/s); a 400G-class per-GPU RDMA path (the dispatch kernels' fixed
+// 4%, so the NIC is not what bounds it. Both recipes run NCCL's all-to-all
+// (no flex backend in their presets). Given the rest of the step model the
+// rows imply ~29 GB/s per GPU when priced with DeepEP and ~40 GB/s with the
+// all-to-all they ran (B300 held at the ceiling, B200 at its 400G NIC's
+// 32.5 GB/s, 6% low); a 400G-class per-GPU RDMA path (the kernels' fixed
 // SM/proxy budget, or an 800G port run as 2 x 400G planes) would explain
 // it. Applied to every Blackwell GPU (no NVL72 row of runs.json spreads EP
 // beyond its NVLink domain, so none tests it there). Hopper rows (H100, EP

@@ -68,11 +68,11 @@ std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const Cluste
   }
   // The combined-1F1B EP overlap with the EP group inside one 8-GPU NVLink
   // node: one runs.json row ran it (Qwen3-30B-A3B on 16 H100, 26.02: the
-  // slow row of the contradictory pair, +60%), and the other public runs
+  // slow row of the contradictory pair, +59%), and the other public runs
   // that did are missed by 7-40% (Megatron-Bridge PR 1760's Qwen3-235B on
   // 64 B200, the 26.02 B300 table row): planner/SEARCH.md "Ties the step
-  // model cannot break", planner/README.md "The recipes' EP A2A overlap,
-  // audited".
+  // model cannot break", planner/README.md "The recipes' EP A2A overlap and
+  // dispatchers, audited".
   const bool ep_overlap_runs = p.pp == 1 || p.vp > 1;  // Megatron's schedule
   if (moe && k.overlap.ep_comm && ep_overlap_runs && EpGroupInsideEightGpuNode(cluster, p)) {
     u.push_back("EP A2A overlap inside one 8-GPU node");

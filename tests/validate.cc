@@ -183,9 +183,9 @@ mp::Knobs StackKnobs(mp::Precision precision) { return mp::RunDefaultKnobs(preci
 // the Qwen3 perf functions set the type themselves (Qwen3-235B on B200 /
 // B300 / H100 "alltoall", the rest "flex"). WorkloadBaseConfig's
 // moe_a2a_overlap defaults to False. Audited in the thirty-second session
-// (planner/README.md, "The recipes' EP A2A overlap, audited"); rows of
-// 26.08 (v0.6.0 perf_recipes) and presets matching no published layout keep
-// the defaults.
+// (planner/README.md, "The recipes' EP A2A overlap and dispatchers,
+// audited"); rows of 26.08 (v0.6.0 perf_recipes) and presets matching no
+// published layout keep the defaults.
 struct RecipeKnobs {
   const char* model_preset;
   const char* cluster_preset;
