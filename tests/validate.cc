@@ -161,8 +161,9 @@ std::optional<double> NumberOrNone(const json& row, const char* key) {
 
 // The stack's defaults for the knobs a row does not publish: what a run does
 // with those flags unset (planner/run_defaults.h RunDefaultKnobs: grouped
-// GEMM, DeepEP/HybridEP dispatch, TP/DP/PP overlap, CUDA graphs; the EP A2A
-// overlap as the row's recipe says: RecipeKnobs below).
+// GEMM, DeepEP/HybridEP dispatch, TP/DP/PP overlap, CUDA graphs, EP A2A
+// overlap off); the 2026 rows' dispatcher and EP A2A overlap as their
+// recipes ran them: kRecipeMoeComm below).
 mp::Knobs StackKnobs(mp::Precision precision) { return mp::RunDefaultKnobs(precision); }
 
 // The Megatron-Bridge performance recipes' MoE communication -- the token
