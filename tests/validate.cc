@@ -321,8 +321,9 @@ constexpr RecipeKnobs kRecipeMoeComm[] = {
      4, 1, 8, "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_H100_*"},
     // Qwen3-235B-A22B on B200: every preset of every tag (the perf function
     // sets "alltoall" and no preset has a backend) but v0.5.1's FP8_MX_V2
-    // above; on B300: PP8 without interleaving at v0.3.1 (forced by the
-    // function over V1's backend) and v0.4.0; HybridEP from v0.4.2.
+    // above; on B300: PP8 without interleaving at v0.3.1 (its perf function
+    // sets "alltoall" whatever the preset) and v0.4.0 (no backend);
+    // HybridEP from v0.4.2.
     {"qwen3-235b-a22b", "b200", mp::Dispatcher::kAllToAll, false, false, "26.02", "",
      kEveryPrecision, 8, 0, 8,
      "Megatron-Bridge v0.3.0-v0.5.1 qwen3_llm_pretrain.py qwen3_235b_a22b_pretrain_config_b200"},
