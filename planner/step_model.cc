@@ -43,6 +43,18 @@ namespace {
 
 // A container's YY x 100 + MM, e.g. 2604 for "26.04.01".
 absl::StatusOr<int> ContainerYearMonth(std::string_view container) {
+  absl::StatusOr<ContainerVersion> v = ParseContainerVersion(container);
+  if (!v.ok()) return v.status();
+  return v->year * 100 + v->month;
+}
+
+// The first container of each generation.
+constexpr int kFirstContainer2602 = 2602;
+constexpr int kFirstContainer2606 = 2606;
+
+}  // namespace
+
+absl::StatusOr<ContainerVersion> ParseContainerVersion(std::string_view container) {
   // YY.MM[.NN]: two-digit year and month, optional patch number.
   auto digits = [&](size_t pos, size_t n) {
     if (pos + n > container.size()) return -1;
@@ -53,28 +65,25 @@ absl::StatusOr<int> ContainerYearMonth(std::string_view container) {
     }
     return v;
   };
-  const int year = digits(0, 2);
-  const int month = digits(3, 2);
-  bool ok = year >= 0 && month >= 1 && month <= 12 && container.size() >= 5 &&
+  ContainerVersion v;
+  v.year = digits(0, 2);
+  v.month = digits(3, 2);
+  bool ok = v.year >= 0 && v.month >= 1 && v.month <= 12 && container.size() >= 5 &&
             container[2] == '.';
   if (ok && container.size() > 5) {
     ok = container[5] == '.' && container.size() > 6;
     for (size_t i = 6; ok && i < container.size(); ++i) {
       ok = container[i] >= '0' && container[i] <= '9';
+      // Saturates: no release has a patch number near it.
+      v.patch = std::min(v.patch * 10 + (container[i] - '0'), 99999999);
     }
   }
   if (!ok) {
     return absl::InvalidArgumentError(absl::StrCat(
         "container version '", std::string(container), "' is not YY.MM[.NN] (e.g. 26.04.01)"));
   }
-  return year * 100 + month;
+  return v;
 }
-
-// The first container of each generation.
-constexpr int kFirstContainer2602 = 2602;
-constexpr int kFirstContainer2606 = 2606;
-
-}  // namespace
 
 absl::StatusOr<StackGeneration> StackGenerationForContainer(std::string_view container) {
   absl::StatusOr<int> ym = ContainerYearMonth(container);

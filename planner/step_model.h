@@ -39,6 +39,21 @@ enum class StackGeneration {
 };
 inline constexpr StackGeneration kLatestStackGeneration = StackGeneration::k2606;
 std::string_view StackGenerationName(StackGeneration generation);  // "26.02", "26.06"
+// A container version YY.MM[.NN] as numbers (patch 0 when absent), ordered
+// as the releases are: 26.04 < 26.04.01 < 26.06.
+struct ContainerVersion {
+  int year = 0;
+  int month = 0;
+  int patch = 0;
+  friend bool operator<(const ContainerVersion& a, const ContainerVersion& b) {
+    if (a.year != b.year) return a.year < b.year;
+    if (a.month != b.month) return a.month < b.month;
+    return a.patch < b.patch;
+  }
+};
+// "26.04.01" -> {26, 4, 1}. InvalidArgument naming the text for anything
+// that is not YY.MM[.NN].
+absl::StatusOr<ContainerVersion> ParseContainerVersion(std::string_view container);
 // "26.02", "26.04.01", "26.06", "26.08", ... (YY.MM[.NN]) -> its generation:
 // before 26.06 -> k2602, from 26.06 on -> k2606. InvalidArgument naming the
 // text for anything else.

@@ -440,6 +440,19 @@ TEST(StackGenerationTest, ContainerVersions) {
                 StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("YY.MM")))
         << "'" << bad << "'";
   }
+  // The version as numbers, ordered as the releases are.
+  absl::StatusOr<ContainerVersion> v2604 = ParseContainerVersion("26.04");
+  absl::StatusOr<ContainerVersion> v260401 = ParseContainerVersion("26.04.01");
+  absl::StatusOr<ContainerVersion> v2606 = ParseContainerVersion("26.06");
+  ASSERT_TRUE(v2604.ok() && v260401.ok() && v2606.ok());
+  EXPECT_EQ(v260401->year, 26);
+  EXPECT_EQ(v260401->month, 4);
+  EXPECT_EQ(v260401->patch, 1);
+  EXPECT_EQ(v2604->patch, 0);
+  EXPECT_TRUE(*v2604 < *v260401 && *v260401 < *v2606);
+  EXPECT_FALSE(*v260401 < *v2604);
+  EXPECT_THAT(ParseContainerVersion("26.06.x"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("YY.MM")));
   absl::StatusOr<StackGeneration> latest = ParseStackGeneration("latest");
   ASSERT_TRUE(latest.ok()) << latest.status();
   EXPECT_EQ(*latest, kLatestStackGeneration);

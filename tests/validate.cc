@@ -55,7 +55,6 @@
 // were written with these rows in view; the held-out figures measure how
 // much the fitted constants overfit, not how much the design does.
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -74,11 +73,9 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "planner/cost_model.h"
 #include "planner/framework_rules.h"
@@ -227,21 +224,21 @@ constexpr RecipeKnobs kRecipeMoeComm[] = {
     // moe_a2a_overlap=True (with set_full_iter_cg_configs in
     // qwen3_llm_pretrain.py); the flex dispatcher (HybridEP) stays. The
     // 26.06+ tables are those recipes.
-    {"qwen3-235b-a22b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only,
-     0, 0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
-    {"qwen3-235b-a22b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only,
-     0, 0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
-    {"qwen3-30b-a3b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only, 0,
+    {"qwen3-235b-a22b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "",
+     kMxfp8Only, 0, 0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    {"qwen3-235b-a22b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "",
+     kMxfp8Only, 0, 0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    {"qwen3-30b-a3b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "",
+     kMxfp8Only, 0, 0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    {"qwen3-30b-a3b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "",
+     kMxfp8Only, 0, 0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
+    {"qwen3-30b-a3b", "b300", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only, 0,
      0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
-    {"qwen3-30b-a3b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only, 0,
-     0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
-    {"qwen3-30b-a3b", "b300", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only, 0, 0, 0,
-     "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
     // Megatron-Bridge 8af195c0a (2026-06-06, "DSV3 GB300 MXFP8 full-iter CG
     // recipe"), deepseek_workload_base_configs.py:
     // DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V{1,2} get moe_a2a_overlap=True.
-    {"deepseek-v3", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only, 0,
-     0, 0, "Megatron-Bridge 8af195c0a deepseek_workload_base_configs.py"},
+    {"deepseek-v3", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only,
+     0, 0, 0, "Megatron-Bridge 8af195c0a deepseek_workload_base_configs.py"},
     // Missing before the audit. v0.3.0 (26.02) qwen3_workload_base_configs.py
     // QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_{BF16,FP8_CS}_V1 (FP8_MX_V1 = FP8_CS_V1;
     // the V2 presets replace() them): PP8 VP4 EP8, moe_a2a_overlap=True, no
@@ -249,8 +246,10 @@ constexpr RecipeKnobs kRecipeMoeComm[] = {
     // Configs to match Qwen3 B200 Configs") moved them to PP8 without
     // interleaving and the overlap off, so the 26.02.01 row, which publishes
     // v0.3.0's VP 4, matches no preset of its tag.
-    {"qwen3-235b-a22b", "b300", mp::Dispatcher::kAllToAll, true, true, "26.02", "26.02", kEveryPrecision,
-     8, 4, 8, "Megatron-Bridge v0.3.0 qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_*"},
+    {"qwen3-235b-a22b", "b300", mp::Dispatcher::kAllToAll, true, true, "26.02", "26.02",
+     kEveryPrecision, 8, 4, 8,
+     "Megatron-Bridge v0.3.0 qwen3_workload_base_configs.py "
+     "QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_*"},
     // Missing before the audit. v0.3.0 (26.02) QWEN3_30B_A3B_PRETRAIN_CONFIG_
     // H100_{BF16,FP8_CS}_V1: PP2 VP12 EP8, moe_a2a_overlap=True, DeepEP.
     // v0.3.1 (f29a269f8, "Update Qwen3 30B H100 Base Configs with HybridEP")
@@ -264,12 +263,15 @@ constexpr RecipeKnobs kRecipeMoeComm[] = {
     // across four 8-GPU nodes), DeepEP, moe_a2a_overlap=True.
     {"deepseek-v3", "b200", mp::Dispatcher::kFusedDedup, true, true, "26.04.01", "",
      kMxfp8Only | PrecisionBit(mp::Precision::kNvfp4), 8, 2, 32,
-     "Megatron-Bridge v0.4.2 deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_B200_*_V2"},
+     "Megatron-Bridge v0.4.2 deepseek_workload_base_configs.py "
+     "DEEPSEEK_V3_PRETRAIN_CONFIG_B200_*_V2"},
     // Missing before the audit. v0.5.0 - v0.5.1 DEEPSEEK_V3_PRETRAIN_CONFIG_
     // GB200_FP8_MX_V{1,2} (and v0.6.0 perf_recipes/deepseek/gb200): HybridEP,
     // full-iteration graphs, moe_a2a_overlap=True.
-    {"deepseek-v3", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only, 0, 0,
-     0, "Megatron-Bridge v0.5.0 deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_*"},
+    {"deepseek-v3", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only,
+     0, 0, 0,
+     "Megatron-Bridge v0.5.0 deepseek_workload_base_configs.py "
+     "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_*"},
     // Missing before the audit. GPT_OSS_120B_PRETRAIN_CONFIG_GB200_{BF16,
     // FP8_MX}_V2 (EP64): moe_a2a_overlap=True from v0.4.0, with HybridEP at
     // v0.4.0 (26.04) and the all-to-all from Bridge PR 3561 (cherry-picked
@@ -279,25 +281,31 @@ constexpr RecipeKnobs kRecipeMoeComm[] = {
     // HybridEP, moe_a2a_overlap=True.
     {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, false, "26.04", "26.04",
      kEveryPrecision, 1, 1, 64,
-     "Megatron-Bridge v0.4.0 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_*_V2"},
+     "Megatron-Bridge v0.4.0 gpt_oss_workload_base_configs.py "
+     "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_*_V2"},
     {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kAllToAll, true, false, "26.04.01", "26.04.01",
      kEveryPrecision, 1, 1, 64,
-     "Megatron-Bridge v0.4.2 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_*_V2 (PR 3561)"},
+     "Megatron-Bridge v0.4.2 gpt_oss_workload_base_configs.py "
+     "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_*_V2 (PR 3561)"},
     {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kAllToAll, true, false, "26.06", "",
      PrecisionBit(mp::Precision::kBf16), 1, 1, 64,
-     "Megatron-Bridge v0.5.0 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2"},
-    {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, false, "26.06", "", kMxfp8Only, 1,
-     1, 64,
-     "Megatron-Bridge v0.5.0 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2"},
-    {"gpt-oss-120b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, false, "26.06", "", kMxfp8Only, 1,
-     1, 16,
-     "Megatron-Bridge v0.5.0 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2"},
+     "Megatron-Bridge v0.5.0 gpt_oss_workload_base_configs.py "
+     "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2"},
+    {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, false, "26.06", "",
+     kMxfp8Only, 1, 1, 64,
+     "Megatron-Bridge v0.5.0 gpt_oss_workload_base_configs.py "
+     "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2"},
+    {"gpt-oss-120b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, false, "26.06", "",
+     kMxfp8Only, 1, 1, 16,
+     "Megatron-Bridge v0.5.0 gpt_oss_workload_base_configs.py "
+     "GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2"},
     // v0.5.1 QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2: PP8 VP3 EP8,
     // HybridEP, moe_a2a_overlap=True (no published row yet; listed so the
     // all-to-all entry below does not claim it).
     {"qwen3-235b-a22b", "b200", mp::Dispatcher::kFusedDedup, true, false, "26.06.01", "",
      kMxfp8Only, 8, 3, 8,
-     "Megatron-Bridge v0.5.1 qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2"},
+     "Megatron-Bridge v0.5.1 qwen3_workload_base_configs.py "
+     "QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2"},
     // The presets without a flex backend, so NCCL's all-to-all, overlap off
     // (all at TP 1: no TP communication to overlap).
     // Before the audit these rows were priced with DeepEP / HybridEP.
@@ -309,16 +317,21 @@ constexpr RecipeKnobs kRecipeMoeComm[] = {
      1, 1, 64, "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py B200 EP64 presets"},
     {"gpt-oss-120b", "b200", mp::Dispatcher::kAllToAll, false, false, "26.04.01", "",
      kEveryPrecision, 1, 1, 8,
-     "Megatron-Bridge v0.4.2-v0.5.1 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_B200_*_V2"},
+     "Megatron-Bridge v0.4.2-v0.5.1 gpt_oss_workload_base_configs.py "
+     "GPT_OSS_120B_PRETRAIN_CONFIG_B200_*_V2"},
     {"gpt-oss-120b", "b300", mp::Dispatcher::kAllToAll, false, false, "26.02", "", kEveryPrecision,
      1, 1, 64, "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py B300 EP64 presets"},
     {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kAllToAll, false, false, "26.02", "26.02.01",
      kEveryPrecision, 1, 1, 64,
-     "Megatron-Bridge v0.3.0-v0.3.1 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_*"},
+     "Megatron-Bridge v0.3.0-v0.3.1 gpt_oss_workload_base_configs.py "
+     "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_*"},
     {"gpt-oss-120b", "gb300-nvl72", mp::Dispatcher::kAllToAll, false, false, "26.02", "",
-     kEveryPrecision, 1, 1, 64, "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py GB300 EP64 presets"},
-    {"gpt-oss-120b", "h100-sxm", mp::Dispatcher::kAllToAll, false, false, "26.02", "", kEveryPrecision,
-     4, 1, 8, "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_H100_*"},
+     kEveryPrecision, 1, 1, 64,
+     "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py GB300 EP64 presets"},
+    {"gpt-oss-120b", "h100-sxm", mp::Dispatcher::kAllToAll, false, false, "26.02", "",
+     kEveryPrecision, 4, 1, 8,
+     "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py "
+     "GPT_OSS_120B_PRETRAIN_CONFIG_H100_*"},
     // Qwen3-235B-A22B on B200: every preset of every tag (the perf function
     // sets "alltoall" and no preset has a backend) but v0.5.1's FP8_MX_V2
     // above; on B300: PP8 without interleaving at v0.3.1 (its perf function
@@ -329,36 +342,26 @@ constexpr RecipeKnobs kRecipeMoeComm[] = {
      "Megatron-Bridge v0.3.0-v0.5.1 qwen3_llm_pretrain.py qwen3_235b_a22b_pretrain_config_b200"},
     {"qwen3-235b-a22b", "b300", mp::Dispatcher::kAllToAll, false, false, "26.02.01", "26.04",
      kEveryPrecision, 8, 1, 8,
-     "Megatron-Bridge v0.3.1-v0.4.0 qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_*"},
+     "Megatron-Bridge v0.3.1-v0.4.0 qwen3_workload_base_configs.py "
+     "QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_*"},
     // Qwen3-30B-A3B on B200 at v0.3.0: no backend in QWEN3_30B_A3B_PRETRAIN_
     // CONFIG_B200_*_V1 (v0.3.1 gave it HybridEP).
     {"qwen3-30b-a3b", "b200", mp::Dispatcher::kAllToAll, false, false, "26.02", "26.02",
      kEveryPrecision, 1, 1, 8,
-     "Megatron-Bridge v0.3.0 qwen3_workload_base_configs.py QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_*_V1"},
+     "Megatron-Bridge v0.3.0 qwen3_workload_base_configs.py "
+     "QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_*_V1"},
 };
 
-// "26.04.01" -> {26, 4, 1}; nullopt for anything else.
-std::optional<std::array<int, 3>> ContainerVersion(const std::string& text) {
-  std::array<int, 3> v{0, 0, 0};
-  const std::vector<std::string> parts = absl::StrSplit(text, '.');
-  if (parts.size() < 2 || parts.size() > 3) return std::nullopt;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    if (!absl::SimpleAtoi(parts[i], &v[i])) return std::nullopt;
-  }
-  return v;
-}
-
-// Whether a row of `container` (or, without one, of `generation`) ran a
-// tag between `first` and `last` ("" = open).
+// Whether a row of `container` (or, without one, of `generation`: its first
+// container) ran a tag between `first` and `last` ("" = open).
 bool ContainerInRange(const std::string& container, mp::StackGeneration generation,
                       const char* first, const char* last) {
-  std::optional<std::array<int, 3>> v = ContainerVersion(container);
-  if (!v) v = ContainerVersion(generation == mp::StackGeneration::k2606 ? "26.06" : "26.02");
-  const std::optional<std::array<int, 3>> lo = ContainerVersion(first);
-  if (lo && *v < *lo) return false;
-  if (last[0] == '\0') return true;
-  const std::optional<std::array<int, 3>> hi = ContainerVersion(last);
-  return !hi || *v <= *hi;
+  absl::StatusOr<mp::ContainerVersion> v = mp::ParseContainerVersion(container);
+  if (!v.ok()) v = mp::ParseContainerVersion(mp::StackGenerationName(generation));
+  const absl::StatusOr<mp::ContainerVersion> lo = mp::ParseContainerVersion(first);
+  if (lo.ok() && *v < *lo) return false;
+  const absl::StatusOr<mp::ContainerVersion> hi = mp::ParseContainerVersion(last);
+  return !hi.ok() || !(*hi < *v);
 }
 
 using mp::RecomputeLadder;
