@@ -2876,6 +2876,63 @@ int main(int argc, char** argv) {
                   ms.per_micro_batch_s, ms.per_step_s, ps.per_micro_batch_s, ps.per_step_s,
                   points[2].m, points[2].meas_s - points[2].m * ms.per_micro_batch_s);
     }
+    // --- MLPerf Training v5.0 Llama 3.1 405B at FP8: GB200 256 - 2,496 and
+    // H100 512 - 8,192 (tests/internal/scale_anchors.h), never fitted: dense
+    // FP8 on both GPU generations, from a source none of the constants saw.
+    {
+      const std::vector<Point> nvfp4 = points;  // the v5.1 series above
+      std::printf("\n== Scale series: MLPerf Training v5.0 Llama 3.1 405B, FP8 (training_results_"
+                  "v5.0; step as above), shipped constants ==\n");
+      print_header();
+      const std::vector<mt::ScaleAnchor> v50 = mt::MlperfV50Llama405bAnchors();
+      const std::vector<Point> fp8 = predict_series(v50, std::nullopt, false);
+      print_coverage(fp8);
+      std::printf("  (GB200 TP4 PP8 VP8 CP2, H100 TP8 PP8 VP8 CP2; m = micro-batches per replica)\n"
+                  "  recipe: %s\n  not modelled: %s\n",
+                  v50.front().recipe.c_str(), v50.front().not_modelled.c_str());
+      for (const auto& [label, from, to] :
+           {std::tuple<const char*, size_t, size_t>{"GB200 (7 runs)", 0, 7},
+            std::tuple<const char*, size_t, size_t>{"H100 (5 runs)", 7, 12}}) {
+        double abs_sum = 0, signed_sum = 0;
+        int n = 0;
+        for (size_t i = from; i < to && i < fp8.size(); ++i) {
+          if (!fp8[i].ok) continue;
+          const double e = fp8[i].pred_tps / fp8[i].meas_tps - 1;
+          abs_sum += std::abs(e);
+          signed_sum += e;
+          ++n;
+        }
+        if (n > 0) {
+          std::printf("  %-15s MAPE %5.1f%% (signed %+5.1f%%)\n", label, 100 * abs_sum / n,
+                      100 * signed_sum / n);
+        }
+      }
+      auto ratio_of = [](const std::vector<Point>& a, size_t i, const std::vector<Point>& b,
+                         size_t j, const char* what) {
+        if (i >= a.size() || j >= b.size() || !a[i].ok || !b[j].ok) return;
+        const double meas = a[i].meas_tps / b[j].meas_tps;
+        const double pred = a[i].pred_tps / b[j].pred_tps;
+        std::printf("  ratio %-44s meas %.3f pred %.3f err %+6.1f%%\n", what, meas, pred,
+                    100 * (pred / meas - 1));
+      };
+      ratio_of(fp8, 6, fp8, 2, "GB200 carina 2,496 / 512 tokens/s/GPU");
+      ratio_of(fp8, 11, fp8, 7, "H100 8,192 / 512 tokens/s/GPU");
+      ratio_of(fp8, 2, fp8, 7, "GB200 / H100 at 512 tokens/s/GPU");
+      // The same cluster (NVIDIA tyche, 512 GB200), layout and rank order a
+      // round apart: v5.1 NVFP4 (NeMo 25.09, gbs 1152) over v5.0 FP8 (NeMo
+      // 25.04, gbs 896) -- precision and software change together.
+      ratio_of(nvfp4, 0, fp8, 1, "NVFP4 v5.1 / FP8 v5.0, tyche 512 GB200");
+      for (const auto& [label, i, j] :
+           {std::tuple<const char*, size_t, size_t>{"GB200 carina 512 and 2,496", 2, 6},
+            std::tuple<const char*, size_t, size_t>{"H100 512 and 8,192", 7, 11}}) {
+        if (j >= fp8.size() || !fp8[i].ok || !fp8[j].ok) continue;
+        const mt::StepSplit ms = mt::SplitStep(fp8[i].m, fp8[i].meas_s, fp8[j].m, fp8[j].meas_s);
+        const mt::StepSplit ps = mt::SplitStep(fp8[i].m, fp8[i].pred_s, fp8[j].m, fp8[j].pred_s);
+        std::printf("  step = m x t + K (%s): meas t %.4f s K %.3f s, pred t %.4f s K %.3f s\n",
+                    label, ms.per_micro_batch_s, ms.per_step_s, ps.per_micro_batch_s,
+                    ps.per_step_s);
+      }
+    }
     // --- MLPerf Training v6.0 DeepSeek-V3 671B, GB200 512 - 8,192 and GB300
     // 256 - 8,192 (tests/internal/scale_anchors.h): the strong-scaling and
     // GB300 / GB200 evidence, never fitted.

@@ -69,9 +69,9 @@ ScaleAnchor Published(const AnchorRun& run, const char* recipe, const char* not_
   return a;
 }
 
-ScaleAnchor Anchor(const char* id, const char* system, const char* config,
-                   const char* cluster, int gpus, int gbs, int tp,
-                   std::array<double, 3> medians, std::array<int, 3> steps) {
+ScaleAnchor Anchor(const char* id, const char* system, const char* config, const char* cluster,
+                   int gpus, int gbs, int tp, std::array<double, 3> medians,
+                   std::array<int, 3> steps) {
   ScaleAnchor a = Published({id, system, config, cluster, gpus, gbs}, kCommonRecipe, kNotModelled,
                             "llama3.1-405b", 8192);
   a.parallel.tp = tp;
@@ -166,11 +166,11 @@ constexpr char kDsv3NotModelled[] =
     "containers carry MLPerf code of the 26.06 generation's features "
     "(priced as 26.06)";
 
-ScaleAnchor Dsv3Anchor(const char* id, const char* system, const char* config,
-                       const char* cluster, int gpus, int gbs, int tp, bool recompute_mlp,
-                       const char* steps, std::vector<double> step_s) {
-  ScaleAnchor a = Published({id, system, config, cluster, gpus, gbs}, kDsv3Recipe,
-                            kDsv3NotModelled, "deepseek-v3", 4096);
+ScaleAnchor Dsv3Anchor(const char* id, const char* system, const char* config, const char* cluster,
+                       int gpus, int gbs, int tp, bool recompute_mlp, const char* steps,
+                       std::vector<double> step_s) {
+  ScaleAnchor a = Published({id, system, config, cluster, gpus, gbs}, kDsv3Recipe, kDsv3NotModelled,
+                            "deepseek-v3", 4096);
   a.parallel.tp = tp;
   a.parallel.pp = 4;
   a.parallel.vp = 4;
@@ -206,23 +206,20 @@ std::vector<ScaleAnchor> MlperfDeepSeekV3Anchors() {
                          "NVIDIA/tyche-hsg_ngpu512_ngc26.04_nemo",
                          "config_GB200_128x4x240xtp2pp4ep32cp1_mxfp8_full_cg.sh", "gb200-nvl72",
                          512, 15360, 2, true, "46-48", {30.801614, 30.844150, 30.851129}));
-  v.push_back(Dsv3Anchor("mlperf-v6.0-nvidia-dsv3-tyche-hsg_ngpu2048",
-                         "NVIDIA/tyche-hsg_ngpu2048_ngc26.04_nemo",
-                         "config_GB200_512x4x60xtp2pp4ep32cp1_mxfp8_full_cg.sh", "gb200-nvl72",
-                         2048, 15360, 2, true, "41-49",
-                         {9.088526, 9.114146, 9.110689, 9.120389, 9.165825, 9.099661, 9.125830,
-                          9.081060, 9.120667}));
-  v.push_back(Dsv3Anchor("mlperf-v6.0-nvidia-dsv3-tyche-hsg_ngpu4096",
-                         "NVIDIA/tyche-hsg_ngpu4096_ngc26.04_nemo",
-                         "config_GB200_1024x4x32xtp2pp4ep32cp1_mxfp8_full_cg.sh", "gb200-nvl72",
-                         4096, 16384, 2, true, "39-47",
-                         {5.388578, 5.503003, 5.406223, 5.394182, 5.415643, 5.857264, 5.477013,
-                          5.402908, 5.454241}));
-  v.push_back(Dsv3Anchor("mlperf-v6.0-nvidia-dsv3-tyche-hsg_ngpu8192",
-                         "NVIDIA/tyche-hsg_ngpu8192_ngc26.04_nemo",
-                         "config_GB200_2048x4x16xtp2pp4ep32cp1_mxfp8_full_cg.sh", "gb200-nvl72",
-                         8192, 16384, 2, true, "39-45",
-                         {3.556683, 3.560832, 3.504990, 3.454798, 3.479092, 3.492455, 3.494889}));
+  v.push_back(Dsv3Anchor(
+      "mlperf-v6.0-nvidia-dsv3-tyche-hsg_ngpu2048", "NVIDIA/tyche-hsg_ngpu2048_ngc26.04_nemo",
+      "config_GB200_512x4x60xtp2pp4ep32cp1_mxfp8_full_cg.sh", "gb200-nvl72", 2048, 15360, 2, true,
+      "41-49",
+      {9.088526, 9.114146, 9.110689, 9.120389, 9.165825, 9.099661, 9.125830, 9.081060, 9.120667}));
+  v.push_back(Dsv3Anchor(
+      "mlperf-v6.0-nvidia-dsv3-tyche-hsg_ngpu4096", "NVIDIA/tyche-hsg_ngpu4096_ngc26.04_nemo",
+      "config_GB200_1024x4x32xtp2pp4ep32cp1_mxfp8_full_cg.sh", "gb200-nvl72", 4096, 16384, 2, true,
+      "39-47",
+      {5.388578, 5.503003, 5.406223, 5.394182, 5.415643, 5.857264, 5.477013, 5.402908, 5.454241}));
+  v.push_back(Dsv3Anchor(
+      "mlperf-v6.0-nvidia-dsv3-tyche-hsg_ngpu8192", "NVIDIA/tyche-hsg_ngpu8192_ngc26.04_nemo",
+      "config_GB200_2048x4x16xtp2pp4ep32cp1_mxfp8_full_cg.sh", "gb200-nvl72", 8192, 16384, 2, true,
+      "39-45", {3.556683, 3.560832, 3.504990, 3.454798, 3.479092, 3.492455, 3.494889}));
   // GB300 NVL72 (4x CX-8 800 Gb/s per tray), TP1, no recompute,
   // FP8_OUTPUT_PROJ=True. NVIDIA theia: MINIBS 240 / 120 (dp 64 / 128),
   // gbs 15,360. CoreWeave (Spectrum-X Ethernet): MINIBS 32 / 16 / 8 (dp
@@ -230,8 +227,8 @@ std::vector<ScaleAnchor> MlperfDeepSeekV3Anchors() {
   // the paged stash's CPU buffer.
   v.push_back(Dsv3Anchor("mlperf-v6.0-nvidia-dsv3-theia_ngpu256",
                          "NVIDIA/theia_ngpu256_ngc26.04_nemo",
-                         "config_GB300_64x4x240xtp1pp4ep32cp1_mxfp8_full_cg.sh", "gb300-nvl72",
-                         256, 15360, 1, false, "42-50",
+                         "config_GB300_64x4x240xtp1pp4ep32cp1_mxfp8_full_cg.sh", "gb300-nvl72", 256,
+                         15360, 1, false, "42-50",
                          {39.109651, 38.936133, 39.011779, 39.042420, 39.157895, 39.027153,
                           38.952422, 38.957174, 38.930867}));
   v.push_back(Dsv3Anchor("mlperf-v6.0-nvidia-dsv3-theia_ngpu512",
@@ -240,24 +237,137 @@ std::vector<ScaleAnchor> MlperfDeepSeekV3Anchors() {
                          512, 15360, 1, false, "42-50",
                          {20.076897, 20.057734, 19.986198, 19.869345, 20.077292, 19.925818,
                           19.942976, 19.950934, 19.911701}));
-  v.push_back(Dsv3Anchor("mlperf-v6.0-coreweave-dsv3-gb300_ngpu2048",
-                         "CoreWeave/CoreWeave_GB300_512x4",
-                         "config_GB300_512x4x32xtp1pp4ep32cp1_mxfp8_full_cg.sh", "gb300-nvl72",
-                         2048, 16384, 1, false, "38-46",
-                         {6.263640, 6.086004, 6.073221, 6.174629, 6.778710, 6.299781, 6.156203,
-                          6.310689, 6.082658}));
-  v.push_back(Dsv3Anchor("mlperf-v6.0-coreweave-dsv3-gb300_ngpu4096",
-                         "CoreWeave/CoreWeave_GB300_1024x4",
-                         "config_GB300_1024x4x16xtp1pp4ep32cp1_mxfp8_full_cg.sh", "gb300-nvl72",
-                         4096, 16384, 1, false, "37-45",
-                         {3.072369, 3.014284, 3.165627, 2.984245, 3.029023, 3.087561, 3.102432,
-                          3.228831, 3.013289}));
-  v.push_back(Dsv3Anchor("mlperf-v6.0-coreweave-dsv3-gb300_ngpu8192",
-                         "CoreWeave/CoreWeave_GB300_2048x4",
-                         "config_GB300_2048x4x8xtp1pp4ep32cp1_mxfp8_full_cg.sh", "gb300-nvl72",
-                         8192, 16384, 1, false, "37-45",
-                         {1.828208, 1.854232, 1.871999, 1.669013, 1.728032, 1.752979, 1.807804,
-                          1.712711, 1.672911}));
+  v.push_back(Dsv3Anchor(
+      "mlperf-v6.0-coreweave-dsv3-gb300_ngpu2048", "CoreWeave/CoreWeave_GB300_512x4",
+      "config_GB300_512x4x32xtp1pp4ep32cp1_mxfp8_full_cg.sh", "gb300-nvl72", 2048, 16384, 1, false,
+      "38-46",
+      {6.263640, 6.086004, 6.073221, 6.174629, 6.778710, 6.299781, 6.156203, 6.310689, 6.082658}));
+  v.push_back(Dsv3Anchor(
+      "mlperf-v6.0-coreweave-dsv3-gb300_ngpu4096", "CoreWeave/CoreWeave_GB300_1024x4",
+      "config_GB300_1024x4x16xtp1pp4ep32cp1_mxfp8_full_cg.sh", "gb300-nvl72", 4096, 16384, 1, false,
+      "37-45",
+      {3.072369, 3.014284, 3.165627, 2.984245, 3.029023, 3.087561, 3.102432, 3.228831, 3.013289}));
+  v.push_back(Dsv3Anchor(
+      "mlperf-v6.0-coreweave-dsv3-gb300_ngpu8192", "CoreWeave/CoreWeave_GB300_2048x4",
+      "config_GB300_2048x4x8xtp1pp4ep32cp1_mxfp8_full_cg.sh", "gb300-nvl72", 8192, 16384, 1, false,
+      "37-45",
+      {1.828208, 1.854232, 1.871999, 1.669013, 1.728032, 1.752979, 1.807804, 1.712711, 1.672911}));
+  return v;
+}
+
+namespace {
+
+// What the twelve v5.0 configs share (config_*.sh sourcing config_common.sh,
+// on GB200 also config_common_blackwell.sh and config_common_cg.sh;
+// conf/custom.yaml turns the variables into NeMo's model config):
+// - FP8=True with FP8_RECIPE "delayed" (config_common_blackwell.sh; the
+//   custom.yaml default where a config sets none), amax history 1: per-tensor
+//   FP8 GEMMs, attention in BF16 (no config sets FP8 dot-product
+//   attention). GB200: FP8_PARAM_GATHER=True; H100: FP8_PARAMS=True.
+// - TP_COMM_OVERLAP=True (userbuffers, conf/tp_overlap/<gpu>tp<tp>mbs1.yaml),
+//   sequence parallel (SEQ_PARALLEL default True), CUDA_DEVICE_MAX_CONNECTIONS=1.
+// - distributed optimizer, OVERLAP_GRAD_REDUCE / OVERLAP_PARAM_GATHER True,
+//   grad_reduce_in_fp32=False (pretrain.py), DEFER_EMBEDDING_WGRAD_COMPUTE.
+// - no recompute (ACT_CKPT_GRANULARITY unset: custom.yaml null).
+// - ASYM_PP_EMBED / ASYM_PP_LOSS True: 126 layers + embedding + loss over
+//   pp x vp = 64 virtual stages, one layer on the first and last.
+// - GB200 only: FULL_CUDA_GRAPH=True (config_common_cg.sh, the whole
+//   step in one graph) and, except tyche 256, TP_PP_DP_MAPPING=True (data
+//   parallelism outermost). H100: no CUDA graphs, Megatron's default order.
+constexpr char kV50Recipe[] =
+    "FP8 GEMMs (delayed scaling), BF16 attention, TP comm overlap (userbuffers), DP overlap "
+    "(dist. optimizer, BF16 grads), no recompute, asym. PP embed/loss; GB200: full-iteration "
+    "CUDA graphs, DP outermost (not tyche 256); H100: eager";
+constexpr char kV50NotModelled[] =
+    "FP8 delayed scaling (priced as the model's per-tensor FP8), FP8 parameter gather / FP8 "
+    "primary weights, deferred embedding wgrad; NeMo 25.01 / 25.04, older than every "
+    "generation the model describes (priced as 26.02)";
+
+ScaleAnchor V50Anchor(const AnchorRun& run, int tp, bool dp_outermost, bool full_graph,
+                      std::array<double, 3> medians, std::array<int, 3> steps) {
+  ScaleAnchor a = Published(run, kV50Recipe, kV50NotModelled, "llama3.1-405b", 8192);
+  a.parallel.tp = tp;
+  a.parallel.pp = 8;
+  a.parallel.vp = 8;
+  a.parallel.cp = 2;
+  a.parallel.mbs = 1;
+  a.parallel.first_stage_layers = 1;
+  a.parallel.last_stage_layers = 1;
+  a.parallel.dp_outermost = dp_outermost;
+  a.generation = planner::StackGeneration::k2602;
+  a.knobs.precision = planner::Precision::kFp8;
+  a.knobs.recompute.mode = planner::RecomputeMode::kNone;
+  a.knobs.cuda_graphs = full_graph;
+  a.knobs.overlap.tp_comm = true;
+  a.knobs.overlap.dp_comm = true;
+  a.knobs.overlap.pp_comm = true;
+  a.graph_full_iteration = full_graph;
+  a.file_median_step_s = medians;
+  a.file_steps = steps;
+  return a;
+}
+
+}  // namespace
+
+std::vector<ScaleAnchor> MlperfV50Llama405bAnchors() {
+  std::vector<ScaleAnchor> v;
+  // NVIDIA tyche, GB200 NVL72 (submission_platform "64xNVIDIA GB200" /
+  // "128xNVIDIA GB200"): MINIBS 112 at dp 4 and 8 (gbs 448, 896). The
+  // 256-GPU config sets no TP_PP_DP_MAPPING.
+  v.push_back(V50Anchor(
+      {"mlperf-v5.0-nvidia-llama31-405b-tyche_ngpu256", "NVIDIA/tyche_ngpu256_ngc25.04_nemo",
+       "config_GB200_64x4x112xtp4pp8cp2_cg.sh", "gb200-nvl72", 256, 448},
+      4, false, true, {19.093639, 19.168979, 19.187069}, {614, 614, 614}));
+  v.push_back(V50Anchor(
+      {"mlperf-v5.0-nvidia-llama31-405b-tyche_ngpu512", "NVIDIA/tyche_ngpu512_ngc25.04_nemo",
+       "config_GB200_128x4x112xtp4pp8cp2_cg_dplast.sh", "gb200-nvl72", 512, 896},
+      4, true, true, {19.600581, 19.432199, 19.428184}, {308, 308, 308}));
+  // IBM + CoreWeave carina, GB200 NVL72: MINIBS 112 / 48 / 48 / 40 / 32 at
+  // dp 8 / 16 / 24 / 32 / 39. Its configs source config_common_blackwell.sh,
+  // which the submission does not include: the FP8 recipe is custom.yaml's
+  // default ("delayed").
+  v.push_back(V50Anchor({"mlperf-v5.0-ibm-coreweave-llama31-405b-carina_ngpu512",
+                         "IBM+CoreWeave+NVIDIA/carina_ngpu512_ngc25.04_nemo",
+                         "config_GB200_128x4x112xtp4pp8cp2.sh", "gb200-nvl72", 512, 896},
+                        4, true, true, {19.430387, 19.277966, 19.253330}, {313, 313, 313}));
+  v.push_back(V50Anchor({"mlperf-v5.0-ibm-coreweave-llama31-405b-carina_ngpu1024",
+                         "IBM+CoreWeave+NVIDIA/carina_ngpu1024_ngc25.04_nemo",
+                         "config_GB200_256x4x48xtp4pp8cp2.sh", "gb200-nvl72", 1024, 768},
+                        4, true, true, {8.448521, 8.451588, 8.445889}, {361, 361, 361}));
+  v.push_back(V50Anchor({"mlperf-v5.0-ibm-coreweave-llama31-405b-carina_ngpu1536",
+                         "IBM+CoreWeave+NVIDIA/carina_ngpu1536_ngc25.04_nemo",
+                         "config_GB200_384x4x48xtp4pp8cp2.sh", "gb200-nvl72", 1536, 1152},
+                        4, true, true, {8.490334, 8.498581, 8.524850}, {241, 282, 241}));
+  v.push_back(V50Anchor({"mlperf-v5.0-ibm-coreweave-llama31-405b-carina_ngpu2048",
+                         "IBM+CoreWeave+NVIDIA/carina_ngpu2048_ngc25.04_nemo",
+                         "config_GB200_512x4x40xtp4pp8cp2.sh", "gb200-nvl72", 2048, 1280},
+                        4, true, true, {7.151531, 7.158409, 7.177897}, {254, 254, 254}));
+  v.push_back(V50Anchor({"mlperf-v5.0-ibm-coreweave-llama31-405b-carina_ngpu2496",
+                         "IBM+CoreWeave+NVIDIA/carina_ngpu2496_ngc25.04_nemo",
+                         "config_GB200_624x4x32xtp4pp8cp2.sh", "gb200-nvl72", 2496, 1248},
+                        4, true, true, {5.822275, 5.819315, 5.835990}, {261, 261, 261}));
+  // NVIDIA eos-dfw, DGX H100 ("<n>xNVIDIA HGX H100", 8 GPUs per node):
+  // MINIBS 288 / 72 / 64 / 56 / 24 at dp 4 / 16 / 19 / 20 / 64.
+  v.push_back(
+      V50Anchor({"mlperf-v5.0-nvidia-llama31-405b-eos-dfw_n64", "NVIDIA/eos-dfw_n64_ngc25.01_nemo",
+                 "config_DGXH100_64x8x288xtp8pp8cp2.sh", "h100-sxm", 512, 1152},
+                8, false, false, {55.102684, 55.164993, 55.143326}, {241, 241, 241}));
+  v.push_back(V50Anchor(
+      {"mlperf-v5.0-nvidia-llama31-405b-eos-dfw_n256", "NVIDIA/eos-dfw_n256_ngc25.01_nemo",
+       "config_DGXH100_256x8x72xtp8pp8cp2.sh", "h100-sxm", 2048, 1152},
+      8, false, false, {14.206636, 14.226776, 14.221636}, {241, 282, 241}));
+  v.push_back(V50Anchor(
+      {"mlperf-v5.0-nvidia-llama31-405b-eos-dfw_n304", "NVIDIA/eos-dfw_n304_ngc25.01_nemo",
+       "config_DGXH100_304x8x64xtp8pp8cp2.sh", "h100-sxm", 2432, 1216},
+      8, false, false, {12.700290, 12.711573, 12.864081}, {268, 268, 268}));
+  v.push_back(V50Anchor(
+      {"mlperf-v5.0-nvidia-llama31-405b-eos-dfw_n320", "NVIDIA/eos-dfw_n320_ngc25.01_nemo",
+       "config_DGXH100_320x8x56xtp8pp8cp2.sh", "h100-sxm", 2560, 1120},
+      8, false, false, {11.184092, 11.172755, 11.165355}, {253, 253, 253}));
+  v.push_back(V50Anchor(
+      {"mlperf-v5.0-nvidia-llama31-405b-eos-dfw_n1024", "NVIDIA/eos-dfw_n1024_ngc25.01_nemo",
+       "config_DGXH100_1024x8x24xtp8pp8cp2.sh", "h100-sxm", 8192, 1536},
+      8, false, false, {5.181194, 5.177723, 5.175566}, {212, 212, 212}));
   return v;
 }
 

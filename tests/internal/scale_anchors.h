@@ -88,6 +88,28 @@ std::vector<ScaleAnchor> MlperfLlama405bAnchors();
 // runs, none in runs.json, none used to set any constant.
 std::vector<ScaleAnchor> MlperfDeepSeekV3Anchors();
 
+// MLPerf Training v5.0 Llama 3.1 405B at FP8 (closed division, May 2025):
+// the dense FP8 series, twelve runs none of which is in runs.json or was
+// used to set a constant. GB200 NVL72 at TP4 PP8 VP8 CP2 (NVIDIA tyche,
+// 256 and 512 GPUs; IBM + CoreWeave carina, 512 / 1,024 / 1,536 / 2,048 /
+// 2,496 GPUs), full-iteration CUDA graphs, NeMo 25.04; H100 (NVIDIA eos-dfw,
+// 512 / 2,048 / 2,432 / 2,560 / 8,192 GPUs) at TP8 PP8 VP8 CP2, eager, NeMo
+// 25.01. Every run: FP8 delayed scaling (per-tensor), TP communication
+// overlap (userbuffers), no recompute, micro-batch 1, sequence 8,192,
+// 126 layers over 64 virtual stages with the embedding and the loss
+// counted (one layer on the first and last). Source: the
+// training_results_v5.0 tree as mirrored in prishajain1/training_results_v5.0
+// (commit ab57af8), <submitter>/results/<system>/llama31_405b/
+// result_{0,1,2}.txt and <submitter>/benchmarks/llama31_405b/
+// implementations/<system>/config_*.sh; each step as the v5.1 anchors'
+// (median of the logged train_step_time of steps >= 5, the step being the
+// logged sample count / global batch; then the median of the three files).
+// The two Nebius H200 runs of the same round are left out: their configs
+// leave ASYM_PP_EMBED / ASYM_PP_LOSS unset (conf/custom.yaml: False), and
+// 126 layers do not split evenly over 64 virtual stages without them, so
+// how those runs placed the layers is not published.
+std::vector<ScaleAnchor> MlperfV50Llama405bAnchors();
+
 // Median of the three per-file medians (the middle value).
 double MedianStepSeconds(const std::array<double, 3>& file_medians_s);
 

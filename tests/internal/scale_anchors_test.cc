@@ -64,10 +64,14 @@ TEST(ScaleAnchorsTest, RatiosAndStepSplitByHand) {
   // 963.06 / 1067.94 = 0.9018 (2,560 / 512); 919.49 / 1067.94 = 0.8610;
   // 1402.24 / 1067.94 = 1.3130 (GB300 / GB200 at 512).
   const std::vector<ScaleAnchor> a = MlperfLlama405bAnchors();
-  const double t512 = StepTokensPerSecPerGpu(a[0].shape, MedianStepSeconds(a[0].file_median_step_s));
-  const double t2560 = StepTokensPerSecPerGpu(a[1].shape, MedianStepSeconds(a[1].file_median_step_s));
-  const double t5120 = StepTokensPerSecPerGpu(a[2].shape, MedianStepSeconds(a[2].file_median_step_s));
-  const double g512 = StepTokensPerSecPerGpu(a[3].shape, MedianStepSeconds(a[3].file_median_step_s));
+  const double t512 =
+      StepTokensPerSecPerGpu(a[0].shape, MedianStepSeconds(a[0].file_median_step_s));
+  const double t2560 =
+      StepTokensPerSecPerGpu(a[1].shape, MedianStepSeconds(a[1].file_median_step_s));
+  const double t5120 =
+      StepTokensPerSecPerGpu(a[2].shape, MedianStepSeconds(a[2].file_median_step_s));
+  const double g512 =
+      StepTokensPerSecPerGpu(a[3].shape, MedianStepSeconds(a[3].file_median_step_s));
   EXPECT_NEAR(t2560 / t512, 0.9018, 1e-4);
   EXPECT_NEAR(t5120 / t512, 0.8610, 1e-4);
   EXPECT_NEAR(g512 / t512, 1.3130, 1e-4);
@@ -80,6 +84,69 @@ TEST(ScaleAnchorsTest, RatiosAndStepSplitByHand) {
   const StepSplit u = SplitStep(144, 17.259342, 16, 2.227329);
   EXPECT_NEAR(u.per_micro_batch_s, 0.117438, 1e-6);
   EXPECT_NEAR(u.per_step_s, 0.348327, 1e-6);
+}
+
+TEST(ScaleAnchorsTest, V50Fp8SeriesWithItsPublishedLayouts) {
+  const std::vector<ScaleAnchor> a = MlperfV50Llama405bAnchors();
+  ASSERT_EQ(a.size(), 12u);
+  const int gpus[12] = {256, 512, 512, 1024, 1536, 2048, 2496, 512, 2048, 2432, 2560, 8192};
+  // MINIBS of each config = micro-batches per replica (mbs 1): gbs / dp.
+  const int minibs[12] = {112, 112, 112, 48, 48, 40, 32, 288, 72, 64, 56, 24};
+  for (int i = 0; i < 12; ++i) {
+    const ScaleAnchor& s = a[i];
+    SCOPED_TRACE(s.id);
+    const bool gb200 = i < 7;
+    EXPECT_EQ(s.shape.gpus, gpus[i]);
+    EXPECT_EQ(s.shape.seq_len, 8192);
+    EXPECT_EQ(s.cluster_preset, gb200 ? "gb200-nvl72" : "h100-sxm");
+    EXPECT_EQ(s.parallel.tp, gb200 ? 4 : 8);
+    EXPECT_EQ(s.parallel.pp, 8);
+    EXPECT_EQ(s.parallel.vp, 8);
+    EXPECT_EQ(s.parallel.cp, 2);
+    EXPECT_EQ(s.parallel.first_stage_layers, 1);
+    EXPECT_EQ(s.parallel.last_stage_layers, 1);
+    // TP_PP_DP_MAPPING=True on every GB200 config but tyche 256's.
+    EXPECT_EQ(s.parallel.dp_outermost, gb200 && i != 0);
+    EXPECT_EQ(s.knobs.precision, planner::Precision::kFp8);
+    EXPECT_TRUE(s.knobs.overlap.tp_comm);
+    EXPECT_EQ(s.knobs.recompute.mode, planner::RecomputeMode::kNone);
+    EXPECT_EQ(s.knobs.cuda_graphs, gb200);  // FULL_CUDA_GRAPH on GB200, eager H100
+    EXPECT_EQ(s.graph_full_iteration, gb200);
+    EXPECT_EQ(MicroBatchesPerReplica(s.shape, s.parallel), minibs[i]);
+  }
+}
+
+TEST(ScaleAnchorsTest, V50Fp8MeasuredFiguresByHand) {
+  const std::vector<ScaleAnchor> a = MlperfV50Llama405bAnchors();
+  const auto tps = [&](int i) {
+    return StepTokensPerSecPerGpu(a[i].shape, MeasuredStepSeconds(a[i]));
+  };
+  // tyche 512: middle of 19.600581, 19.432199, 19.428184 = 19.432199; 896 x
+  // 8,192 / 512 = 14,336 tokens per GPU -> 737.74 tokens/s/GPU.
+  EXPECT_DOUBLE_EQ(MeasuredStepSeconds(a[1]), 19.432199);
+  EXPECT_NEAR(tps(1), 737.74, 0.01);
+  // carina 512: 19.277966 -> 743.65; carina 2,496: 5.822275, 1,248 x 8,192
+  // / 2,496 = 4,096 -> 703.51; ratio 0.9460.
+  EXPECT_NEAR(tps(2), 743.65, 0.01);
+  EXPECT_NEAR(tps(6), 703.51, 0.01);
+  EXPECT_NEAR(tps(6) / tps(2), 0.9460, 1e-4);
+  // eos 512 (H100): 55.143326, 18,432 / 55.143326 = 334.26; eos 8,192:
+  // 5.177723, 1,536 -> 296.66; ratio 0.8875. GB200 / H100 at 512 (carina /
+  // eos): 743.65 / 334.26 = 2.2248.
+  EXPECT_NEAR(tps(7), 334.26, 0.01);
+  EXPECT_NEAR(tps(11), 296.66, 0.01);
+  EXPECT_NEAR(tps(11) / tps(7), 0.8875, 1e-4);
+  EXPECT_NEAR(tps(2) / tps(7), 2.2248, 1e-4);
+  // carina 512 (m 112) vs 2,496 (m 32): t = (19.277966 - 5.822275) / 80 =
+  // 0.168196 s per micro-batch, K = 5.822275 - 32 t = 0.439999 s per step.
+  const StepSplit c = SplitStep(112, 19.277966, 32, 5.822275);
+  EXPECT_NEAR(c.per_micro_batch_s, 0.168196, 1e-6);
+  EXPECT_NEAR(c.per_step_s, 0.439999, 1e-6);
+  // eos 512 (m 288) vs 8,192 (m 24): t = 49.965603 / 264 = 0.189264, K =
+  // 5.177723 - 24 t = 0.635395.
+  const StepSplit e = SplitStep(288, 55.143326, 24, 5.177723);
+  EXPECT_NEAR(e.per_micro_batch_s, 0.189264, 1e-6);
+  EXPECT_NEAR(e.per_step_s, 0.635395, 1e-6);
 }
 
 TEST(ScaleAnchorsTest, DeepSeekV3SeriesWithItsPublishedLayouts) {
