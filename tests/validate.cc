@@ -182,8 +182,16 @@ mp::Knobs StackKnobs(mp::Precision precision) { return mp::RunDefaultKnobs(preci
 // B300 / H100 "alltoall", the rest "flex"). WorkloadBaseConfig's
 // moe_a2a_overlap defaults to False. Audited in the thirty-second session
 // (planner/README.md, "The recipes' EP A2A overlap and dispatchers,
-// audited"); rows of 26.08 (v0.6.0 perf_recipes) and presets matching no
-// published layout keep the defaults.
+// audited"); presets matching no published layout keep the defaults.
+// Audited again in the thirty-third session: the 26.08 rows' recipes
+// (branch r0.6.0, src/megatron/bridge/perf_recipes/{qwen,deepseek,gpt_oss}/
+// {gb200,gb300}/, MXFP8) set the same dispatcher (flex + HybridEP), EP A2A
+// overlap (on, with delay_wgrad_compute), CUDA graphs (full_iteration) and
+// recompute as the 26.06 presets, so the open-ended 26.06 entries below
+// cover them as written; Kimi-K2's GB300 preset (v0.3.1 - v0.5.0, r0.6.0
+// perf_recipes/kimi/gb300/kimi_k2.py) runs HybridEP without the overlap at
+// every tag, which is the default (it also runs without CUDA graphs and
+// with the Muon optimizer, which this table does not carry).
 struct RecipeKnobs {
   const char* model_preset;
   const char* cluster_preset;
