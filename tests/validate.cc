@@ -2862,12 +2862,31 @@ int main(int argc, char** argv) {
                 anchors.front().recipe.c_str(), anchors.front().not_modelled.c_str());
     // Per-GPU throughput ratios: GB200 2,560 / 512 and 5,120 / 512 (the
     // same TP4 PP8 VP8 CP2 layout), GB300 / GB200 at 512 (each its own TP).
-    auto ratio = [&](size_t num, size_t den, const char* what) {
-      if (num >= points.size() || den >= points.size() || !points[num].ok || !points[den].ok) return;
-      const double meas = points[num].meas_tps / points[den].meas_tps;
-      const double pred = points[num].pred_tps / points[den].pred_tps;
-      std::printf("  ratio %-34s meas %.3f pred %.3f err %+6.1f%%\n", what, meas, pred,
+    // Per-GPU throughput ratio of run i of series a over run j of series b,
+    // measured and predicted.
+    auto ratio_of = [](const std::vector<Point>& a, size_t i, const std::vector<Point>& b, size_t j,
+                       const char* what) {
+      if (i >= a.size() || j >= b.size() || !a[i].ok || !b[j].ok) return;
+      const double meas = a[i].meas_tps / b[j].meas_tps;
+      const double pred = a[i].pred_tps / b[j].pred_tps;
+      std::printf("  ratio %-38s meas %.3f pred %.3f err %+6.1f%%\n", what, meas, pred,
                   100 * (pred / meas - 1));
+    };
+    auto ratio = [&](size_t num, size_t den, const char* what) {
+      ratio_of(points, num, points, den, what);
+    };
+    // Mean |error| and mean signed error of runs [from, to) of a series.
+    auto series_error = [](const std::vector<Point>& pts, size_t from, size_t to) {
+      double abs_sum = 0, signed_sum = 0;
+      int n = 0;
+      for (size_t i = from; i < to && i < pts.size(); ++i) {
+        if (!pts[i].ok) continue;
+        const double e = pts[i].pred_tps / pts[i].meas_tps - 1;
+        abs_sum += std::abs(e);
+        signed_sum += e;
+        ++n;
+      }
+      return std::pair<double, double>{n ? abs_sum / n : 0, n ? signed_sum / n : 0};
     };
     ratio(1, 0, "GB200 2,560 / 512 tokens/s/GPU");
     ratio(2, 0, "GB200 5,120 / 512 tokens/s/GPU");
@@ -2879,50 +2898,35 @@ int main(int argc, char** argv) {
           mt::SplitStep(points[0].m, points[0].meas_s, points[1].m, points[1].meas_s);
       const mt::StepSplit ps =
           mt::SplitStep(points[0].m, points[0].pred_s, points[1].m, points[1].pred_s);
-      std::printf("  step = m x t + K (GB200 512 and 2,560): meas t %.4f s K %.3f s, pred t "
-                  "%.4f s K %.3f s; at 5,120 (m %d) meas K = %.3f s\n",
-                  ms.per_micro_batch_s, ms.per_step_s, ps.per_micro_batch_s, ps.per_step_s,
-                  points[2].m, points[2].meas_s - points[2].m * ms.per_micro_batch_s);
+      std::printf(
+          "  step = m x t + K (GB200 512 and 2,560): meas t %.4f s K %.3f s, pred t "
+          "%.4f s K %.3f s; at 5,120 (m %d) meas K = %.3f s\n",
+          ms.per_micro_batch_s, ms.per_step_s, ps.per_micro_batch_s, ps.per_step_s, points[2].m,
+          points[2].meas_s - points[2].m * ms.per_micro_batch_s);
     }
     // --- MLPerf Training v5.0 Llama 3.1 405B at FP8: GB200 256 - 2,496 and
     // H100 512 - 8,192 (tests/internal/scale_anchors.h), never fitted: dense
     // FP8 on both GPU generations, from a source none of the constants saw.
     {
       const std::vector<Point> nvfp4 = points;  // the v5.1 series above
-      std::printf("\n== Scale series: MLPerf Training v5.0 Llama 3.1 405B, FP8 (training_results_"
-                  "v5.0; step as above), shipped constants ==\n");
+      std::printf(
+          "\n== Scale series: MLPerf Training v5.0 Llama 3.1 405B, FP8 (training_results_"
+          "v5.0; step as above), shipped constants ==\n");
       print_header();
       const std::vector<mt::ScaleAnchor> v50 = mt::MlperfV50Llama405bAnchors();
       const std::vector<Point> fp8 = predict_series(v50, std::nullopt, false);
       print_coverage(fp8);
-      std::printf("  (GB200 TP4 PP8 VP8 CP2, H100 TP8 PP8 VP8 CP2; m = micro-batches per replica)\n"
-                  "  recipe: %s\n  not modelled: %s\n",
-                  v50.front().recipe.c_str(), v50.front().not_modelled.c_str());
+      std::printf(
+          "  (GB200 TP4 PP8 VP8 CP2, H100 TP8 PP8 VP8 CP2; m = micro-batches per replica)\n"
+          "  recipe: %s\n  not modelled: %s\n",
+          v50.front().recipe.c_str(), v50.front().not_modelled.c_str());
       for (const auto& [label, from, to] :
            {std::tuple<const char*, size_t, size_t>{"GB200 (7 runs)", 0, 7},
             std::tuple<const char*, size_t, size_t>{"H100 (5 runs)", 7, 12}}) {
-        double abs_sum = 0, signed_sum = 0;
-        int n = 0;
-        for (size_t i = from; i < to && i < fp8.size(); ++i) {
-          if (!fp8[i].ok) continue;
-          const double e = fp8[i].pred_tps / fp8[i].meas_tps - 1;
-          abs_sum += std::abs(e);
-          signed_sum += e;
-          ++n;
-        }
-        if (n > 0) {
-          std::printf("  %-15s MAPE %5.1f%% (signed %+5.1f%%)\n", label, 100 * abs_sum / n,
-                      100 * signed_sum / n);
-        }
+        const auto e = series_error(fp8, from, to);
+        std::printf("  %-15s MAPE %5.1f%% (signed %+5.1f%%)\n", label, 100 * e.first,
+                    100 * e.second);
       }
-      auto ratio_of = [](const std::vector<Point>& a, size_t i, const std::vector<Point>& b,
-                         size_t j, const char* what) {
-        if (i >= a.size() || j >= b.size() || !a[i].ok || !b[j].ok) return;
-        const double meas = a[i].meas_tps / b[j].meas_tps;
-        const double pred = a[i].pred_tps / b[j].pred_tps;
-        std::printf("  ratio %-44s meas %.3f pred %.3f err %+6.1f%%\n", what, meas, pred,
-                    100 * (pred / meas - 1));
-      };
       ratio_of(fp8, 6, fp8, 2, "GB200 carina 2,496 / 512 tokens/s/GPU");
       ratio_of(fp8, 11, fp8, 7, "H100 8,192 / 512 tokens/s/GPU");
       ratio_of(fp8, 2, fp8, 7, "GB200 / H100 at 512 tokens/s/GPU");
@@ -2954,18 +2958,6 @@ int main(int argc, char** argv) {
     std::printf("  (GB200 TP2 PP4 VP4 EP32 recompute mlp; GB300 TP1 PP4 VP4 EP32; m = micro-batches "
                 "per replica)\n  recipe: %s\n  not modelled: %s\n",
                 dsv3.front().recipe.c_str(), dsv3.front().not_modelled.c_str());
-    auto series_error = [](const std::vector<Point>& pts, size_t from, size_t to) {
-      double abs_sum = 0, signed_sum = 0;
-      int n = 0;
-      for (size_t i = from; i < to && i < pts.size(); ++i) {
-        if (!pts[i].ok) continue;
-        const double e = pts[i].pred_tps / pts[i].meas_tps - 1;
-        abs_sum += std::abs(e);
-        signed_sum += e;
-        ++n;
-      }
-      return std::pair<double, double>{n ? abs_sum / n : 0, n ? signed_sum / n : 0};
-    };
     const std::vector<Point> balanced = predict_series(dsv3, mp::Routing::kBalanced, true);
     for (const auto& [label, from, to] :
          {std::tuple<const char*, size_t, size_t>{"GB200 (4 runs)", 0, 4},

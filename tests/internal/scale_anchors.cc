@@ -69,31 +69,56 @@ ScaleAnchor Published(const AnchorRun& run, const char* recipe, const char* not_
   return a;
 }
 
-ScaleAnchor Anchor(const char* id, const char* system, const char* config, const char* cluster,
-                   int gpus, int gbs, int tp, std::array<double, 3> medians,
-                   std::array<int, 3> steps) {
-  ScaleAnchor a = Published({id, system, config, cluster, gpus, gbs}, kCommonRecipe, kNotModelled,
-                            "llama3.1-405b", 8192);
-  a.parallel.tp = tp;
+// What every Llama 3.1 405B MLPerf run of both rounds shares: PP8 VP8 CP2,
+// micro-batch 1, one layer on the first and last virtual stage
+// (ASYM_PP_EMBED / ASYM_PP_LOSS: 126 layers + embedding + loss over 64
+// virtual stages), no recompute, DP and PP overlap, sequence 8,192; its
+// NeMo container (25.01 - 25.09) is older than every generation the model
+// describes, so it is priced as the oldest (26.02).
+struct Llama405bKnobs {
+  int tp = 4;
+  bool dp_outermost = false;  // TP_PP_DP_MAPPING=True
+  planner::Precision precision = planner::Precision::kFp8;
+  bool tp_comm_overlap = false;
+  bool cuda_graphs = false;
+  bool graph_full_iteration = false;  // MegatronFeatures::graph_full_iteration
+};
+ScaleAnchor Llama405bRun(const AnchorRun& run, const char* recipe, const char* not_modelled,
+                         const Llama405bKnobs& k, std::array<double, 3> medians,
+                         std::array<int, 3> steps) {
+  ScaleAnchor a = Published(run, recipe, not_modelled, "llama3.1-405b", 8192);
+  a.parallel.tp = k.tp;
   a.parallel.pp = 8;
   a.parallel.vp = 8;
   a.parallel.cp = 2;
   a.parallel.mbs = 1;
   a.parallel.first_stage_layers = 1;
   a.parallel.last_stage_layers = 1;
-  a.parallel.dp_outermost = true;  // TP_PP_DP_MAPPING=True
-  // NeMo 25.09 (ngc25.09 containers): older than every generation the
-  // model describes, so the oldest (26.02).
+  a.parallel.dp_outermost = k.dp_outermost;
   a.generation = planner::StackGeneration::k2602;
-  a.knobs.precision = planner::Precision::kNvfp4;
+  a.knobs.precision = k.precision;
   a.knobs.recompute.mode = planner::RecomputeMode::kNone;
-  a.knobs.cuda_graphs = true;
-  a.knobs.overlap.tp_comm = false;
+  a.knobs.cuda_graphs = k.cuda_graphs;
+  a.knobs.overlap.tp_comm = k.tp_comm_overlap;
   a.knobs.overlap.dp_comm = true;
   a.knobs.overlap.pp_comm = true;
+  a.graph_full_iteration = k.graph_full_iteration;
   a.file_median_step_s = medians;
   a.file_steps = steps;
   return a;
+}
+
+// A v5.1 run (NeMo 25.09): NVFP4, no TP overlap, CUDA graphs, DP outermost.
+ScaleAnchor Anchor(const char* id, const char* system, const char* config, const char* cluster,
+                   int gpus, int gbs, int tp, std::array<double, 3> medians,
+                   std::array<int, 3> steps) {
+  Llama405bKnobs k;
+  k.tp = tp;
+  k.dp_outermost = true;
+  k.precision = planner::Precision::kNvfp4;
+  k.cuda_graphs = true;
+  return Llama405bRun({id, system, config, cluster, gpus, gbs}, kCommonRecipe, kNotModelled, k,
+                      medians, steps);
 }
 
 }  // namespace
@@ -283,28 +308,17 @@ constexpr char kV50NotModelled[] =
     "primary weights, deferred embedding wgrad; NeMo 25.01 / 25.04, older than every "
     "generation the model describes (priced as 26.02)";
 
+// A v5.0 run: FP8 with TP overlap; full-iteration graphs on GB200 only.
 ScaleAnchor V50Anchor(const AnchorRun& run, int tp, bool dp_outermost, bool full_graph,
                       std::array<double, 3> medians, std::array<int, 3> steps) {
-  ScaleAnchor a = Published(run, kV50Recipe, kV50NotModelled, "llama3.1-405b", 8192);
-  a.parallel.tp = tp;
-  a.parallel.pp = 8;
-  a.parallel.vp = 8;
-  a.parallel.cp = 2;
-  a.parallel.mbs = 1;
-  a.parallel.first_stage_layers = 1;
-  a.parallel.last_stage_layers = 1;
-  a.parallel.dp_outermost = dp_outermost;
-  a.generation = planner::StackGeneration::k2602;
-  a.knobs.precision = planner::Precision::kFp8;
-  a.knobs.recompute.mode = planner::RecomputeMode::kNone;
-  a.knobs.cuda_graphs = full_graph;
-  a.knobs.overlap.tp_comm = true;
-  a.knobs.overlap.dp_comm = true;
-  a.knobs.overlap.pp_comm = true;
-  a.graph_full_iteration = full_graph;
-  a.file_median_step_s = medians;
-  a.file_steps = steps;
-  return a;
+  Llama405bKnobs k;
+  k.tp = tp;
+  k.dp_outermost = dp_outermost;
+  k.precision = planner::Precision::kFp8;
+  k.tp_comm_overlap = true;
+  k.cuda_graphs = full_graph;
+  k.graph_full_iteration = full_graph;
+  return Llama405bRun(run, kV50Recipe, kV50NotModelled, k, medians, steps);
 }
 
 }  // namespace
