@@ -7,6 +7,11 @@
 namespace moetune::tests {
 namespace {
 
+// A run's measured tokens/s/GPU: its measured step over its shape.
+double MeasuredTokensPerSecPerGpu(const ScaleAnchor& a) {
+  return StepTokensPerSecPerGpu(a.shape, MeasuredStepSeconds(a));
+}
+
 TEST(ScaleAnchorsTest, FourRunsWithTheirPublishedLayouts) {
   const std::vector<ScaleAnchor> a = MlperfLlama405bAnchors();
   ASSERT_EQ(a.size(), 4u);
@@ -118,9 +123,7 @@ TEST(ScaleAnchorsTest, V50Fp8SeriesWithItsPublishedLayouts) {
 
 TEST(ScaleAnchorsTest, V50Fp8MeasuredFiguresByHand) {
   const std::vector<ScaleAnchor> a = MlperfV50Llama405bAnchors();
-  const auto tps = [&](int i) {
-    return StepTokensPerSecPerGpu(a[i].shape, MeasuredStepSeconds(a[i]));
-  };
+  const auto tps = [&](int i) { return MeasuredTokensPerSecPerGpu(a[i]); };
   // tyche 512: middle of 19.600581, 19.432199, 19.428184 = 19.432199; 896 x
   // 8,192 / 512 = 14,336 tokens per GPU -> 737.74 tokens/s/GPU.
   EXPECT_DOUBLE_EQ(MeasuredStepSeconds(a[1]), 19.432199);
@@ -202,9 +205,7 @@ TEST(ScaleAnchorsTest, DeepSeekV3MeasuredFiguresByHand) {
   EXPECT_DOUBLE_EQ(MeasuredStepSeconds(a[5]), 19.950934);
   // GB300 8,192 (CoreWeave): 1.752979 -> 8,192 / 1.752979 = 4,673.19.
   EXPECT_DOUBLE_EQ(MeasuredStepSeconds(a[8]), 1.752979);
-  const auto tps = [&](int i) {
-    return StepTokensPerSecPerGpu(a[i].shape, MeasuredStepSeconds(a[i]));
-  };
+  const auto tps = [&](int i) { return MeasuredTokensPerSecPerGpu(a[i]); };
   // 2,343.99 / 3,983.90 = 0.5884 (GB200 8,192 / 512); 4,673.19 / 6,299.64 =
   // 0.7418 (GB300 8,192 / 256); 6,159.11 / 3,983.90 = 1.5460 (GB300 / GB200
   // at 512); 4,673.19 / 2,343.99 = 1.9937 (at 8,192).
