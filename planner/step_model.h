@@ -246,6 +246,24 @@ struct StackConstants {
   double moe_host_ops_forward = 7;
   double grouped_gemm_host_ops_per_expert = 13;
   double host_op_s = 25e-6;
+  // Host ops the combined-1F1B EP-overlap schedule adds per MoE layer and
+  // micro-batch (forward + backward) where its host time is not captured
+  // (every case but MoeHostHidden's: eager or scoped graphs). Megatron-Core
+  // runs each layer as ten schedule-node calls (models/common/
+  // model_chunk_schedule_plan.py TransformerLayerSchedulePlan.run: the
+  // pre-dispatch computation, dispatch, experts and combine forward and
+  // backward, and the two delayed wgrads); each call (pipeline_parallel/
+  // utils.py ScheduleNode) waits on and records the shared CUDA event,
+  // enters and leaves its stream, detaches and re-flags its inputs, and
+  // each backward call starts its own autograd-engine run. Counted as ~1.5
+  // host_op_s per call plus ~3 per backward engine run: ~30 (25-35 by that
+  // count). The CPU overhead Megatron-Bridge PR 1760 names when it turned
+  // the overlap off for Qwen3-235B-A22B on 64 B200 (PP8 VP4 EP8, eager;
+  // BF16 17.2 -> 16.0 s per step) and issue 3399 ("moe_a2a_overlap and VP
+  // degraded perf" on B300): priced with 30, that BF16 pair is 1.17 s
+  // (tests/validate knob ladder; the count was made after that figure had
+  // been seen, so the ladder does not test it independently).
+  double ep_overlap_schedule_host_ops = 30;
   // 26.06 on: on the layouts where the combined-1F1B schedule can run
   // (EP > 1, the layouts ep_overlap_needs_interleaving allows, >= 2
   // micro-batches), with CUDA graphs capturing the full iteration
@@ -362,9 +380,11 @@ struct StackConstants {
   // visits had been standing in for it; 25 us once each TP collective
   // hides behind its own GEMM only, AddTpTerms; 0 again once the overlap's
   // split GEMMs are priced, TpOverlapChunkingSeconds; 75 us once each MoE
-  // row is priced with the dispatcher its recipe ran). A weakly identified
-  // constant: folds choose 0-400 us.
-  double pp_stage_visit_s = 75e-6;
+  // row is priced with the dispatcher its recipe ran; 50 us once the
+  // EP-overlap schedule's own host work is priced,
+  // ep_overlap_schedule_host_ops). A weakly identified constant: folds
+  // choose 0-400 us.
+  double pp_stage_visit_s = 50e-6;
   // Host time per optimizer step that the GPU timeline does not hide, paid
   // once per step whatever the micro-batches: the training loop between
   // two steps' GPU work (Megatron / NeMo: the optimizer step's kernels

@@ -636,6 +636,7 @@ bool SetStackConstant(const std::string& key, double v, mp::StackConstants* k) {
   else if (key == "moe_host_ops_forward") k->moe_host_ops_forward = v;
   else if (key == "grouped_gemm_host_ops_per_expert") k->grouped_gemm_host_ops_per_expert = v;
   else if (key == "host_op_us") k->host_op_s = v * 1e-6;
+  else if (key == "ep_overlap_schedule_host_ops") k->ep_overlap_schedule_host_ops = v;
   else if (key == "step_host_ms") k->step_host_s = v * 1e-3;
   else if (key == "moe_host_hidden_by_ep_overlap") k->moe_host_hidden_by_ep_overlap = v != 0;
   else if (key == "moe_host_form")  // 0 additive (shipped), 1-3 the rejected overlaps;
