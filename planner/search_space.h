@@ -161,7 +161,8 @@ struct OffloadLevel {
   uint32_t modules = 0;
 };
 struct OverlapLevel {
-  std::string_view name;  // "all_1_stream", "all_2_streams", "none" (TP's apart)
+  std::string_view name;  // "all_1_stream", "all_2_streams", "all_but_ep" (MoE),
+                          // "none" (TP's apart)
   Overlap overlap;
 };
 

@@ -365,20 +365,24 @@ TEST(KnobAxesTest, DefaultAxesAndSetSizes) {
   EXPECT_EQ(axes->recompute.back().recompute.mode, RecomputeMode::kFull);
   ASSERT_EQ(axes->offload.size(), 3u);
   EXPECT_EQ(axes->offload.front().modules, 0u);
-  // Overlap levels: all on (1 stream), all on (2 streams), none; the TP
-  // overlap on / off apart.
-  EXPECT_EQ(axes->overlap.size(), 3u);
+  // Overlap levels: all on (1 stream), all on (2 streams), all but the EP
+  // A2A overlap (a MoE model's), none; the TP overlap on / off apart.
+  ASSERT_EQ(axes->overlap.size(), 4u);
+  EXPECT_EQ(axes->overlap[2].name, "all_but_ep");
+  EXPECT_FALSE(axes->overlap[2].overlap.ep_comm);
+  EXPECT_TRUE(axes->overlap[2].overlap.dp_comm);
+  EXPECT_TRUE(axes->overlap[2].overlap.pp_comm);
   EXPECT_EQ(axes->tp_overlap.size(), 2u);
   // MoE at ep > 1: one group per precision of 5 recompute x 3 offload
-  // subgroups of 3 overlap x 2 TP-overlap blocks of 2 dispatchers x 2
+  // subgroups of 4 overlap x 2 TP-overlap blocks of 2 dispatchers x 2
   // grouped x 2 graphs.
   KnobSet ep = BuildKnobSet(*axes, moe, /*expert_parallel=*/true);
   EXPECT_EQ(ep.num_groups(), 1);
-  EXPECT_EQ(ep.group_size, 720);
-  EXPECT_EQ(ep.subgroup_size, 48);
+  EXPECT_EQ(ep.group_size, 960);
+  EXPECT_EQ(ep.subgroup_size, 64);
   EXPECT_EQ(ep.subgroups_per_group(), 15);
   EXPECT_EQ(ep.block_size, 8);
-  EXPECT_EQ(ep.blocks_per_subgroup(), 6);
+  EXPECT_EQ(ep.blocks_per_subgroup(), 8);
   // Every member of a block differs from its head in neutral axes only.
   for (size_t b = 0; b < ep.combos.size(); b += 8) {
     const Knobs& head = ep.combos[b];
@@ -389,9 +393,9 @@ TEST(KnobAxesTest, DefaultAxesAndSetSizes) {
       EXPECT_EQ(ep.combos[i].overlap.num_comm_streams, head.overlap.num_comm_streams);
     }
   }
-  // At ep = 1 one dispatcher: 360.
+  // At ep = 1 one dispatcher: 480.
   KnobSet no_ep = BuildKnobSet(*axes, moe, /*expert_parallel=*/false);
-  EXPECT_EQ(no_ep.group_size, 360);
+  EXPECT_EQ(no_ep.group_size, 480);
   // Dense: no grouped-GEMM or dispatcher axis: 5 x 3 x 3 x 2 x 2 = 180.
   const ModelSpec dense = TinyDense();
   absl::StatusOr<KnobAxes> dense_axes =
@@ -417,18 +421,18 @@ TEST(KnobAxesTest, DefaultAxesAndSetSizes) {
   std::set<std::string> seen;
   for (const Knobs& k : ep.combos) seen.insert(ToString(k));
   EXPECT_EQ(seen.size(), ep.combos.size());
-  // Overlap moved to the group level: 3 groups of 240, subgroups of
+  // Overlap moved to the group level: 4 groups of 240, subgroups of
   // 2 (TP overlap) x 2 x 2 x 2.
   KnobSet by_overlap = BuildKnobSet(*axes, moe, true, AxisBit(KnobAxis::kOverlap));
-  EXPECT_EQ(by_overlap.num_groups(), 3);
+  EXPECT_EQ(by_overlap.num_groups(), 4);
   EXPECT_EQ(by_overlap.group_size, 240);
   EXPECT_EQ(by_overlap.subgroup_size, 16);
   EXPECT_EQ(by_overlap.block_size, 8);
   // Nothing neutral: blocks of one.
   KnobSet no_neutral = BuildKnobSet(*axes, moe, true, 0, 0);
   EXPECT_EQ(no_neutral.block_size, 1);
-  EXPECT_EQ(no_neutral.subgroup_size, 48);
-  for (int g = 0; g < 3; ++g) {
+  EXPECT_EQ(no_neutral.subgroup_size, 64);
+  for (int g = 0; g < 4; ++g) {
     const Knobs& head = by_overlap.combos[static_cast<size_t>(g * 240)];
     EXPECT_EQ(head.recompute.mode, RecomputeMode::kNone);
     EXPECT_EQ(head.dispatcher, Dispatcher::kFusedDedup);

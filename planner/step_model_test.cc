@@ -873,12 +873,16 @@ TEST(StepModelByHandTest, MoeHostTimePerGeneration) {
   // (grouped GEMMs, dispatch and memory-bound kernels cost nothing): 9 ms
   // of compute. EP 2: 4 local experts, host time (7 x 3 + 13 x 4) x 25 us
   // = 1.825 ms. 2 GPUs, gbs 16: dp 2, 8 micro-batches, head 3 ms.
-  // 26.02: host time adds: 8 x (2 x (9 + 1.825) + 3) = 197.2 ms.
+  // 26.02: host time adds, and so does the EP-overlap schedule's own host
+  // work (the default knobs run it; ep_overlap_schedule_host_ops 30 x 25 us
+  // = 0.75 ms per layer and micro-batch): 8 x (2 x (9 + 1.825 + 0.75) + 3)
+  // = 209.2 ms.
   // 26.06, pp 1 (EP-overlap schedule): hidden behind the other
-  // micro-batch's 9 ms: 8 x (2 x 9 + 3) = 168 ms.
+  // micro-batch's 9 ms, the schedule's host work captured with it:
+  // 8 x (2 x 9 + 3) = 168 ms.
   const TrainingShape shape{2, 2048, 16};
   const ParallelConfig ep2 = Layout(1, 1, 1, 2, 1, 1);
-  EXPECT_NEAR(MoeStepSeconds(TinyMoe(), shape, ep2, StackGeneration::k2602), 0.1972, 1e-12);
+  EXPECT_NEAR(MoeStepSeconds(TinyMoe(), shape, ep2, StackGeneration::k2602), 0.2092, 1e-12);
   EXPECT_NEAR(MoeStepSeconds(TinyMoe(), shape, ep2, StackGeneration::k2606), 0.168, 1e-12);
   // 512 experts: 256 local, host (21 + 13 x 256) x 25 us = 83.725 ms, of
   // which 83.725 - 9 = 74.725 ms shows in 26.06 (head 3 ms as before):
@@ -913,8 +917,9 @@ TEST(StepModelByHandTest, MoeHostHiddenOnlyUnderFullIterationGraphs) {
   // head 3 ms. 26.06 with full-iteration graphs (the published 26.06 MoE
   // performance recipes'): hidden, 8 x (2 x 9 + 3) = 168 ms. With graphs scoped to router +
   // preprocess (+ attn) the dispatch's token-count sync holds the CPU, and
-  // the host time adds as in 26.02, EP overlap on or off:
-  // 8 x (2 x (9 + 1.825) + 3) = 197.2 ms.
+  // the host time adds as in 26.02: 8 x (2 x (9 + 1.825) + 3) = 197.2 ms
+  // with the EP overlap off; on, its schedule's own host work adds
+  // 30 x 25 us = 0.75 ms per layer and micro-batch: + 8 x 2 x 0.75 = 12 ms.
   const ParallelConfig ep2 = Layout(1, 1, 1, 2, 1, 1);
   StackConstants scoped = StackConstantsFor(StackGeneration::k2606);
   scoped.host_op_s = 25e-6;
@@ -931,7 +936,7 @@ TEST(StepModelByHandTest, MoeHostHiddenOnlyUnderFullIterationGraphs) {
   // itself hides nothing here: only the host rule differs.
   EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, full, overlap_on), 0.168, 1e-12);
   EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, full, overlap_off), 0.168, 1e-12);
-  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, scoped, overlap_on), 0.1972,
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, scoped, overlap_on), 0.2092,
               1e-12);
   EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, scoped, overlap_off), 0.1972,
               1e-12);
@@ -939,25 +944,33 @@ TEST(StepModelByHandTest, MoeHostHiddenOnlyUnderFullIterationGraphs) {
   StackConstants old = StackConstantsFor(StackGeneration::k2602);
   old.host_op_s = 25e-6;
   old.step_host_s = 0;
-  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, old, overlap_on), 0.1972, 1e-12);
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, old, overlap_on), 0.2092, 1e-12);
+  // The schedule's host op count is what the difference is made of.
+  StackConstants lighter = old;
+  lighter.ep_overlap_schedule_host_ops = 10;
+  EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, lighter, overlap_on),
+              0.1972 + 8 * 2 * 10 * 25e-6, 1e-12);
 }
 
 TEST(StepModelByHandTest, MegatronFeaturesOnTheHost) {
   // TinyMoe, EP 2, 26.02 (host time adds), as in MoeHostTimePerGeneration:
   // 8 micro-batches x (2 layers x (9 + 1.825) + 3) = 197.2 ms with CUDA
   // graphs. The unit cost model launches kernels for free, so a light
-  // PyTorch op costs kTorchCallHostS = 3 us on the host.
+  // PyTorch op costs kTorchCallHostS = 3 us on the host. The EP overlap is
+  // off throughout (its schedule's host work: MoeHostHiddenOnlyUnder
+  // FullIterationGraphs).
   const ParallelConfig ep2 = Layout(1, 1, 1, 2, 1, 1);
   StackConstants latest = StackConstantsFor(StackGeneration::k2602);
   latest.host_op_s = 25e-6;  // a data-set constant, pinned round
   latest.step_host_s = 0;    // likewise, at zero
   Knobs graphs;
+  graphs.overlap.ep_comm = false;
   EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, latest, graphs), 0.1972, 1e-12);
   // Without CUDA graphs the attention (12 kernels) and the fused router +
   // flex preprocess (17) run eagerly: (12 + 17) x 3 passes x 3 us = 261 us
   // per layer, added to the GPU time (the MoE token-count sync):
   // 8 x (2 x (9 + 1.825 + 0.261) + 3) = 201.376 ms.
-  Knobs eager;
+  Knobs eager = graphs;
   eager.cuda_graphs = false;
   EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, latest, eager), 0.201376, 1e-12);
   // 26.06 hides the MoE host time behind the other micro-batch's compute
@@ -984,7 +997,7 @@ TEST(StepModelByHandTest, MegatronFeaturesOnTheHost) {
   // host, 12 x 3 x 3 us = 108 us, and it permutes four times instead of
   // twice: 2 x 3 x 3 us = 18 us (its global permute's HBM traffic is free
   // in the unit model): 8 x (2 x (9 + 1.825 + 0.126) + 3) = 199.216 ms.
-  Knobs a2a;
+  Knobs a2a = graphs;
   a2a.dispatcher = Dispatcher::kAllToAll;
   EXPECT_NEAR(MoeStepSecondsWith(TinyMoe(), "h100-sxm", ep2, latest, a2a), 0.199216, 1e-12);
   // MXFP8 (on a Blackwell cluster) without the fused allocation: each
@@ -992,7 +1005,7 @@ TEST(StepModelByHandTest, MegatronFeaturesOnTheHost) {
   // free), for the fc1 and fc2 inputs of 4 local experts, x 3 passes:
   // 2 x 4 x 3 x 12 us = 288 us per layer: + 8 x 2 x 0.288 = 4.608 ms over
   // the latest stack (the graphed parts have no host work).
-  Knobs mxfp8;
+  Knobs mxfp8 = graphs;
   mxfp8.precision = Precision::kMxfp8;
   StackConstants unfused_alloc = latest;
   unfused_alloc.features.mxfp8_fused_allocation = false;
@@ -1005,13 +1018,15 @@ TEST(StepModelByHandTest, RejectedMoeHostFormsByHand) {
   // The study forms of StackConstants::MoeHostForm, on the eager TinyMoe of
   // MegatronFeaturesOnTheHost (26.02, EP 2): per layer and micro-batch 9 ms
   // of compute, 1.825 ms of the experts' host work and 0.261 ms of eager
-  // ops; 3 ms per micro-batch outside the layers; 8 micro-batches.
+  // ops; 3 ms per micro-batch outside the layers; 8 micro-batches. EP
+  // overlap off (its schedule's host work is priced apart from the forms).
   const ParallelConfig ep2 = Layout(1, 1, 1, 2, 1, 1);
   StackConstants s = StackConstantsFor(StackGeneration::k2602);
   s.host_op_s = 25e-6;
   s.step_host_s = 0;
   Knobs eager;
   eager.cuda_graphs = false;
+  eager.overlap.ep_comm = false;
   using Form = StackConstants::MoeHostForm;
   ASSERT_EQ(s.moe_host_form, Form::kAdditive);
   // Additive (shipped): 8 x (2 x (9 + 1.825 + 0.261) + 3) = 201.376 ms.
