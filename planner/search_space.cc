@@ -511,9 +511,8 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
       // The EP A2A overlap alone off: its schedule's host work
       // (StackConstants::ep_overlap_schedule_host_ops) can cost an eager or
       // scoped-graph step more than it hides, and the DP / PP overlaps
-      // should not go with it.
-      // One level (the streams as the first "all" level's) keeps the
-      // space a third larger, not two thirds.
+      // should not go with it. One level (the first "all" level's streams)
+      // makes the space a third larger, not two thirds.
       Overlap o = all_on(f.comm_streams.value_or(1));
       o.ep_comm = false;
       axes.overlap.push_back({"all_but_ep", o});
