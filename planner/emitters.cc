@@ -465,12 +465,14 @@ void OverlapFlags(const Prediction& p, ArgWriter& a) {
     a.Flag("--tp-comm-overlap");
   }
   // Inside one 8-GPU node the step model prices the EP A2A overlap as
-  // hiding nothing, and the public A/B runs there measured it as a cost
+  // hiding no exchange and, where the iteration is not graph-captured whole,
+  // adding the schedule's own host work (EpOverlapScheduleHostSeconds,
+  // step_model_layers.cc); the public A/B runs there measured it as a cost
   // (planner/SEARCH.md, "Ties the step model cannot break").
   const bool in_node_ep = m.IsMoe() && EpGroupInsideEightGpuNode(p.cluster, par);
   constexpr char kInNodeEpEvidence[] =
-      "inside one 8-GPU node it hides nothing in the step model, and Megatron-Bridge PR 1760 "
-      "measured it costing 7% of an eager step";
+      "inside one 8-GPU node it hides no exchange in the step model and adds its schedule's "
+      "host work, and Megatron-Bridge PR 1760 measured it costing 7% of an eager step";
   if (EpOverlapActive(m, par, k)) {
     a.Flag("--overlap-moe-expert-parallel-comm");
     if (in_node_ep) a.Comment(absl::StrCat("the EP A2A overlap as given: ", kInNodeEpEvidence));

@@ -486,13 +486,14 @@ TEST(EmittersTest, InNodeEpOverlapSaysWhatTheEvidenceSays) {
   const std::string on = EmitMegatronArgs(moonlight->prediction, {});
   EXPECT_THAT(on, HasSubstr("  --overlap-moe-expert-parallel-comm\n"
                             "  # the EP A2A overlap as given: inside one 8-GPU node it hides "
-                            "nothing in the step model, and Megatron-Bridge PR 1760"));
+                            "no exchange in the step model and adds its schedule's host work, "
+                            "and Megatron-Bridge PR 1760"));
   Prediction off = moonlight->prediction;
   off.knobs.overlap.ep_comm = false;
   const std::string without = EmitMegatronArgs(off, {});
   EXPECT_THAT(without, Not(HasSubstr("  --overlap-moe-expert-parallel-comm\n")));
   EXPECT_THAT(without, HasSubstr("  # no --overlap-moe-expert-parallel-comm: inside one 8-GPU "
-                                 "node it hides nothing"));
+                                 "node it hides no exchange"));
   for (const GoldenCase& c : cases) {
     if (&c == moonlight) continue;
     EXPECT_THAT(EmitMegatronArgs(c.prediction, {}), Not(HasSubstr("PR 1760"))) << c.name;

@@ -642,21 +642,22 @@ ParallelConfig Searcher::ExplicitStages(const ParallelConfig& p,
 }
 
 // The combined-1F1B EP A2A overlap is left off where the step model finds
-// that it changes nothing: no exchange time hidden, no compute slowed, no
-// host time hidden, no memory saved -- an exchange bound by NVLink inside
-// one domain (StackConstants::ep_overlap_nvlink_fraction 0) on a stack
-// whose graphs do not capture the MoE layers. There the overlap's knob axis
-// ties, and the search's fastest-first order would keep it on. Published
-// A/B runs of such layouts measure it as a cost the step model does not
-// price: Megatron-Bridge pull request 1760 turned it off "due to CPU
-// overhead" on Qwen3-235B-A22B, 64 B200, PP8 VP4 EP8 (step 17.2 -> 16.0 s
-// at BF16; 20.1 -> 16.9 s at MXFP8 with VP dropped too), pull request 2669
-// turned it and VP off on B300 (issue 3399: "moe_a2a_overlap and VP
-// degraded perf"), and the 26.02 B300 table row that still ran them is
-// 0.71x the B200 row without them. Megatron's default is off. All of that
+// that it gains nothing: no exchange time hidden, no compute slowed, no
+// memory saved -- an exchange bound by NVLink inside one 8-GPU node
+// (StackConstants::ep_overlap_nvlink_fraction 0). Where the iteration is
+// not graph-captured whole the schedule's own host work
+// (EpOverlapScheduleHostSeconds) already makes it the slower setting and
+// the search's order drops it (the 'all_but_ep' overlap level); under
+// full-iteration graphs that work is captured, the axis ties, and the
+// fastest-first order would keep it on. The public A/B runs of such layouts
+// measured it as a cost: Megatron-Bridge pull request 1760 turned it off
+// "due to CPU overhead" on Qwen3-235B-A22B, 64 B200, PP8 VP4 EP8 (step
+// 17.2 -> 16.0 s at BF16; 20.1 -> 16.9 s at MXFP8 with VP dropped too),
+// pull request 2669 turned it and VP off on B300 (issue 3399: "moe_a2a_
+// overlap and VP degraded perf"). Megatron's default is off. All of that
 // evidence is on 8-GPU NVLink nodes; on NVL72 domains NVIDIA's GB200 /
 // GB300 MoE recipes run the overlap on and no public A/B measures it
-// there, so those plans keep the search's order (on). A pinned overlap
+// there, so those plans keep the search's order. A pinned overlap
 // (--fix overlap=..., --overlap) is kept as given.
 Knobs Searcher::WithoutIdleEpOverlap(const ParallelConfig& p, const Knobs& k) const {
   const FixedKnobs& fixed = options_.constraints.fixed;

@@ -478,6 +478,33 @@ TEST(SearchTest, EpOverlapThatChangesNothingOnAnHgxNodeIsLeftOff) {
   ASSERT_THAT(nvl72, IsOk());
   EXPECT_FALSE(nvl72->plan.knobs.overlap.ep_comm);
   EXPECT_TRUE(nvl72->plan.knobs.overlap.dp_comm);
+
+  // Under full-iteration graphs the schedule's host work is captured: on and
+  // off tie (same step, same memory) and the derive step leaves it off.
+  StackConstants full_graphs;
+  full_graphs.features.graph_full_iteration = true;
+  SearchProblem problem;
+  problem.model = *LoadModelPreset("qwen3-235b-a22b");
+  problem.cluster = b200;
+  problem.shape = {64, 4096, 1024};
+  SearchOptions options;
+  options.top_k = 1;
+  options.constraints.routing = Routing::kBalanced;
+  options.constraints.fixed = *ParseFixSpec(kPr1760);
+  absl::StatusOr<SearchResult> captured = Search(
+      problem, std::make_shared<DatasheetCostModel>(b200), options, full_graphs);
+  ASSERT_THAT(captured, IsOk());
+  const RankedPlan& tie = captured->best;
+  EXPECT_FALSE(tie.plan.knobs.overlap.ep_comm);
+  absl::StatusOr<StepModel> full_step = StepModel::Create(
+      problem.model, b200, problem.shape, std::make_shared<DatasheetCostModel>(b200), full_graphs);
+  ASSERT_THAT(full_step, IsOk());
+  Knobs tie_on = tie.plan.knobs;
+  tie_on.overlap.ep_comm = true;
+  absl::StatusOr<Prediction> tie_with = full_step->Predict(tie.plan.parallel, tie_on);
+  ASSERT_THAT(tie_with, IsOk());
+  EXPECT_DOUBLE_EQ(tie_with->step_time_s, tie.prediction.step_time_s);
+  EXPECT_DOUBLE_EQ(tie_with->peak_memory_bytes, tie.prediction.peak_memory_bytes);
 }
 
 TEST(SearchTest, ProgressReportsTheWholeSpace) {

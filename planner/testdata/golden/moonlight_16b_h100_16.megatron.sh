@@ -68,7 +68,7 @@ MEGATRON_ARGS=(
   --overlap-grad-reduce
   --overlap-param-gather
   --overlap-moe-expert-parallel-comm
-  # the EP A2A overlap as given: inside one 8-GPU node it hides nothing in the step model, and Megatron-Bridge PR 1760 measured it costing 7% of an eager step
+  # the EP A2A overlap as given: inside one 8-GPU node it hides no exchange in the step model and adds its schedule's host work, and Megatron-Bridge PR 1760 measured it costing 7% of an eager step
   --delay-wgrad-compute
   # planned with 2 communication streams (Megatron picks its own)
   # CUDA graphs
