@@ -1688,16 +1688,28 @@ void PrintHeldOutRows(const std::string& path, const json& rows, const RowModel&
   // errors[0] headline, [1] predict balanced, [2] predict natural; per key.
   std::map<std::string, std::vector<double>> by_gpu, by_model;
   std::vector<double> errors[3];
-  // The same without the rows whose page footnotes the number as a known
-  // software regression (publisher_known_issue, tools/extract_bridge_tables.py).
-  std::vector<double> errors_no_known_issue[3];
-  int known_issue_rows = 0;
+  // The same without the rows of each kind the publisher's own material puts
+  // in doubt: [0] the page footnotes the number as a known software
+  // regression (publisher_known_issue, tools/extract_bridge_tables.py); [1]
+  // the published layout is set by no preset of the container's release tag
+  // (preset_audit.own_tag_preset null, tools/audit_bridge_presets.py).
+  constexpr int kApartKinds = 2;
+  const char* kApartWhy[kApartKinds] = {
+      "the page footnotes as a known regression",
+      "whose layout no preset of their container's tag sets"};
+  std::vector<double> errors_kept[kApartKinds][3];
+  int apart_rows[kApartKinds] = {0, 0};
   int inside[3] = {0, 0, 0}, failed[3] = {0, 0, 0};
   for (const json& row : rows) {
     const std::string id = StrOr(row, "id", "?");
     const bool known_issue = row.contains("publisher_known_issue") &&
                              row["publisher_known_issue"].is_boolean() &&
                              row["publisher_known_issue"].get<bool>();
+    const bool layout_unmatched = row.contains("preset_audit") &&
+                                  row["preset_audit"].is_object() &&
+                                  row["preset_audit"].contains("own_tag_preset") &&
+                                  row["preset_audit"]["own_tag_preset"].is_null();
+    const bool apart[kApartKinds] = {known_issue, layout_unmatched};
     absl::StatusOr<RowSpec> spec = ParseRow(row);
     absl::StatusOr<Evaluated> ev =
         spec.ok() ? EvaluateRow(*spec, row_model, constants, false)
@@ -1713,8 +1725,10 @@ void PrintHeldOutRows(const std::string& path, const json& rows, const RowModel&
     const double meas = *ev->spec.measured_tokens;
     const double err = ev->pred.tokens_per_sec_per_gpu / meas - 1;
     const bool in_headline = InsideInterval(ev->pred.interval, meas);
-    known_issue_rows += known_issue;
-    if (!known_issue) errors_no_known_issue[0].push_back(err);
+    for (int a = 0; a < kApartKinds; ++a) {
+      apart_rows[a] += apart[a];
+      if (!apart[a]) errors_kept[a][0].push_back(err);
+    }
     errors[0].push_back(err);
     inside[0] += in_headline;
     by_gpu[ev->spec.cluster_name].push_back(err);
@@ -1734,11 +1748,14 @@ void PrintHeldOutRows(const std::string& path, const json& rows, const RowModel&
       const double e = p->tokens_per_sec_per_gpu / meas - 1;
       const bool in = InsideInterval(p->interval, meas);
       errors[k].push_back(e);
-      if (!known_issue) errors_no_known_issue[k].push_back(e);
+      for (int a = 0; a < kApartKinds; ++a) {
+        if (!apart[a]) errors_kept[a][k].push_back(e);
+      }
       inside[k] += in;
       absl::StrAppend(&line, absl::StrFormat(" %+7.1f%% %3s", 100 * e, in ? "" : "out"));
     }
     if (known_issue) absl::StrAppend(&line, "  known issue (page footnote)");
+    if (layout_unmatched) absl::StrAppend(&line, "  layout of no preset of its tag");
     std::printf("%s\n", line.c_str());
     specs.push_back(ev->spec);
     headline.push_back(ev->pred.tokens_per_sec_per_gpu);
@@ -1751,15 +1768,17 @@ void PrintHeldOutRows(const std::string& path, const json& rows, const RowModel&
                 kPass[k], s.rows, 100 * s.mape, 100 * s.mean_signed, CountBeyond(errors[k], 0.12),
                 CountBeyond(errors[k], 0.3), inside[k], failed[k]);
   }
-  if (known_issue_rows > 0) {
-    // Counted above and in every criterion; printed apart because no model
-    // of the software predicts a fault its publisher names.
+  // Counted above and in every criterion; printed apart because no model of
+  // the software predicts a fault its publisher names, nor a run whose
+  // published layout is not the one it ran.
+  for (int a = 0; a < kApartKinds; ++a) {
+    if (apart_rows[a] == 0) continue;
     for (int k = 0; k < 3; ++k) {
-      const mt::ErrorSummary s = mt::Summarize(errors_no_known_issue[k]);
-      std::printf("  %-18s without the %d rows the page footnotes as a known regression: rows "
-                  "%3d  MAPE %5.1f%%  signed %+6.1f%%  > 30%%: %2d\n",
-                  kPass[k], known_issue_rows, s.rows, 100 * s.mape, 100 * s.mean_signed,
-                  CountBeyond(errors_no_known_issue[k], 0.3));
+      const mt::ErrorSummary s = mt::Summarize(errors_kept[a][k]);
+      std::printf("  %-18s without the %d rows %s: rows %3d  MAPE %5.1f%%  signed %+6.1f%%  "
+                  "> 30%%: %2d\n",
+                  kPass[k], apart_rows[a], kApartWhy[a], s.rows, 100 * s.mape,
+                  100 * s.mean_signed, CountBeyond(errors_kept[a][k], 0.3));
     }
   }
   for (const auto* groups : {&by_gpu, &by_model}) {

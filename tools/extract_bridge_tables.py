@@ -13,6 +13,10 @@ fits anything to them.
 Usage (a Megatron-Bridge checkout at the commit named in --commit):
   tools/extract_bridge_tables.py --bridge DIR --commit 067f987df0 \
       --runs ../shared/validation/runs.json > tests/data/bridge_tables_heldout.json
+then mark which release tag's preset each row's layout is (a Megatron-Bridge
+git checkout with the release tags):
+  tools/audit_bridge_presets.py --bridge-git DIR --annotate \
+      tests/data/bridge_tables_heldout.json tests/data/bridge_tables_heldout.json
 
 A row of runs.json counts as the same run when its container, GPU count and
 tokens/s/GPU are the table's.  The page footnotes a row cites go into its
