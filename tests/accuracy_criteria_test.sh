@@ -48,4 +48,24 @@ if [ $rc -ne 2 ] || ! grep -q "is also in .*held-out rows must be new" "$OUT.dup
   tail -5 "$OUT.dup"
   exit 1
 fi
+# Under --recompute_from=recipe a held-out row takes the recompute its own
+# release-tag preset sets (preset_audit, tools/audit_bridge_presets.py); a
+# module name the planner does not know is refused for that row, naming it.
+BAD="${TEST_TMPDIR:-/tmp}/heldout_with_a_bad_preset_module.json"
+python3 - "$HERE/data/bridge_tables_heldout.json" "$BAD" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+row = next(r for r in rows if r.get("preset_audit", {}).get("own_tag_preset_knobs", {})
+           .get("recompute_modules"))
+row["preset_audit"]["own_tag_preset_knobs"]["recompute_modules"] = ["not_a_module"]
+json.dump([row], open(sys.argv[2], "w"))
+PY
+"$HERE/validate" --runs "$RUNS" --heldout_runs "$BAD" --cv=false --recompute_from=recipe \
+  > "$OUT.bad" 2>&1
+if ! grep -q "no prediction: preset_audit.own_tag_preset_knobs.recompute_modules: .*not_a_module" \
+  "$OUT.bad"; then
+  echo "FAIL: an unknown preset recompute module was not refused by name"
+  grep -n "no prediction\|Held out" "$OUT.bad" | head -5
+  exit 1
+fi
 echo "PASS"

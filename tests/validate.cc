@@ -387,6 +387,13 @@ using mp::RecomputeLadder;
 // that list, [] included, which recomputes nothing; recompute_num_layers ->
 // full / block; None keeps the base recipe's). runs.json publishes none of
 // it, so the headline path infers recompute instead (--recompute_from).
+// Read for the runs.json rows' presets only: the table ignores the
+// container, which those rows' presets allow, but the held-out rows' do not
+// (DeepSeek-V3 GB200: mla_up_proj at v0.3.x, mlp at v0.4.x, mla_up_proj from
+// v0.5.0; GB300 FP8_MX: mla_up_proj through v0.4.2, [] from v0.5.0; B200
+// v0.4.2: mla_up_proj + mlp; Kimi-K2 GB300: mla_up_proj), so a held-out row
+// takes its own tag's preset from its annotation first
+// (AnnotatedPresetRecompute, tools/audit_bridge_presets.py).
 struct RecipeRecomputeFact {
   const char* model_preset;
   const char* cluster_preset;  // nullptr: every GPU
@@ -548,6 +555,47 @@ std::optional<RecipeGraphs> RecipeGraphsFor(const std::string& model, const std:
     return std::nullopt;
   }
   return std::nullopt;
+}
+
+// The recompute a held-out row's own release-tag preset sets
+// (preset_audit.own_tag_preset_knobs.recompute_modules, written by
+// tools/audit_bridge_presets.py): [] recomputes nothing, a list is that
+// selective set (Megatron-Bridge's overrides.py applies it as
+// recompute_granularity "selective"). nullopt where the row has no matched
+// preset or the preset leaves recompute to its base recipe (null): then
+// kRecipeRecompute decides. An unknown module name is an error naming it.
+absl::StatusOr<std::optional<mp::Recompute>> AnnotatedPresetRecompute(const json& row) {
+  if (!row.contains("preset_audit") || !row["preset_audit"].is_object()) return std::nullopt;
+  const json& audit = row["preset_audit"];
+  if (!audit.contains("own_tag_preset_knobs") || !audit["own_tag_preset_knobs"].is_object()) {
+    return std::nullopt;
+  }
+  const json& knobs = audit["own_tag_preset_knobs"];
+  if (!knobs.contains("recompute_modules") || knobs["recompute_modules"].is_null()) {
+    return std::nullopt;
+  }
+  if (!knobs["recompute_modules"].is_array()) {
+    return absl::InvalidArgumentError(
+        "preset_audit.own_tag_preset_knobs.recompute_modules is not a list");
+  }
+  mp::Recompute r;
+  if (knobs["recompute_modules"].empty()) return r;
+  std::vector<std::string> names;
+  for (const json& n : knobs["recompute_modules"]) {
+    if (!n.is_string()) {
+      return absl::InvalidArgumentError(
+          "preset_audit.own_tag_preset_knobs.recompute_modules holds a non-string");
+    }
+    names.push_back(n.get<std::string>());
+  }
+  absl::StatusOr<uint32_t> bits = mp::ParseRecomputeModules(absl::StrJoin(names, ","));
+  if (!bits.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "preset_audit.own_tag_preset_knobs.recompute_modules: ", bits.status().message()));
+  }
+  r.mode = mp::RecomputeMode::kSelective;
+  r.modules = *bits;
+  return r;
 }
 
 absl::StatusOr<mp::Recompute> PublishedRecompute(const json& row) {
@@ -980,8 +1028,15 @@ absl::StatusOr<RowSpec> ParseRow(const json& row) {
   absl::StatusOr<mp::Recompute> published = PublishedRecompute(row);
   if (!published.ok() && r.stack == "megatron-core-2026" &&
       absl::GetFlag(FLAGS_recompute_from) == "recipe") {
-    if (std::optional<mp::Recompute> recipe = RecipeRecomputeFor(
-            r.model_preset, r.cluster_name, r.container, r.precision, p.pp)) {
+    // A held-out row's own preset, where the audit matched one, before the
+    // hand-read table (which covers the runs.json rows' presets only).
+    absl::StatusOr<std::optional<mp::Recompute>> annotated = AnnotatedPresetRecompute(row);
+    if (!annotated.ok()) return annotated.status();
+    std::optional<mp::Recompute> recipe =
+        annotated->has_value()
+            ? *annotated
+            : RecipeRecomputeFor(r.model_preset, r.cluster_name, r.container, r.precision, p.pp);
+    if (recipe) {
       published = *recipe;
       r.recipe_offload_layers = RecipeOffloadLayersFor(r.model_preset, r.cluster_name,
                                                        r.precision, p);

@@ -53,6 +53,12 @@ GPUS = {"gb300-nvl72": "GB300", "gb200-nvl72": "GB200", "b300": "B300", "b200": 
         "h100-sxm": "H100"}
 PRECISIONS = {"bf16": ["BF16"], "fp8": ["FP8_CS", "FP8"], "mxfp8": ["FP8_MX"],
               "nvfp4": ["NVFP4"]}
+# The matched preset's fields the annotation carries beside its name: what
+# the recipe runs beyond the layout (None: the preset leaves it to the base
+# recipe or the perf script).
+KNOBS = ("recompute_modules", "recompute_num_layers", "cpu_offloading_num_layers",
+         "use_megatron_fsdp", "moe_a2a_overlap", "moe_flex_dispatcher_backend",
+         "cuda_graph_impl", "cuda_graph_scope")
 CONFIG_DIR = "scripts/performance/configs"
 UTILS = "scripts/performance/utils/utils.py"
 
@@ -193,8 +199,9 @@ def candidates(presets, r):
 
 
 def audit_row(r, tags):
-    """{'tag', 'own_tag_preset', 'other_tags'} or None where the row has no
-    tag, model, GPU, task or precision this audit knows."""
+    """{'tag', 'own_tag_preset', 'other_tags'[, 'own_tag_preset_knobs']} or
+    None where the row has no tag, model, GPU, table or precision this audit
+    knows."""
     tag = CONTAINER_TAGS.get(r.get("container"))
     if (tag is None or tag not in tags or r.get("model_id") not in MODELS or
             r.get("cluster_preset") not in GPUS or r.get("precision_id") not in PRECISIONS or
@@ -204,7 +211,11 @@ def audit_row(r, tags):
     own = [n for n in candidates(tags[tag], r) if layout(tags[tag][n]) == want]
     other = [f"{t}:{n}" for t in sorted(tags) if t != tag
              for n in candidates(tags[t], r) if layout(tags[t][n]) == want]
-    return {"tag": tag, "own_tag_preset": own[0] if own else None, "other_tags": other}
+    out = {"tag": tag, "own_tag_preset": own[0] if own else None, "other_tags": other}
+    if own:
+        preset = tags[tag][own[0]]
+        out["own_tag_preset_knobs"] = {k: preset[k] for k in KNOBS if k in preset}
+    return out
 
 
 def main():

@@ -1,6 +1,6 @@
 # Fixture: the fields of the release tags' WorkloadBaseConfig the audit reads.
 from dataclasses import dataclass
-from typing import Optional
+from typing import List, Optional
 
 
 @dataclass(frozen=True)
@@ -14,6 +14,8 @@ class WorkloadBaseConfig:
     global_batch_size: int = 1
     micro_batch_size: int = 1
     use_megatron_fsdp: Optional[bool] = None
+    recompute_modules: Optional[List[str]] = None
+    moe_a2a_overlap: Optional[bool] = False
 
     @property
     def sequence_parallel(self) -> bool:

@@ -10,6 +10,7 @@ LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V1 = replace(
     BASE_LLAMA3_70B_CONFIG,
     pipeline_model_parallel_size=4,
     micro_batch_size=2,
+    recompute_modules=["mlp"],
 )
 LLAMA3_70B_PRETRAIN_CONFIG_GB300_NVFP4_V1 = replace(
     BASE_LLAMA3_70B_CONFIG, micro_batch_size=2, use_megatron_fsdp=True
