@@ -53,6 +53,9 @@ GPUS = {"gb300-nvl72": "GB300", "gb200-nvl72": "GB200", "b300": "B300", "b200": 
         "h100-sxm": "H100"}
 PRECISIONS = {"bf16": ["BF16"], "fp8": ["FP8_CS", "FP8"], "mxfp8": ["FP8_MX"],
               "nvfp4": ["NVFP4"]}
+# Every precision token a preset name may carry (FP8_SC: DeepSeek-V3's
+# blockwise FP8, which no table row publishes as such).
+PRECISION_TOKENS = ("BF16", "FP8_CS", "FP8_MX", "FP8_SC", "FP8", "NVFP4")
 # The matched preset's fields the annotation carries beside its name: what
 # the recipe runs beyond the layout (None: the preset leaves it to the base
 # recipe or the perf script).
@@ -192,10 +195,18 @@ def candidates(presets, r):
     for name, p in presets.items():
         if not name.startswith(prefix):
             continue
-        rest = name[len(prefix):].lstrip("_")
-        if any(rest == x or rest.startswith(x + "_") for x in PRECISIONS[r["precision_id"]]):
+        if precision_token(name[len(prefix):].lstrip("_")) in PRECISIONS[r["precision_id"]]:
             out.append(name)
     return sorted(out)
+
+
+def precision_token(rest):
+    """The precision a preset name's tail starts with, the longest known one
+    ("FP8_MX_V2" -> "FP8_MX", not "FP8"); None for a tail without one."""
+    for token in sorted(PRECISION_TOKENS, key=len, reverse=True):
+        if rest == token or rest.startswith(token + "_"):
+            return token
+    return None
 
 
 def audit_row(r, tags):

@@ -3,7 +3,7 @@
 # (tools/testdata/bridge_presets): which rows publish a layout their tag's
 # presets set (a replace() chain, an alias, the FSDP column read from the
 # notes), which only another tag's, which none (a keyword that is not a
-# literal matches nothing); the annotated rows are the golden file's; a
+# literal matches nothing; an FP8 row never takes an FP8_MX preset's layout); the annotated rows are the golden file's; a
 # preset replacing one not defined above it, a tag without
 # WorkloadBaseConfig, or a bad --tag-dir is an error that names it and
 # writes nothing.
