@@ -50,7 +50,8 @@
 // ties keep the prior), and the shipped defaults are that rule's choice on
 // all megatron-core-2026 rows. The headline figures are cross-validated:
 // leave one source (table section) / container / GPU out, refit the
-// constants on the rest by the same rule, predict the held-out rows.
+// constants on the rest by the same rule, predict the held-out rows (and,
+// printed beside them, leave one model out).
 // What cross-validation cannot undo: the model's structure and its priors
 // were written with these rows in view; the held-out figures measure how
 // much the fitted constants overfit, not how much the design does.
