@@ -507,17 +507,17 @@ absl::StatusOr<KnobAxes> BuildKnobAxes(const ModelSpec& model,
       axes.overlap.push_back({"all_1_stream", all_on(1)});
       axes.overlap.push_back({"all_2_streams", all_on(2)});
     }
-    if (!f.overlap.has_value() && model.num_routed_experts > 0) {
-      // The EP A2A overlap alone off: its schedule's host work
-      // (StackConstants::ep_overlap_schedule_host_ops) can cost an eager or
-      // scoped-graph step more than it hides, and the DP / PP overlaps
-      // should not go with it. One level (the first "all" level's streams)
-      // makes the space a third larger, not two thirds.
-      Overlap o = all_on(f.comm_streams.value_or(1));
-      o.ep_comm = false;
-      axes.overlap.push_back({"all_but_ep", o});
-    }
     if (!f.overlap.has_value()) {
+      if (model.num_routed_experts > 0) {
+        // The EP A2A overlap alone off: its schedule's host work
+        // (StackConstants::ep_overlap_schedule_host_ops) can cost an eager
+        // or scoped-graph step more than it hides, and the DP / PP overlaps
+        // should not go with it. One level (the first "all" level's
+        // streams) makes the space a third larger, not two thirds.
+        Overlap o = all_on(f.comm_streams.value_or(1));
+        o.ep_comm = false;
+        axes.overlap.push_back({"all_but_ep", o});
+      }
       axes.overlap.push_back({"none", none});
       axes.tp_overlap = {true, false};
     } else {
