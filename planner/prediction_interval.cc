@@ -71,7 +71,7 @@ std::vector<std::string> UnmeasuredSettings(const ModelSpec& model, const Cluste
   // slow row of the contradictory pair, +59%), and the other public runs
   // that did are missed by 7-40% (Megatron-Bridge PR 1760's Qwen3-235B on
   // 64 B200, the 26.02 B300 table row): planner/SEARCH.md "Ties the step
-  // model cannot break", planner/README.md "The recipes' EP A2A overlap and
+  // model cannot break", planner/FINDINGS.md "The recipes' EP A2A overlap and
   // dispatchers, audited".
   const bool ep_overlap_runs = p.pp == 1 || p.vp > 1;  // Megatron's schedule
   if (moe && k.overlap.ep_comm && ep_overlap_runs && EpGroupInsideEightGpuNode(cluster, p)) {

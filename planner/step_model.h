@@ -302,7 +302,7 @@ struct StackConstants {
   // (the experts' ops and the parts outside CUDA graphs) added to its GPU
   // time: the token-count synchronisation stops the CPU from running ahead.
   // The other forms are the overlaps the twelfth, twentieth and
-  // twenty-second sessions priced and the data rejected (planner/README.md,
+  // twenty-second sessions priced and the data rejected (planner/FINDINGS.md,
   // "Eager MoE host time re-judged"), kept so that `validate --set
   // moe_host_form=N` reproduces their tables; nothing else selects them.
   //   kUngraphedRunsAhead: the ungraphed ops (attention, router, shared

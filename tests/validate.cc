@@ -182,7 +182,7 @@ mp::Knobs StackKnobs(mp::Precision precision) { return mp::RunDefaultKnobs(preci
 // the Qwen3 perf functions set the type themselves (Qwen3-235B on B200 /
 // B300 / H100 "alltoall", the rest "flex"). WorkloadBaseConfig's
 // moe_a2a_overlap defaults to False. Audited in the thirty-second session
-// (planner/README.md, "The recipes' EP A2A overlap and dispatchers,
+// (planner/FINDINGS.md, "The recipes' EP A2A overlap and dispatchers,
 // audited"); presets matching no published layout keep the defaults.
 // Audited again in the thirty-third session: the 26.08 rows' recipes
 // (branch r0.6.0, src/megatron/bridge/perf_recipes/{qwen,deepseek,gpt_oss}/
