@@ -217,7 +217,7 @@ struct DataSetPriors {
   // sink attention holds no unfused probabilities in memory (the headroom
   // rule then infers no recompute for its rows); 1.16 once each MoE row is
   // priced with the dispatcher its recipe ran (NCCL's all-to-all for the
-  // presets without a flex backend: tests/validate.cc kRecipeMoeComm).
+  // presets without a flex backend: tests/internal/bridge_recipes.cc kRecipeMoeComm).
   double blackwell_ultra_clock_gain = 1.16;
   // Ceiling on the inter-node EP dispatch/combine rate per GPU on Blackwell
   // (bytes/s), whatever the NIC. Range 15-60 GB/s (a 400G port: 50 GB/s).

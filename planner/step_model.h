@@ -177,7 +177,7 @@ struct StackConstants {
   // tests/internal/cross_validation.h (grid 0-1): 1 on all rows, 0.9 on the
   // 26.04 and 26.04.01 folds (the rows that run the overlap are
   // Megatron-Bridge's Qwen3-235B-A22B H100 recipe, NCCL all-to-all,
-  // tests/validate.cc kA2aOverlapRecipes). It applies to the NIC-bound part
+  // tests/internal/bridge_recipes.cc kRecipeMoeComm). It applies to the NIC-bound part
   // of an exchange; the NVLink-bound part has its own share,
   // ep_overlap_nvlink_fraction below. Known contradiction: ModelZoo's
   // Qwen3-235B 256 H100 DeepEP pair measures 1.127x (1.382x predicted; its
@@ -217,7 +217,7 @@ struct StackConstants {
   // NCCL all-to-all 1.317x; tests/validate knob ladders). Set by the rule of
   // tests/internal/cross_validation.h (grid 0-1) on the runs.json rows, whose
   // 26.06+ Qwen3 MXFP8 NVL72 rows ran the overlap (Megatron-Bridge 55443cbfb,
-  // tests/validate.cc kA2aOverlapRecipes): 0 on all rows and on every
+  // tests/internal/bridge_recipes.cc kRecipeMoeComm): 0 on all rows and on every
   // fold (with it at 1 those rows come out +30..+34%). An assumption about
   // the hardware's sharing, not a measured profile: no public Nsight trace
   // of an NVL72 EP-overlap run was found. Not explained by it: the ModelZoo
@@ -283,8 +283,8 @@ struct StackConstants {
   // DeepSeek-V3 GB300, 5f98743d5 2026-06-09 GPT-OSS-120B GB200/GB300,
   // afb5dd47c and 55443cbfb 2026-06-10 DeepSeek-V3 GB200 and Qwen3-30B-A3B
   // / Qwen3-235B-A22B GB200/GB300/B300). The validator prices the Qwen3
-  // rows with the A2A overlap on, as they ran (tests/validate.cc
-  // kA2aOverlapRecipes); inside one NVL72 domain their exchanges are
+  // rows with the A2A overlap on, as they ran (tests/internal/
+  // bridge_recipes.cc kRecipeMoeComm); inside one NVL72 domain their exchanges are
   // NVLink-bound and hide ep_overlap_nvlink_fraction (0) of their windows,
   // so they come out as with the overlap off (before that split, priced on,
   // the windows over-hid and the rows came out +28..+35%). With graphs scoped

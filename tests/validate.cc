@@ -39,7 +39,7 @@
 // the published recipes keep (kRecipeMemoryHeadroom), then the lightest
 // selective set that fits, then full recompute. That rule is the headline;
 // --recompute_from=recipe uses what each row's recipe sets instead
-// (kRecipeRecompute), which differs on 46 of the 88 rows.
+// (kRecipeRecompute, tests/internal/bridge_recipes.h), which differs on 46 of the 88 rows.
 //
 // Which constants are set from data, and how. Every constant of the model
 // is a named prior with a public source (cost_model.cc, step_model.cc),
@@ -89,6 +89,7 @@
 #include "planner/software_stack.h"
 #include "planner/step_model.h"
 #include "planner/training_config.h"
+#include "tests/internal/bridge_recipes.h"
 #include "tests/internal/contradictions.h"
 #include "tests/internal/cross_validation.h"
 #include "tests/internal/deep_pipelines.h"
@@ -161,402 +162,19 @@ std::optional<double> NumberOrNone(const json& row, const char* key) {
 // with those flags unset (planner/run_defaults.h RunDefaultKnobs: grouped
 // GEMM, DeepEP/HybridEP dispatch, TP/DP/PP overlap, CUDA graphs, EP A2A
 // overlap off); the 2026 rows' dispatcher and EP A2A overlap as their
-// recipes ran them: kRecipeMoeComm below).
+// recipes ran them: tests/internal/bridge_recipes.h RecipeMoeCommFor).
 mp::Knobs StackKnobs(mp::Precision precision) { return mp::RunDefaultKnobs(precision); }
 
-// The Megatron-Bridge performance recipes' MoE communication -- the token
-// dispatcher and the combined-1F1B EP A2A overlap
-// (--overlap-moe-expert-parallel-comm) -- where it differs from the stack's
-// defaults (StackKnobs: DeepEP/HybridEP, overlap off), for the rows of the
-// 2026 stack. Listed: every preset of the release tags the 2026 tables ran
-// (26.02 v0.3.0, 26.02.01 v0.3.1, 26.04 v0.4.0, 26.04.01 v0.4.2 -- its
-// DeepSeek-V3 B200 layout is v0.4.2's, not v0.4.1's --, 26.06 v0.5.0,
-// 26.06.01 v0.5.1) that turns the overlap on or runs NCCL's all-to-all, for
-// a model and GPU with published rows, resolved through the presets'
-// `replace(...)` chains (scripts/performance/configs/<family>/
-// *_workload_base_configs.py). The dispatcher a recipe runs: from v0.4.0 on,
-// scripts/performance/utils/overrides.py set_workload_base_configs applies
-// the preset's moe_flex_dispatcher_backend (DeepEP / HybridEP) and sets
-// moe_token_dispatcher_type "alltoall" when the preset has none; at v0.3.0
-// the model recipe applies the backend, "alltoall" without one; at v0.3.1
-// the Qwen3 perf functions set the type themselves (Qwen3-235B on B200 /
-// B300 / H100 "alltoall", the rest "flex"). WorkloadBaseConfig's
-// moe_a2a_overlap defaults to False. Audited in the thirty-second session
-// (planner/FINDINGS.md, "The recipes' EP A2A overlap and dispatchers,
-// audited"); presets matching no published layout keep the defaults.
-// Audited again in the thirty-third session: the 26.08 rows' recipes
-// (branch r0.6.0, src/megatron/bridge/perf_recipes/{qwen,deepseek,gpt_oss}/
-// {gb200,gb300}/, MXFP8) set the same dispatcher (flex + HybridEP), EP A2A
-// overlap (on, with delay_wgrad_compute), CUDA graphs (full_iteration) and
-// recompute as the 26.06 presets, so the open-ended 26.06 entries below
-// cover them as written; Kimi-K2's GB300 preset (v0.3.1 - v0.5.0, r0.6.0
-// perf_recipes/kimi/gb300/kimi_k2.py) runs HybridEP without the overlap at
-// every tag, which is the default (it also runs without CUDA graphs and
-// with the Muon optimizer, which this table does not carry).
-struct RecipeKnobs {
-  const char* model_preset;
-  const char* cluster_preset;
-  mp::Dispatcher dispatcher;
-  bool ep_a2a_overlap;
-  bool tp_comm_overlap;
-  // The containers whose recipe does so: from first_container to
-  // last_container ("" = every later one). A row without a container counts
-  // as its generation's first (26.02 or 26.06).
-  const char* first_container;
-  const char* last_container;
-  // The precisions whose presets do so (0 = every precision).
-  uint32_t precisions;
-  // The recipe's layout (0 = any): a row publishing another layout ran
-  // another preset, so the fact does not apply to it.
-  int pp, vp, ep;
-  const char* source;
-};
-
-constexpr uint32_t PrecisionBit(mp::Precision p) { return 1u << static_cast<int>(p); }
-constexpr uint32_t kEveryPrecision = 0;
-constexpr uint32_t kMxfp8Only = PrecisionBit(mp::Precision::kMxfp8);
-
-constexpr RecipeKnobs kRecipeMoeComm[] = {
-    // scripts/performance/configs/qwen/qwen3_llm_pretrain.py
-    // qwen3_235b_a22b_pretrain_config_h100 (commits d28afef38 2026-02-15 ..
-    // 55443cbfb 2026-06-10): CommOverlapConfig(tp_comm_overlap=False),
-    // moe_token_dispatcher_type "alltoall" (the flex backend then unused);
-    // qwen3_workload_base_configs.py QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_*:
-    // moe_a2a_overlap True (v0.3.0 - v0.5.1).
-    {"qwen3-235b-a22b", "h100-sxm", mp::Dispatcher::kAllToAll, true, false, "26.02", "",
-     kEveryPrecision, 0, 0, 0,
-     "Megatron-Bridge qwen3_llm_pretrain.py, qwen3_workload_base_configs.py (H100)"},
-    // Megatron-Bridge 55443cbfb (2026-06-10, "Enable Qwen3 GB200/GB300 MXFP8
-    // CuTeDSL Fusion and Full-Iter CUDA Graphs"), qwen3_workload_base_configs.py:
-    // QWEN3_235B_A22B_PRETRAIN_CONFIG_{GB200,GB300}_FP8_MX_V2 and
-    // QWEN3_30B_A3B_PRETRAIN_CONFIG_{GB200,GB300,B300}_FP8_MX_V1 get
-    // moe_a2a_overlap=True (with set_full_iter_cg_configs in
-    // qwen3_llm_pretrain.py); the flex dispatcher (HybridEP) stays. The
-    // 26.06+ tables are those recipes.
-    {"qwen3-235b-a22b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "",
-     kMxfp8Only, 0, 0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
-    {"qwen3-235b-a22b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "",
-     kMxfp8Only, 0, 0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
-    {"qwen3-30b-a3b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "",
-     kMxfp8Only, 0, 0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
-    {"qwen3-30b-a3b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "",
-     kMxfp8Only, 0, 0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
-    {"qwen3-30b-a3b", "b300", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only, 0,
-     0, 0, "Megatron-Bridge 55443cbfb qwen3_workload_base_configs.py"},
-    // Megatron-Bridge 8af195c0a (2026-06-06, "DSV3 GB300 MXFP8 full-iter CG
-    // recipe"), deepseek_workload_base_configs.py:
-    // DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V{1,2} get moe_a2a_overlap=True.
-    {"deepseek-v3", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only,
-     0, 0, 0, "Megatron-Bridge 8af195c0a deepseek_workload_base_configs.py"},
-    // Missing before the audit. v0.3.0 (26.02) qwen3_workload_base_configs.py
-    // QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_{BF16,FP8_CS}_V1 (FP8_MX_V1 = FP8_CS_V1;
-    // the V2 presets replace() them): PP8 VP4 EP8, moe_a2a_overlap=True, no
-    // flex backend (all-to-all). v0.3.1 (6f5e31aab, "Update Qwen3 235B B300
-    // Configs to match Qwen3 B200 Configs") moved them to PP8 without
-    // interleaving and the overlap off, so the 26.02.01 row, which publishes
-    // v0.3.0's VP 4, matches no preset of its tag.
-    {"qwen3-235b-a22b", "b300", mp::Dispatcher::kAllToAll, true, true, "26.02", "26.02",
-     kEveryPrecision, 8, 4, 8,
-     "Megatron-Bridge v0.3.0 qwen3_workload_base_configs.py "
-     "QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_*"},
-    // Missing before the audit. v0.3.0 (26.02) QWEN3_30B_A3B_PRETRAIN_CONFIG_
-    // H100_{BF16,FP8_CS}_V1: PP2 VP12 EP8, moe_a2a_overlap=True, DeepEP.
-    // v0.3.1 (f29a269f8, "Update Qwen3 30B H100 Base Configs with HybridEP")
-    // moved them to EP16 without pipelining, HybridEP, the overlap off.
-    {"qwen3-30b-a3b", "h100-sxm", mp::Dispatcher::kFusedDedup, true, true, "26.02", "26.02",
-     kEveryPrecision, 2, 12, 8,
-     "Megatron-Bridge v0.3.0 qwen3_workload_base_configs.py QWEN3_30B_A3B_PRETRAIN_CONFIG_H100_*"},
-    // Missing before the audit. v0.4.2 (a8b6cb3d6, "b200 DSv3 better cfg"),
-    // still in v0.5.1 and in v0.6.0's perf_recipes/deepseek/b200:
-    // DEEPSEEK_V3_PRETRAIN_CONFIG_B200_{FP8_MX,NVFP4}_V2: PP8 VP2 EP32 (EP
-    // across four 8-GPU nodes), DeepEP, moe_a2a_overlap=True.
-    {"deepseek-v3", "b200", mp::Dispatcher::kFusedDedup, true, true, "26.04.01", "",
-     kMxfp8Only | PrecisionBit(mp::Precision::kNvfp4), 8, 2, 32,
-     "Megatron-Bridge v0.4.2 deepseek_workload_base_configs.py "
-     "DEEPSEEK_V3_PRETRAIN_CONFIG_B200_*_V2"},
-    // Missing before the audit. v0.5.0 - v0.5.1 DEEPSEEK_V3_PRETRAIN_CONFIG_
-    // GB200_FP8_MX_V{1,2} (and v0.6.0 perf_recipes/deepseek/gb200): HybridEP,
-    // full-iteration graphs, moe_a2a_overlap=True.
-    {"deepseek-v3", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, true, "26.06", "", kMxfp8Only,
-     0, 0, 0,
-     "Megatron-Bridge v0.5.0 deepseek_workload_base_configs.py "
-     "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_*"},
-    // Missing before the audit. GPT_OSS_120B_PRETRAIN_CONFIG_GB200_{BF16,
-    // FP8_MX}_V2 (EP64): moe_a2a_overlap=True from v0.4.0, with HybridEP at
-    // v0.4.0 (26.04) and the all-to-all from Bridge PR 3561 (cherry-picked
-    // as ee3d3068b into r0.4.0, in v0.4.2: 26.04.01); v0.5.0 (26.06) keeps
-    // the all-to-all for BF16 and gives FP8_MX_V2 HybridEP with full-iteration
-    // graphs. GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 (v0.5.0 on, EP16):
-    // HybridEP, moe_a2a_overlap=True.
-    {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, false, "26.04", "26.04",
-     kEveryPrecision, 1, 1, 64,
-     "Megatron-Bridge v0.4.0 gpt_oss_workload_base_configs.py "
-     "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_*_V2"},
-    {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kAllToAll, true, false, "26.04.01", "26.04.01",
-     kEveryPrecision, 1, 1, 64,
-     "Megatron-Bridge v0.4.2 gpt_oss_workload_base_configs.py "
-     "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_*_V2 (PR 3561)"},
-    {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kAllToAll, true, false, "26.06", "",
-     PrecisionBit(mp::Precision::kBf16), 1, 1, 64,
-     "Megatron-Bridge v0.5.0 gpt_oss_workload_base_configs.py "
-     "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_BF16_V2"},
-    {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kFusedDedup, true, false, "26.06", "",
-     kMxfp8Only, 1, 1, 64,
-     "Megatron-Bridge v0.5.0 gpt_oss_workload_base_configs.py "
-     "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_FP8_MX_V2"},
-    {"gpt-oss-120b", "gb300-nvl72", mp::Dispatcher::kFusedDedup, true, false, "26.06", "",
-     kMxfp8Only, 1, 1, 16,
-     "Megatron-Bridge v0.5.0 gpt_oss_workload_base_configs.py "
-     "GPT_OSS_120B_PRETRAIN_CONFIG_GB300_FP8_MX_V2"},
-    // v0.5.1 QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2: PP8 VP3 EP8,
-    // HybridEP, moe_a2a_overlap=True (no published row yet; listed so the
-    // all-to-all entry below does not claim it).
-    {"qwen3-235b-a22b", "b200", mp::Dispatcher::kFusedDedup, true, false, "26.06.01", "",
-     kMxfp8Only, 8, 3, 8,
-     "Megatron-Bridge v0.5.1 qwen3_workload_base_configs.py "
-     "QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_FP8_MX_V2"},
-    // The presets without a flex backend, so NCCL's all-to-all, overlap off
-    // (all at TP 1: no TP communication to overlap).
-    // Before the audit these rows were priced with DeepEP / HybridEP.
-    // GPT-OSS-120B: GPT_OSS_120B_PRETRAIN_CONFIG_{B200,B300}_* at EP64 (V1
-    // every tag, V2 through v0.3.1), B200_*_V2 at EP8 from v0.4.2 (v0.4.0's
-    // had HybridEP), GB200_BF16_{V1,V2} before v0.4.0's overlap, GB300_* at
-    // EP64 (BF16 every tag, FP8_MX through v0.4.2), H100_* (PP4 EP8).
-    {"gpt-oss-120b", "b200", mp::Dispatcher::kAllToAll, false, false, "26.02", "", kEveryPrecision,
-     1, 1, 64, "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py B200 EP64 presets"},
-    {"gpt-oss-120b", "b200", mp::Dispatcher::kAllToAll, false, false, "26.04.01", "",
-     kEveryPrecision, 1, 1, 8,
-     "Megatron-Bridge v0.4.2-v0.5.1 gpt_oss_workload_base_configs.py "
-     "GPT_OSS_120B_PRETRAIN_CONFIG_B200_*_V2"},
-    {"gpt-oss-120b", "b300", mp::Dispatcher::kAllToAll, false, false, "26.02", "", kEveryPrecision,
-     1, 1, 64, "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py B300 EP64 presets"},
-    {"gpt-oss-120b", "gb200-nvl72", mp::Dispatcher::kAllToAll, false, false, "26.02", "26.02.01",
-     kEveryPrecision, 1, 1, 64,
-     "Megatron-Bridge v0.3.0-v0.3.1 gpt_oss_workload_base_configs.py "
-     "GPT_OSS_120B_PRETRAIN_CONFIG_GB200_*"},
-    {"gpt-oss-120b", "gb300-nvl72", mp::Dispatcher::kAllToAll, false, false, "26.02", "",
-     kEveryPrecision, 1, 1, 64,
-     "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py GB300 EP64 presets"},
-    {"gpt-oss-120b", "h100-sxm", mp::Dispatcher::kAllToAll, false, false, "26.02", "",
-     kEveryPrecision, 4, 1, 8,
-     "Megatron-Bridge v0.3.0-v0.5.1 gpt_oss_workload_base_configs.py "
-     "GPT_OSS_120B_PRETRAIN_CONFIG_H100_*"},
-    // Qwen3-235B-A22B on B200: every preset of every tag (the perf function
-    // sets "alltoall" and no preset has a backend) but v0.5.1's FP8_MX_V2
-    // above; on B300: PP8 without interleaving at v0.3.1 (its perf function
-    // sets "alltoall" whatever the preset) and v0.4.0 (no backend);
-    // HybridEP from v0.4.2.
-    {"qwen3-235b-a22b", "b200", mp::Dispatcher::kAllToAll, false, false, "26.02", "",
-     kEveryPrecision, 8, 0, 8,
-     "Megatron-Bridge v0.3.0-v0.5.1 qwen3_llm_pretrain.py qwen3_235b_a22b_pretrain_config_b200"},
-    {"qwen3-235b-a22b", "b300", mp::Dispatcher::kAllToAll, false, false, "26.02.01", "26.04",
-     kEveryPrecision, 8, 1, 8,
-     "Megatron-Bridge v0.3.1-v0.4.0 qwen3_workload_base_configs.py "
-     "QWEN3_235B_A22B_PRETRAIN_CONFIG_B300_*"},
-    // Qwen3-30B-A3B on B200 at v0.3.0: no backend in QWEN3_30B_A3B_PRETRAIN_
-    // CONFIG_B200_*_V1 (v0.3.1 gave it HybridEP).
-    {"qwen3-30b-a3b", "b200", mp::Dispatcher::kAllToAll, false, false, "26.02", "26.02",
-     kEveryPrecision, 1, 1, 8,
-     "Megatron-Bridge v0.3.0 qwen3_workload_base_configs.py "
-     "QWEN3_30B_A3B_PRETRAIN_CONFIG_B200_*_V1"},
-};
-
-// Whether a row of `container` (or, without one, of `generation`: its first
-// container) ran a tag between `first` and `last` ("" = open).
-bool ContainerInRange(const std::string& container, mp::StackGeneration generation,
-                      const char* first, const char* last) {
-  absl::StatusOr<mp::ContainerVersion> v = mp::ParseContainerVersion(container);
-  if (!v.ok()) v = mp::ParseContainerVersion(mp::StackGenerationName(generation));
-  const absl::StatusOr<mp::ContainerVersion> lo = mp::ParseContainerVersion(first);
-  if (lo.ok() && *v < *lo) return false;
-  const absl::StatusOr<mp::ContainerVersion> hi = mp::ParseContainerVersion(last);
-  return !hi.ok() || !(*hi < *v);
-}
-
+// The Megatron-Bridge recipes' knobs the rows ran (tests/internal/
+// bridge_recipes.h, each fact with its source).
+using mt::RecipeGraphs;
+using mt::RecipeGraphsFor;
+using mt::RecipeKnobs;
+using mt::RecipeOffloadLayersFor;
+using mt::RecipeOptimizerStatesFor;
+using mt::RecipeRecomputeFact;
+using mt::RecipeRecomputeFor;
 using mp::RecomputeLadder;
-
-// The activation recompute each megatron-core-2026 row's recipe sets, read
-// from Megatron-Bridge at the container's release tag (26.02 v0.3.0,
-// 26.02.01 v0.3.1, 26.04 v0.4.0, 26.04.01 v0.4.1 / v0.4.2, 26.06 v0.5.0,
-// 26.06.01 v0.5.1, 26.08 v0.6.0): the perf entry point
-// (scripts/performance/configs/<family>/*_llm_pretrain.py or
-// *_llm_finetune.py; from v0.6.0 src/megatron/bridge/perf_recipes/), its
-// base recipe (src/megatron/bridge/recipes/...), the default (V2, else V1)
-// preset of *_workload_base_configs.py whose layout is the row's, and the
-// helper that applies it (scripts/performance/utils/overrides.py
-// _set_recompute_overrides: recompute_modules not None -> selective with
-// that list, [] included, which recomputes nothing; recompute_num_layers ->
-// full / block; None keeps the base recipe's). runs.json publishes none of
-// it, so the headline path infers recompute instead (--recompute_from).
-// Read for the runs.json rows' presets only: the table ignores the
-// container, which those rows' presets allow, but the held-out rows' do not
-// (DeepSeek-V3 GB200: mla_up_proj at v0.3.x, mlp at v0.4.x, mla_up_proj from
-// v0.5.0; GB300 FP8_MX: mla_up_proj through v0.4.2, [] from v0.5.0; B200
-// v0.4.2: mla_up_proj + mlp; Kimi-K2 GB300: mla_up_proj), so a held-out row
-// takes its own tag's preset from its annotation first
-// (AnnotatedPresetRecompute, tools/audit_bridge_presets.py).
-struct RecipeRecomputeFact {
-  const char* model_preset;
-  const char* cluster_preset;  // nullptr: every GPU
-  mp::RecomputeMode mode;
-  uint32_t modules;
-  const char* source;
-};
-
-constexpr RecipeRecomputeFact kRecipeRecompute[] = {
-    // Every Llama3-70B / Llama3.1-405B pre-training, SFT and LoRA preset
-    // of the rows sets no recompute_modules / recompute_num_layers (the
-    // 405B GB200 NVFP4 V1 preset's recompute_num_layers=1 is reset to None
-    // by its V2; only the H100 BF16 LoRA preset sets one, no row) and the
-    // base recipes leave recompute_granularity None. The 70B FP8 GB200 /
-    // GB300 TP1 PP1 presets (26.02 - 26.04.01) offload 40 / 20 layers'
-    // activations to the host instead (cpu_offloading_num_layers, with
-    // Megatron-FSDP): RecipeOffloadLayersFor.
-    {"llama3-70b", nullptr, mp::RecomputeMode::kNone, 0,
-     "llama3_workload_base_configs.py *_V2, llama3_llm_{pretrain,finetune}.py"},
-    {"llama3.1-405b", nullptr, mp::RecomputeMode::kNone, 0,
-     "llama31_workload_base_configs.py *_V2, llama31_llm_pretrain.py"},
-    // set_qwen3_common_configs (qwen3_llm_pretrain.py) sets
-    // recompute_granularity / method / num_layers None after the base
-    // recipe (overriding Qwen3-30B-A3B's full / uniform / 1); no preset sets
-    // recompute; v0.6.0's flat recipes set them None themselves.
-    {"qwen3-235b-a22b", nullptr, mp::RecomputeMode::kNone, 0,
-     "qwen3_llm_pretrain.py set_qwen3_common_configs"},
-    {"qwen3-30b-a3b", nullptr, mp::RecomputeMode::kNone, 0,
-     "qwen3_llm_pretrain.py set_qwen3_common_configs"},
-    // deepseek_workload_base_configs.py: B200 / B300 presets
-    // recompute_modules=["mla_up_proj"] (set_deepseek_v3_common_configs
-    // makes it selective); GB300 FP8_MX (and its GBS 15360 variant)
-    // recompute_modules=[], recomputing nothing.
-    {"deepseek-v3", "b200", mp::RecomputeMode::kSelective, mp::kRecomputeMlaUpProj,
-     "deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_B200_*"},
-    {"deepseek-v3", "b300", mp::RecomputeMode::kSelective, mp::kRecomputeMlaUpProj,
-     "deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_B300_*"},
-    {"deepseek-v3", "gb300-nvl72", mp::RecomputeMode::kNone, 0,
-     "deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_*"},
-    // gpt_oss_workload_base_configs.py: GB200 / B200 presets
-    // recompute_modules=["layernorm", "moe_act"]; B300 none.
-    {"gpt-oss-120b", "gb200-nvl72", mp::RecomputeMode::kSelective,
-     mp::kRecomputeLayerNorm | mp::kRecomputeMoeAct,
-     "gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_GB200_*"},
-    {"gpt-oss-120b", "b200", mp::RecomputeMode::kSelective,
-     mp::kRecomputeLayerNorm | mp::kRecomputeMoeAct,
-     "gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_B200_*"},
-    {"gpt-oss-120b", "b300", mp::RecomputeMode::kNone, 0,
-     "gpt_oss_workload_base_configs.py GPT_OSS_120B_PRETRAIN_CONFIG_B300_*"},
-};
-
-// The recipe's recompute of a megatron-core-2026 row; nullopt where no
-// preset has the row's layout (26.02.01 Llama3-70B NVFP4 on GB300 at MBS 2,
-// PP 1: only FSDP + host-offload presets have it) or the model is not
-// listed.
-std::optional<mp::Recompute> RecipeRecomputeFor(const std::string& model_preset,
-                                                const std::string& cluster_preset,
-                                                const std::string& container,
-                                                mp::Precision precision, int pp) {
-  if (model_preset == "llama3-70b" && cluster_preset == "gb300-nvl72" &&
-      container == "26.02.01" && precision == mp::Precision::kNvfp4 && pp == 1) {
-    return std::nullopt;
-  }
-  for (const RecipeRecomputeFact& f : kRecipeRecompute) {
-    if (model_preset != f.model_preset) continue;
-    if (f.cluster_preset != nullptr && cluster_preset != f.cluster_preset) continue;
-    mp::Recompute r;
-    r.mode = f.mode;
-    r.modules = f.modules;
-    return r;
-  }
-  return std::nullopt;
-}
-
-// Layer-wise host offload of a megatron-core-2026 row's recipe (Knobs::
-// offload_layers, priced with the recipe's recompute only): Megatron-
-// Bridge's LLAMA3_70B_PRETRAIN_CONFIG_{GB200,GB300}_FP8_CS_V2 (micro-batch 2,
-// Megatron-FSDP, cpu_offloading_num_layers 40 / 20, unchanged v0.3.0 -
-// v0.5.0; scripts/performance/utils/overrides.py turns cpu_offloading on,
-// activations only). 0 for every other row.
-int RecipeOffloadLayersFor(const std::string& model_preset, const std::string& cluster_preset,
-                           mp::Precision precision, const mp::ParallelConfig& p) {
-  if (model_preset != "llama3-70b" || precision != mp::Precision::kFp8 || p.pp != 1 ||
-      !p.shard_params) {
-    return 0;
-  }
-  if (cluster_preset == "gb200-nvl72") return 40;
-  if (cluster_preset == "gb300-nvl72") return 20;
-  return 0;
-}
-
-// The CUDA graphs a megatron-core-2026 row's recipe ran, read like
-// kRecipeRecompute from Megatron-Bridge at the container's release tag
-// (26.02 v0.3.0 ... 26.06.01 v0.5.1; 26.08 v0.6.0's flat perf_recipes):
-// the row's preset in scripts/performance/configs/<family>/
-// *_workload_base_configs.py (the V2, else V1 preset whose layout is the
-// row's). A preset's cuda_graph_impl None keeps the base recipe's, which is
-// Megatron-Core's default "none" (v0.3.0 - v0.4.x recipes set none; v0.5.0
-// sets "none" explicitly for DeepSeek, GPT-OSS and Llama), so most presets
-// run eager:
-// - Llama3-70B / Llama3.1-405B pre-training: every preset of the rows None
-//   or "none" (the NVFP4 ones "none" with a full_iteration scope, unused):
-//   no graphs. Llama3-70B SFT / LoRA (26.06): transformer_engine, scope mlp,
-//   except the H100 LoRA preset (None).
-// - DeepSeek-V3 B200 / B300: None -> no graphs, except B300 from 26.04.01
-//   (DEEPSEEK_V3_PRETRAIN_CONFIG_B300_V2: TE attn, moe_router,
-//   moe_preprocess); GB300 26.06: full_iteration.
-// - GPT-OSS-120B: B200 and GB200 BF16 None -> no graphs; B300 (BF16, and
-//   MXFP8 = BF16_V2 at 26.06): TE attn, moe_router, moe_preprocess.
-// - Qwen3-235B-A22B: B200 and H100 None -> no graphs; GB200 MXFP8 26.02 -
-//   26.04.01 TE attn, moe_router, moe_preprocess, 26.06+ full_iteration.
-// - Qwen3-30B-A3B: H100 None -> no graphs; B200 MXFP8 TE (26.02: moe_router,
-//   moe_preprocess; 26.02.01+: with attn); GB300 MXFP8 26.02 - 26.04.01 TE
-//   moe_router, moe_preprocess (no attn), 26.06+ full_iteration.
-struct RecipeGraphs {
-  bool on = false;  // cuda_graph_impl other than none
-  bool full_iteration = false;
-  bool attn = false, moe_router = false, moe_preprocess = false;  // TE scope
-};
-
-std::optional<RecipeGraphs> RecipeGraphsFor(const std::string& model, const std::string& gpu,
-                                            const std::string& container,
-                                            mp::Objective objective) {
-  const bool v2606 = container.rfind("26.06", 0) == 0 || container.rfind("26.08", 0) == 0;
-  RecipeGraphs none;
-  RecipeGraphs full;
-  full.on = full.full_iteration = true;
-  RecipeGraphs te_moe;  // TE attn, moe_router, moe_preprocess
-  te_moe.on = te_moe.attn = te_moe.moe_router = te_moe.moe_preprocess = true;
-  RecipeGraphs te_moe_no_attn = te_moe;
-  te_moe_no_attn.attn = false;
-  if (model == "llama3-70b" || model == "llama3.1-405b") {
-    if (objective == mp::Objective::kPretrain) return none;
-    if (gpu == "h100-sxm" && objective == mp::Objective::kLora) return none;
-    RecipeGraphs mlp;  // TE scope mlp: the dense MLP captured, attention eager
-    mlp.on = true;
-    return mlp;
-  }
-  if (model == "deepseek-v3") {
-    if (gpu == "gb300-nvl72" && v2606) return full;
-    if (gpu == "b300" && (container == "26.04.01" || v2606)) return te_moe;
-    if (gpu == "b200" || gpu == "b300") return none;
-    return std::nullopt;
-  }
-  if (model == "gpt-oss-120b") {
-    if (gpu == "b300") return te_moe;
-    if (gpu == "b200" || gpu == "gb200-nvl72") return none;
-    return std::nullopt;
-  }
-  if (model == "qwen3-235b-a22b") {
-    if (gpu == "b200" || gpu == "h100-sxm") return none;
-    if (gpu == "gb200-nvl72") return v2606 ? full : te_moe;
-    return std::nullopt;
-  }
-  if (model == "qwen3-30b-a3b") {
-    if (gpu == "h100-sxm") return none;
-    if (gpu == "b200") return container == "26.02" ? te_moe_no_attn : te_moe;
-    if (gpu == "gb300-nvl72") return v2606 ? full : te_moe_no_attn;
-    return std::nullopt;
-  }
-  return std::nullopt;
-}
 
 // The recompute a held-out row's own release-tag preset sets
 // (preset_audit.own_tag_preset_knobs.recompute_modules, written by
@@ -872,30 +490,6 @@ mp::StackGeneration RowGeneration(const std::string& container) {
   return g.ok() ? *g : mp::StackGeneration::k2602;
 }
 
-// The precision of the Adam state a row ran with, from its recipe: every
-// Megatron-Bridge DeepSeek-V3 recipe (v0.1.0rc4 = 25.09 through v0.6.0 =
-// 26.08, src/megatron/bridge/recipes/deepseek/deepseek_v3.py, from v0.6.0
-// deepseek/h100/deepseek_v3.py, which the performance scripts' pretrain
-// config aliases) sets use_precision_aware_optimizer with BF16 exp_avg,
-// exp_avg_sq and main grads; the performance scripts turn it off only under
-// Megatron-FSDP (scripts/performance/utils/overrides.py
-// set_megatron_fsdp_overrides). The Megatron-LM DeepSeek-V3 GB200 guide's
-// launch script sets BF16 exp_avg / exp_avg_sq ("BF16 optimizer states";
-// docs/discussions/deepseek-v3-gb200-optimization/
-// deepseek-v3-gb200-reproduce-guide.md). The Llama3, Llama3.1, Qwen3 and
-// GPT-OSS recipes set fp32 state explicitly; the performance scripts'
-// set_post_overrides turns the precision-aware optimizer on for BF16 Adam
-// runs but leaves those fp32 dtypes (no change of state size).
-mp::OptimizerStates RecipeOptimizerStatesFor(const std::string& id, const std::string& source,
-                                             const std::string& model_preset, bool fsdp) {
-  if (model_preset != "deepseek-v3") return mp::OptimizerStates::kFp32;
-  if (absl::StartsWith(id, "mlm-dsv3-gb200-opt-step")) return mp::OptimizerStates::kBf16Moments;
-  if (absl::StartsWith(source, "NVIDIA-NeMo/Megatron-Bridge") && !fsdp) {
-    return mp::OptimizerStates::kBf16Moments;
-  }
-  return mp::OptimizerStates::kFp32;
-}
-
 // ---------------------------------------------------------------------------
 // One published row, parsed once.
 struct RowSpec {
@@ -1184,21 +778,8 @@ uint32_t ModulesOfModel(const mp::ModelSpec& m, const mp::ParallelConfig&, uint3
 // The listed recipe of a 2026-stack row (the first entry that covers it),
 // nullptr when its recipe runs the stack's defaults.
 const RecipeKnobs* MoeCommRecipeFor(const RowSpec& row) {
-  for (const RecipeKnobs& r : kRecipeMoeComm) {
-    if (row.model_preset != r.model_preset || row.cluster_name != r.cluster_preset) continue;
-    if (!ContainerInRange(row.container, row.generation, r.first_container, r.last_container)) {
-      continue;
-    }
-    if (r.precisions != kEveryPrecision && (r.precisions & PrecisionBit(row.precision)) == 0) {
-      continue;
-    }
-    const mp::ParallelConfig& p = row.parallel;
-    if ((r.pp != 0 && p.pp != r.pp) || (r.vp != 0 && p.vp != r.vp) || (r.ep != 0 && p.ep != r.ep)) {
-      continue;
-    }
-    return &r;
-  }
-  return nullptr;
+  return mt::RecipeMoeCommFor(row.model_preset, row.cluster_name, row.container, row.generation,
+                              row.precision, row.parallel);
 }
 
 absl::StatusOr<RowSetup> ChooseKnobs(const RowSpec& r, const mp::StepModel& sm, bool print) {
@@ -1914,7 +1495,7 @@ int main(int argc, char** argv) {
         "recompute: each row's recipe's (kRecipeRecompute, Megatron-Bridge v0.3.0 - "
         "v0.6.0), not the headline's rule; the constants are refit per fold as usual, "
         "the 'shipped' figures keep the headline's constants\n");
-    for (const RecipeRecomputeFact& f : kRecipeRecompute) {
+    for (const RecipeRecomputeFact& f : mt::RecipeRecomputeFacts()) {
       mp::Recompute r;
       r.mode = f.mode;
       r.modules = f.modules;
