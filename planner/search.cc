@@ -906,7 +906,7 @@ absl::StatusOr<SearchResult> Searcher::Run() {
           RuleText(static_cast<FrameworkRule>(worst_rule)));
       if (fixed_layout) {
         return absl::InvalidArgumentError(
-            absl::StrCat("--fix ", ToString(options_.constraints.fixed), ": ", why));
+            absl::StrCat("with ", ToString(options_.constraints.fixed), " pinned: ", why));
       }
       return absl::FailedPreconditionError(
           absl::StrCat("no parallel layout for ", ToString(problem_), ": ", why));
@@ -927,7 +927,7 @@ absl::StatusOr<SearchResult> Searcher::Run() {
                                  invalid_text[worst]);
     if (fixed_layout) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--fix ", ToString(options_.constraints.fixed), ": ", why));
+          "with ", ToString(options_.constraints.fixed), " pinned: ", why));
     }
     return absl::FailedPreconditionError(
         absl::StrCat("no valid parallel layout for ", ToString(problem_), ": ",

@@ -371,7 +371,7 @@ TEST(SearchTest, FixedKnobsRestrictThePlan) {
   options.constraints.fixed = *f;
   EXPECT_THAT(SearchWith(TinyProblem(), scorer, options),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("--fix tp=3: every layout is invalid")));
+                       HasSubstr("with tp=3 pinned: every layout is invalid")));
 }
 
 TEST(SearchTest, ResultDoesNotDependOnThreads) {

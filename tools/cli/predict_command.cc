@@ -516,14 +516,22 @@ int RunPredict(const std::vector<std::string>& argv) {
     knobs.recompute = r;
   }
 
-  if (absl::Status s = pl::Validate(*model, shape, p); !s.ok()) {
-    return Fail(kExitBadInput, std::string(s.message()));
-  }
   pl::PlanRequest request;
   request.model = *model;
   request.cluster = *cluster;
   request.shape = shape;
   request.constraints.fixed = GivenKnobs(args, p, knobs);
+  // With the run layout given (tp, pp, mbs and, for MoE, ep) `p` is the
+  // layout priced, the flags not given at their run values (vp, cp, etp 1):
+  // refuse it here with its reason. Otherwise the search chooses what was
+  // not given, and refuses the request itself (naming a layout and why)
+  // only when no layout with the given flags is valid: `p`'s placeholders
+  // for the flags not given are no layout anyone asked for.
+  if (pl::PinsRunLayout(request)) {
+    if (absl::Status s = pl::Validate(*model, shape, p); !s.ok()) {
+      return Fail(kExitBadInput, std::string(s.message()));
+    }
+  }
   if (args.Has("overlap")) request.constraints.fixed.overlap_exact = knobs.overlap;
   request.constraints.precisions = {knobs.precision};
   request.constraints.moe_load_imbalance = knobs.moe_load_imbalance;

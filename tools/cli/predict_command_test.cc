@@ -538,6 +538,28 @@ TEST(PredictCommandTest, RoutingNotGivenWidensTheInterval) {
   }
 }
 
+TEST(PredictCommandTest, LayoutNotGivenIsTheSearchsWhereOnesWouldNotDivideTheBatch) {
+  // 96 GPUs at global batch 64: tp = pp = cp = mbs = 1 would give dp 96,
+  // which does not divide 64, but layouts with dp 2, 4, 8, 16 or 32 do; with
+  // no layout flag given the search chooses one (as `plan` does) rather
+  // than the placeholder layout being refused.
+  const nlohmann::json j =
+      PredictJson({"--model", "llama3-70b", "--cluster", "h100-sxm", "--gpus", "96", "--seq",
+                   "8192", "--gbs", "64"},
+                  {});
+  const nlohmann::json& par = j["config"]["parallel"];
+  const int dp = par["dp"].get<int>();
+  EXPECT_EQ(96, par["tp"].get<int>() * par["pp"].get<int>() * par["cp"].get<int>() * dp);
+  EXPECT_EQ(64 % (dp * par["mbs"].get<int>()), 0) << par.dump();
+  // The same batch with the run layout given as all ones is still refused,
+  // with the reason.
+  const Result r = RunPredict({"--model", "llama3-70b", "--cluster", "h100-sxm", "--gpus", "96",
+                               "--seq", "8192", "--gbs", "64", "--tp", "1", "--pp", "1", "--mbs",
+                               "1"});
+  EXPECT_EQ(r.code, kExitBadInput);
+  EXPECT_THAT(r.err, HasSubstr("global_batch=64 is not divisible by mbs*dp=1*96"));
+}
+
 TEST(PredictCommandTest, InvalidCombinationsExitTwoWithOneLine) {
   const std::vector<std::vector<std::string>> cases = {
       {"--model", "deepseek-v3", "--cluster", "h100-sxm", "--gpus", "64", "--seq", "4096",
