@@ -466,7 +466,7 @@ void Searcher::ExpandGroup(const OpenGroup& g, Worker& w,
   // Open subgroups, best head first, against the K-th best layout and this
   // layout's best so far (a slower find can change neither). In a visited
   // subgroup each block head is scored: it settles its block, whose members
-  // are no faster and need the same memory.
+  // are no faster and need no less memory.
   std::sort(open_subgroups.begin(), open_subgroups.end(),
             [](const std::pair<double, uint32_t>& a,
                const std::pair<double, uint32_t>& b) {
@@ -505,14 +505,22 @@ void Searcher::ExpandGroup(const OpenGroup& g, Worker& w,
 }
 
 // The default search rests on two properties of the step model, checked here
-// on a sample of layouts before it relies on them:
+// on a sample of layouts before it relies on them, on the combinations as the
+// search scores them (each as the framework runs it on the layout's rule
+// class, BuildKnobSets; a combination the framework refuses is never scored
+// and is skipped here too):
 //   speed   each knob axis lists its fastest value first: from each group
 //           head, moving one axis to another value is never faster. An axis
 //           that fails is bounded value by value (moved to the group level).
-//   memory  the axes assumed memory-neutral (dispatcher, grouped GEMM, CUDA
-//           graphs) leave peak memory unchanged, from the group head and from
-//           its most memory-frugal setting (full recompute, all offload). An
-//           axis that fails becomes a block axis (scored value by value).
+//   memory  moving a member axis (dispatcher, grouped GEMM, CUDA graphs) to a
+//           later value never lowers peak memory, from every subgroup head
+//           (each recompute x offload setting: an axis's memory effect can
+//           depend on it, e.g. CUDA graphs keep the pre-MLP norm that the
+//           layernorm recompute would drop). Then a block head that is over
+//           the limit settles its members, which are no faster and no
+//           smaller. An axis that fails becomes a block axis (scored value by
+//           value); one that raises memory (the NCCL all-to-all's buffers, a
+//           loop of GEMMs) stays a member axis.
 void Searcher::Audit() {
   std::vector<uint32_t> sample;
   const uint32_t n = static_cast<uint32_t>(layouts_.size());
@@ -520,39 +528,50 @@ void Searcher::Audit() {
   for (uint32_t i = 0; i < n && sample.size() < kAuditLayouts; i += step) {
     if (Floor(layouts_[i]) <= limit_bytes_) sample.push_back(i);
   }
-  auto same_memory = [](double a, double b) {
-    return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+  auto less_memory = [](double moved, double from) {
+    return moved < from - 1e-9 * std::max(std::abs(moved), std::abs(from));
   };
   for (uint32_t li : sample) {
     const ParallelConfig& p = layouts_[li];
     const KnobSet& ks = KnobsOf(p);
+    const size_t cls = size_t(ClassOf(p).Index());
+    const ParallelConfig rep = RepresentativeLayout(ClassOf(p));
+    // `k` as the search scores it on this layout, nullopt where refused.
+    auto as_run = [&](const Knobs& k) -> std::optional<Knobs> {
+      const NormalizedKnobs nk = NormalizeFor(options_.framework, problem_.model, rep,
+                                              options_.constraints.fixed, k,
+                                              options_.full_iteration_graphs);
+      if (nk.violation) return std::nullopt;
+      return nk.knobs;
+    };
+    const uint32_t class_bounded = class_bounded_axes_[cls];
     for (int g = 0; g < ks.num_groups(); ++g) {
-      const Knobs& head = ks.combos[static_cast<size_t>(g * ks.group_size)];
-      Knobs frugal = WithAxisValue(
-          axes_, head, KnobAxis::kRecompute,
-          AxisSize(axes_, problem_.model, p.ep > 1, KnobAxis::kRecompute) - 1);
-      frugal = WithAxisValue(
-          axes_, frugal, KnobAxis::kOffload,
-          AxisSize(axes_, problem_.model, p.ep > 1, KnobAxis::kOffload) - 1);
-      for (const Knobs* from : std::initializer_list<const Knobs*>{&head, &frugal}) {
-        const Estimate h = model_.Quick(p, *from);
+      for (int sg = 0; sg < ks.subgroups_per_group(); ++sg) {
+        const size_t at = static_cast<size_t>(g * ks.group_size + sg * ks.subgroup_size);
+        if (violations_[cls][at] >= 0) continue;
+        const Knobs& from = ks.combos[at];  // already as run (BuildKnobSets)
+        const Estimate h = model_.Quick(p, from);
         ++audit_evaluations_;
         if (h.reason != Infeasibility::kNone) continue;
-        const uint32_t class_bounded = class_bounded_axes_[size_t(ClassOf(p).Index())];
+        const bool group_head = sg == 0;
         for (int a = 1; a < kNumKnobAxes; ++a) {
           const KnobAxis axis = static_cast<KnobAxis>(a);
+          const bool check_speed = group_head && !(class_bounded & AxisBit(axis));
+          const bool check_memory = (neutral_axes_ & AxisBit(axis)) != 0;
+          if (!check_speed && !check_memory) continue;
           const int size = AxisSize(axes_, problem_.model, p.ep > 1, axis);
           for (int v = 1; v < size; ++v) {
-            const Estimate e =
-                model_.Quick(p, WithAxisValue(axes_, *from, axis, v));
+            const std::optional<Knobs> moved = as_run(WithAxisValue(axes_, from, axis, v));
+            if (!moved) continue;
+            const Estimate e = model_.Quick(p, *moved);
             ++audit_evaluations_;
             if (e.reason != Infeasibility::kNone) continue;
-            if (from == &head && !(class_bounded & AxisBit(axis)) &&
+            if (check_speed &&
                 e.tokens_per_sec_per_gpu > h.tokens_per_sec_per_gpu * (1 + kAuditTolerance)) {
               bounded_axes_ |= AxisBit(axis);
             }
             if ((neutral_axes_ & AxisBit(axis)) &&
-                !same_memory(e.peak_memory_bytes, h.peak_memory_bytes)) {
+                less_memory(e.peak_memory_bytes, h.peak_memory_bytes)) {
               neutral_axes_ &= ~AxisBit(axis);
               memory_axes_found_ |= AxisBit(axis);
             }
@@ -1171,7 +1190,7 @@ std::string_view PruneRuleText(PruneRule rule) {
              "can beat it";
     case PruneRule::kSameMemoryOverLimit:
       return "differs from a scored setting over the memory limit only in "
-             "knobs that do not change memory";
+             "knobs that do not lower memory";
     case PruneRule::kOverMemory:
       return "scored: peak memory over the limit";
     case PruneRule::kUnsupportedByModel:

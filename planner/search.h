@@ -33,9 +33,9 @@
 //      head fits is settled, one whose head is below the bar is skipped. In
 //      the rest, each block head (one per value of the memory-changing
 //      member axes, overlap) is scored; it settles its block, whose members
-//      differ only in knobs that change speed but not memory (rule
-//      kSameMemoryOverLimit when it is over the limit). The group's best
-//      feasible member competes for the top K.
+//      differ only in knobs that never make a step faster nor its peak
+//      memory lower (rule kSameMemoryOverLimit when it is over the limit).
+//      The group's best feasible member competes for the top K.
 // Groups are per layout and precision (plus any axis the audit bounds value
 // by value, see search_space.h).
 // The bound rests on the order of each knob axis (search_space.h): less
@@ -123,7 +123,7 @@ enum class PruneRule {
   kWeightsExceedMemory,   // default mode: weights + grads over the limit
   kBoundBelowTopK,        // default mode: group head below the K-th best
   kDominatedInGroup,      // default mode: group head fits, so it is the best
-  kSameMemoryOverLimit,   // default mode: same memory as a head over the limit
+  kSameMemoryOverLimit,   // default mode: no less memory than a head over the limit
   kOverMemory,            // scored, peak memory over the limit
   kUnsupportedByModel,    // the step model rejected the configuration
   kFrameworkRule,         // the framework refuses the combination (pinned

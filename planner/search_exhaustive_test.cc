@@ -197,15 +197,22 @@ TEST(SearchAssumptionsTest, WeightsFloorIsBelowStepModelMemory) {
 }
 
 // With the datasheet cost model and the pipeline split fixed, the knob axes
-// other than overlap are ordered fastest first and dispatcher / grouped GEMM
-// / CUDA graphs do not change memory: the audit finds nothing to work
-// around. The TP overlap is bounded value by value on TP layouts by design
-// (its split GEMMs can cost more than it hides: no order holds). (With the split
-// left to the step model, a faster dispatcher moves layers between stages
-// and so changes peak memory; the audit sees that and the search stays
-// exact, only slower.) DeepSeek-V3 on 1,024 GB200, pp = 8 with 7 + 6 x 8 + 6
-// layers.
-TEST(SearchAssumptionsTest, AuditFindsNothingWithExplicitStages) {
+// other than overlap are ordered fastest first. The TP overlap is bounded
+// value by value on TP layouts by design (its split GEMMs can cost more than
+// it hides: no order holds). Two member axes change peak memory the way the
+// search must see, both through Megatron-Core's layernorm recompute: the
+// pre-MLP norm is recomputed and its output freed only where the router is
+// not captured in a per-layer CUDA graph, or captured with the NCCL
+// all-to-all, whose preprocess stays outside the graph
+// (PreMlpNormRecomputed). So under selective layernorm recompute CUDA graphs
+// off and the all-to-all need less memory than the faster setting, and the
+// audit, which looks from every subgroup head (each recompute x offload
+// setting), finds exactly those two; grouped GEMM changes speed only. (An
+// audit from the group head and the full-recompute head alone sees neither
+// effect on the combinations the framework runs: per-layer graphs are off
+// under full recompute.) DeepSeek-V3 on 1,024 GB200, pp = 8 with 7 + 6 x 8
+// + 6 layers.
+TEST(SearchAssumptionsTest, AuditFindsTheNormRecomputeAxesWithExplicitStages) {
   SearchProblem problem;
   problem.model = *LoadModelPreset("deepseek-v3");
   problem.cluster = *LoadClusterPreset("gb200-nvl72");
@@ -217,8 +224,36 @@ TEST(SearchAssumptionsTest, AuditFindsNothingWithExplicitStages) {
       Search(problem, std::make_shared<DatasheetCostModel>(problem.cluster), options);
   ASSERT_THAT(r, IsOk());
   EXPECT_THAT(r->audit_failed_axes, ::testing::ElementsAre("tp_overlap"));
-  EXPECT_THAT(r->audit_memory_axes, ::testing::IsEmpty());
+  EXPECT_THAT(r->audit_memory_axes,
+              ::testing::UnorderedElementsAre("dispatcher", "cuda_graphs"));
   EXPECT_GT(r->audit_evaluations, 0u);
+
+  // The mechanism by hand on one layout of that space (tp 2, ep 16, mbs 8,
+  // recompute mla_up_proj + layernorm + moe_act): graphs on and the flex
+  // dispatcher keep the pre-MLP norm's output, graphs off or the
+  // all-to-all free it; without the layernorm recompute all three agree.
+  absl::StatusOr<StepModel> step = StepModel::Create(
+      problem.model, problem.cluster, problem.shape,
+      std::make_shared<DatasheetCostModel>(problem.cluster));
+  ASSERT_THAT(step, IsOk());
+  ParallelConfig p;
+  p.tp = 2, p.pp = 8, p.vp = 1, p.ep = 16, p.etp = 1, p.cp = 1, p.mbs = 8;
+  p.first_stage_layers = 7, p.last_stage_layers = 6;
+  Knobs fast;
+  fast.recompute.mode = RecomputeMode::kSelective;
+  fast.recompute.modules = kRecomputeMlaUpProj | kRecomputeLayerNorm | kRecomputeMoeAct;
+  fast.overlap.ep_comm = false;  // Megatron: no EP A2A overlap without interleaving
+  Knobs no_graphs = fast, all_to_all = fast;
+  no_graphs.cuda_graphs = false;
+  all_to_all.dispatcher = Dispatcher::kAllToAll;
+  const double with = step->Quick(p, fast).peak_memory_bytes;
+  EXPECT_LT(step->Quick(p, no_graphs).peak_memory_bytes, with);
+  EXPECT_LT(step->Quick(p, all_to_all).peak_memory_bytes, with);
+  for (Knobs* k : {&fast, &no_graphs, &all_to_all}) {
+    k->recompute.modules = kRecomputeMlaUpProj | kRecomputeMoeAct;
+  }
+  EXPECT_EQ(step->Quick(p, no_graphs).peak_memory_bytes, step->Quick(p, fast).peak_memory_bytes);
+  EXPECT_EQ(step->Quick(p, all_to_all).peak_memory_bytes, step->Quick(p, fast).peak_memory_bytes);
 }
 
 // When nothing fits, both modes say so (70B on 16 H100 within 90% of HBM).

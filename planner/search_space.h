@@ -220,12 +220,13 @@ Knobs WithAxisValue(const KnobAxes& axes, Knobs knobs, KnobAxis axis,
 //   subgroup  the memory axes, recompute and offload;
 //   block     the other axes that change peak memory (overlap: TP overlap
 //             needs communication buffers);
-//   member    the axes in `neutral_axes`, which change speed but not memory
-//             (dispatcher, grouped GEMM, CUDA graphs by default).
+//   member    the axes in `neutral_axes`, whose later values never lower
+//             peak memory (dispatcher, grouped GEMM, CUDA graphs by default;
+//             the search's audit moves one that does to the block level).
 // Within a group every non-group axis starts at its fastest value, so the
 // group's first combination (its head) is the fastest of the group; likewise
-// for the head of each subgroup and each block. All members of a block need
-// the same memory as its head.
+// for the head of each subgroup and each block. No member of a block needs
+// less memory than its head.
 struct KnobSet {
   std::vector<Knobs> combos;
   int group_size = 1;     // combos.size() % group_size == 0
@@ -237,7 +238,7 @@ struct KnobSet {
   int subgroups_per_group() const { return group_size / subgroup_size; }
   int blocks_per_subgroup() const { return subgroup_size / block_size; }
 };
-// The member axes assumed memory-neutral until an audit says otherwise.
+// The member axes assumed never to lower memory until an audit says otherwise.
 inline constexpr uint32_t kDefaultNeutralAxes =
     (1u << static_cast<int>(KnobAxis::kDispatcher)) |
     (1u << static_cast<int>(KnobAxis::kGroupedGemm)) |
