@@ -245,7 +245,30 @@ class Searcher {
         ks.combos[j] = n.knobs;
         if (n.violation) violations[j] = static_cast<int8_t>(*n.violation);
       }
+      // Where the overlap is searched value by value, each group's chain
+      // predecessor (OverlapChainPredecessor): the group whose head, the
+      // same in every other group axis, bounds this group's head.
+      std::vector<int32_t>& pred = chain_pred_[size_t(i)];
+      pred.assign(static_cast<size_t>(ks.num_groups()), -1);
+      int stride = 1;
+      for (size_t a = ks.group_axes.size(); a-- > 0;) {
+        if (ks.group_axes[a] == KnobAxis::kOverlap) {
+          const int size = ks.group_axis_sizes[a];
+          for (int g = 0; g < ks.num_groups(); ++g) {
+            const int v = (g / stride) % size;
+            const int pv = OverlapChainPredecessor(class_axes, v);
+            if (pv >= 0) pred[size_t(g)] = g - (v - pv) * stride;
+          }
+          break;
+        }
+        stride *= ks.group_axis_sizes[a];
+      }
     }
+  }
+  // The rule class of layouts_[layout], computed once per search.
+  size_t ClassIndexOf(uint32_t layout) const { return layout_class_[layout]; }
+  const KnobSet& KnobsOfLayout(uint32_t layout) const {
+    return knob_sets_[ClassIndexOf(layout)];
   }
   const KnobSet& KnobsOf(const ParallelConfig& p) const {
     return knob_sets_[size_t(ClassOf(p).Index())];
@@ -285,7 +308,13 @@ class Searcher {
   double limit_bytes_;
   std::array<KnobSet, kNumRuleLayoutClasses> knob_sets_;
   std::array<std::vector<int8_t>, kNumRuleLayoutClasses> violations_;
+  // Per rule class and group: the group whose head bounds this group's head
+  // (its overlap level's chain predecessor), -1 for none.
+  std::array<std::vector<int32_t>, kNumRuleLayoutClasses> chain_pred_;
+  // The audit found no overlap level faster than its chain predecessor.
+  bool overlap_chain_holds_ = true;
   std::vector<ParallelConfig> layouts_;
+  std::vector<uint8_t> layout_class_;  // ClassOf(layouts_[i]).Index()
   Tally rejections_;  // invalid layouts, found during enumeration
   uint64_t total_ = 0;
   uint32_t bounded_axes_ = 0;                 // bounded value by value
@@ -309,7 +338,7 @@ class Searcher {
 
 Outcome Searcher::Score(uint32_t layout, uint32_t combo, Worker& w) {
   const ParallelConfig& p = layouts_[layout];
-  const size_t cls = size_t(ClassOf(p).Index());
+  const size_t cls = ClassIndexOf(layout);
   const Knobs& k = knob_sets_[cls].combos[combo];
   if (const int v = violations_[cls][combo]; v >= 0) {
     w.tally.Add(PruneRule::kFrameworkRule, v, /*evaluated=*/false, 1,
@@ -354,7 +383,7 @@ Outcome Searcher::Score(uint32_t layout, uint32_t combo, Worker& w) {
 }
 
 void Searcher::ScoreLayoutExhaustive(uint32_t layout, Worker& w) {
-  const KnobSet& ks = KnobsOf(layouts_[layout]);
+  const KnobSet& ks = KnobsOfLayout(layout);
   Scored best;
   for (uint32_t c = 0; c < ks.combos.size(); ++c) {
     const Outcome o = Score(layout, c, w);
@@ -377,7 +406,7 @@ void Searcher::ScoreLayoutHeads(uint32_t layout, Worker& w,
                                 std::vector<OpenGroup>& open,
                                 TopLayouts& top) {
   const ParallelConfig& p = layouts_[layout];
-  const KnobSet& ks = KnobsOf(p);
+  const KnobSet& ks = KnobsOfLayout(layout);
   const double floor = Floor(p);
   if (floor < w.floor_bytes) {
     w.floor_bytes = floor;
@@ -392,9 +421,21 @@ void Searcher::ScoreLayoutHeads(uint32_t layout, Worker& w,
   const uint64_t before = w.evaluated;
   const size_t open_before = open.size();
   const uint32_t members = static_cast<uint32_t>(ks.group_size - 1);
+  const std::vector<int32_t>& pred = chain_pred_[ClassIndexOf(layout)];
+  // Per group of this layout: its head's throughput where it fits, else -1.
+  std::vector<double> fitting_head(static_cast<size_t>(ks.num_groups()), -1.0);
   for (int g = 0; g < ks.num_groups(); ++g) {
     const uint32_t head = static_cast<uint32_t>(g * ks.group_size);
+    if (const int32_t from = pred[size_t(g)];
+        overlap_chain_holds_ && from >= 0 && fitting_head[size_t(from)] >= 0) {
+      // Its head is no faster than the predecessor group's head, which fits:
+      // no member of this group can beat that plan of the same layout.
+      w.tally.Add(PruneRule::kDominatedInGroup, 0, false, members + 1,
+                  Example{true, layout, head, fitting_head[size_t(from)], 0});
+      continue;
+    }
     const Outcome o = Score(layout, head, w);
+    if (o.scored.valid()) fitting_head[size_t(g)] = o.tokens_per_sec;
     if (!o.runs) {
       // Layout-level reasons (or the precision), or pinned values the
       // framework refuses together: every member shares them.
@@ -425,7 +466,7 @@ void Searcher::ScoreLayoutHeads(uint32_t layout, Worker& w,
 
 void Searcher::ExpandGroup(const OpenGroup& g, Worker& w,
                            std::atomic<double>& threshold) {
-  const KnobSet& ks = KnobsOf(layouts_[g.layout]);
+  const KnobSet& ks = KnobsOfLayout(g.layout);
   const uint32_t base = g.group * static_cast<uint32_t>(ks.group_size);
   const uint32_t sub = static_cast<uint32_t>(ks.subgroup_size);
   const uint32_t block = static_cast<uint32_t>(ks.block_size);
@@ -554,6 +595,26 @@ void Searcher::Audit() {
         ++audit_evaluations_;
         if (h.reason != Infeasibility::kNone) continue;
         const bool group_head = sg == 0;
+        if (group_head) {
+          // The overlap chain: no level faster than its predecessor, both
+          // moved from this head.
+          for (int v = 0; v < static_cast<int>(axes_.overlap.size()); ++v) {
+            const int pv = OverlapChainPredecessor(axes_, v);
+            if (pv < 0) continue;
+            const std::optional<Knobs> bound =
+                as_run(WithAxisValue(axes_, from, KnobAxis::kOverlap, pv));
+            const std::optional<Knobs> moved =
+                as_run(WithAxisValue(axes_, from, KnobAxis::kOverlap, v));
+            if (!bound || !moved) continue;
+            const Estimate eb = model_.Quick(p, *bound);
+            const Estimate em = model_.Quick(p, *moved);
+            audit_evaluations_ += 2;
+            if (eb.reason == Infeasibility::kNone && em.reason == Infeasibility::kNone &&
+                em.tokens_per_sec_per_gpu > eb.tokens_per_sec_per_gpu * (1 + kAuditTolerance)) {
+              overlap_chain_holds_ = false;
+            }
+          }
+        }
         for (int a = 1; a < kNumKnobAxes; ++a) {
           const KnobAxis axis = static_cast<KnobAxis>(a);
           const bool check_speed = group_head && !(class_bounded & AxisBit(axis));
@@ -821,7 +882,8 @@ std::string Searcher::ExampleText(PruneRule rule, int detail, bool evaluated,
                           "best so far)");
     case PruneRule::kDominatedInGroup:
       return absl::StrCat(what, ": the head of its group (or subgroup, or "
-                          "block), no slower, fits at ",
+                          "block, or of the group of the overlap level that "
+                          "bounds it), no slower, fits at ",
                           absl::StrFormat("%.1f", ex.a), " tokens/s/GPU");
     case PruneRule::kSameMemoryOverLimit:
       return absl::StrCat(what, ": its block head needs more than ", Gib(ex.b));
@@ -883,9 +945,13 @@ absl::StatusOr<SearchResult> Searcher::Run() {
     }
     layouts_ = std::move(kept);
   }
-  for (const ParallelConfig& p : layouts_) total_ += KnobsOf(p).combos.size();
   if (layouts_.size() > std::numeric_limits<uint32_t>::max() / 2) {
     return absl::ResourceExhaustedError("search space too large");
+  }
+  layout_class_.resize(layouts_.size());
+  for (size_t i = 0; i < layouts_.size(); ++i) {
+    layout_class_[i] = static_cast<uint8_t>(ClassOf(layouts_[i]).Index());
+    total_ += KnobsOfLayout(static_cast<uint32_t>(i)).combos.size();
   }
   done_ = total_ - [&] {
     uint64_t valid = 0;
@@ -1006,7 +1072,7 @@ absl::StatusOr<SearchResult> Searcher::Run() {
       const OpenGroup& g = groups[i];
       if (g.head_tokens_per_sec < threshold.load(std::memory_order_relaxed)) {
         pruned[i] = 1;
-        done_.fetch_add(KnobsOf(layouts_[g.layout]).group_size - 1,
+        done_.fetch_add(KnobsOfLayout(g.layout).group_size - 1,
                         std::memory_order_relaxed);
       } else {
         ExpandGroup(g, workers[wi], threshold);
@@ -1019,7 +1085,7 @@ absl::StatusOr<SearchResult> Searcher::Run() {
     for (size_t i = 0; i < groups.size(); ++i) {
       if (!pruned[i]) continue;
       const OpenGroup& g = groups[i];
-      const KnobSet& ks = KnobsOf(layouts_[g.layout]);
+      const KnobSet& ks = KnobsOfLayout(g.layout);
       w0.tally.Add(PruneRule::kBoundBelowTopK, 0, false, ks.group_size - 1,
                    Example{true, g.layout,
                            g.group * static_cast<uint32_t>(ks.group_size),

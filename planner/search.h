@@ -26,7 +26,12 @@
 //      group from above (rule kBoundBelowTopK prunes groups whose head is
 //      below the K-th best layout found);
 //      A group whose head fits needs nothing more: its head is its best
-//      feasible member (rule kDominatedInGroup);
+//      feasible member (rule kDominatedInGroup). Where the overlap is
+//      searched value by value, a group whose overlap level is bounded by
+//      another level (OverlapChainPredecessor: two streams by one, none by
+//      all but EP) is settled unscored when that level's group head of the
+//      same layout fits (kDominatedInGroup), while the audit finds the chain
+//      holding;
 //   3. groups whose head does not fit are then visited best head first. In
 //      a visited group the heads of its (recompute, offload) subgroups are
 //      scored, and the same two rules apply one level down: a subgroup whose

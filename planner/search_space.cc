@@ -617,6 +617,24 @@ Knobs WithAxisValue(const KnobAxes& axes, Knobs k, KnobAxis axis, int i) {
   return k;
 }
 
+int OverlapChainPredecessor(const KnobAxes& axes, int value) {
+  if (value < 0 || value >= static_cast<int>(axes.overlap.size())) return -1;
+  auto index_of = [&](std::string_view name) {
+    for (size_t i = 0; i < axes.overlap.size(); ++i) {
+      if (axes.overlap[i].name == name) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  const std::string_view name = axes.overlap[static_cast<size_t>(value)].name;
+  if (name == "all_2_streams") return index_of("all_1_stream");
+  if (name == "none") {
+    if (const int i = index_of("all_but_ep"); i >= 0) return i;
+    if (const int i = index_of("all_1_stream"); i >= 0) return i;
+    return index_of("all");
+  }
+  return -1;
+}
+
 KnobSet BuildKnobSet(const KnobAxes& axes, const ModelSpec& model,
                      bool expert_parallel, uint32_t group_axes,
                      uint32_t neutral_axes) {
@@ -656,6 +674,8 @@ KnobSet BuildKnobSet(const KnobAxes& axes, const ModelSpec& model,
     return n;
   };
   KnobSet set;
+  set.group_axes.assign(order.begin(), order.begin() + static_cast<long>(group_level));
+  set.group_axis_sizes.assign(sizes.begin(), sizes.begin() + static_cast<long>(group_level));
   set.group_size = product_from(group_level);
   set.subgroup_size = product_from(subgroup_level);
   set.block_size = product_from(block_level);

@@ -232,6 +232,10 @@ struct KnobSet {
   int group_size = 1;     // combos.size() % group_size == 0
   int subgroup_size = 1;  // group_size % subgroup_size == 0
   int block_size = 1;     // subgroup_size % block_size == 0
+  // The group level's axes, outermost first, and each one's size: group g's
+  // value of axis i is (g / product of the later sizes) % group_axis_sizes[i].
+  std::vector<KnobAxis> group_axes;
+  std::vector<int> group_axis_sizes;
   int num_groups() const {
     return static_cast<int>(combos.size()) / group_size;
   }
@@ -243,6 +247,16 @@ inline constexpr uint32_t kDefaultNeutralAxes =
     (1u << static_cast<int>(KnobAxis::kDispatcher)) |
     (1u << static_cast<int>(KnobAxis::kGroupedGemm)) |
     (1u << static_cast<int>(KnobAxis::kCudaGraphs));
+// The overlap level that bounds `value` from above when the overlap axis is
+// searched value by value (its fastest-first order broken: with the EP A2A
+// overlap's schedule host work, "all_but_ep" can beat "all"), or -1: a
+// second stream only adds the overlap's SM contention, so "all_2_streams" is
+// no faster than "all_1_stream", and "none" drops the DP / PP overlaps too,
+// so it is no faster than "all_but_ep" (than the first "all" level for a
+// dense model). The search's audit checks both on its sample before it
+// relies on them.
+int OverlapChainPredecessor(const KnobAxes& axes, int value);
+
 // Knob combinations for layouts with ep > 1 (expert_parallel) or ep = 1 (no
 // dispatch, so one dispatcher). On a dense model both are the same.
 KnobSet BuildKnobSet(const KnobAxes& axes, const ModelSpec& model,

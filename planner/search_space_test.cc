@@ -439,6 +439,46 @@ TEST(KnobAxesTest, DefaultAxesAndSetSizes) {
   }
 }
 
+// Where the overlap is searched value by value, each level's upper bound
+// among the others: a second stream is bounded by one stream, "none" by
+// "all_but_ep" (a MoE model's) or, without it, by all on; "all_1_stream"
+// and "all_but_ep" have none (either can be the faster). The group level
+// says which axes it holds, so a group's neighbour along one axis is found
+// by index.
+TEST(KnobAxesTest, OverlapChainPredecessor) {
+  const ModelSpec moe = TinyMoe();
+  absl::StatusOr<KnobAxes> axes = BuildKnobAxes(moe, EightGpuNodes(), SpaceConstraints{});
+  ASSERT_THAT(axes, IsOk());
+  ASSERT_EQ(axes->overlap.size(), 4u);  // all_1_stream, all_2_streams, all_but_ep, none
+  EXPECT_EQ(OverlapChainPredecessor(*axes, 0), -1);
+  EXPECT_EQ(OverlapChainPredecessor(*axes, 1), 0);
+  EXPECT_EQ(OverlapChainPredecessor(*axes, 2), -1);
+  EXPECT_EQ(OverlapChainPredecessor(*axes, 3), 2);
+  EXPECT_EQ(OverlapChainPredecessor(*axes, 4), -1);
+  EXPECT_EQ(OverlapChainPredecessor(*axes, -1), -1);
+  absl::StatusOr<KnobAxes> dense =
+      BuildKnobAxes(TinyDense(), EightGpuNodes(), SpaceConstraints{});
+  ASSERT_THAT(dense, IsOk());
+  ASSERT_EQ(dense->overlap.size(), 3u);  // all_1_stream, all_2_streams, none
+  EXPECT_EQ(OverlapChainPredecessor(*dense, 2), 0);
+  // Streams pinned: one "all" level.
+  SpaceConstraints pinned;
+  pinned.fixed.comm_streams = 2;
+  absl::StatusOr<KnobAxes> one = BuildKnobAxes(TinyDense(), EightGpuNodes(), pinned);
+  ASSERT_THAT(one, IsOk());
+  ASSERT_EQ(one->overlap.size(), 2u);  // all, none
+  EXPECT_EQ(OverlapChainPredecessor(*one, 1), 0);
+
+  KnobSet by_overlap = BuildKnobSet(*axes, moe, true, AxisBit(KnobAxis::kOverlap));
+  EXPECT_THAT(by_overlap.group_axes, ElementsAre(KnobAxis::kPrecision, KnobAxis::kOverlap));
+  EXPECT_THAT(by_overlap.group_axis_sizes, ElementsAre(1, 4));
+  for (int g = 0; g < by_overlap.num_groups(); ++g) {
+    const Knobs& head = by_overlap.combos[static_cast<size_t>(g * by_overlap.group_size)];
+    EXPECT_EQ(head.overlap.num_comm_streams, axes->overlap[size_t(g)].overlap.num_comm_streams);
+    EXPECT_EQ(head.overlap.ep_comm, axes->overlap[size_t(g)].overlap.ep_comm);
+  }
+}
+
 // The TP overlap is its own axis: on and off by default; the overlap
 // levels set the other overlaps and leave it alone. Fixed overlap off: TP
 // off with the rest; fixed exactly: TP as given.

@@ -507,6 +507,46 @@ TEST(SearchTest, EpOverlapThatChangesNothingOnAnHgxNodeIsLeftOff) {
   EXPECT_DOUBLE_EQ(tie_with->peak_memory_bytes, tie.prediction.peak_memory_bytes);
 }
 
+// The default search skips a group whose overlap level is bounded by a
+// level of the same layout whose head fits (OverlapChainPredecessor), only
+// while the audit finds the chain holding. A calibration that measured less
+// contention with two communication streams than with one (slowdown 1.05
+// against 1.30) makes "all_2_streams" the faster level: the audit sees it,
+// the pruning stops, and the default search still finds what the
+// exhaustive one finds -- plans on two streams (Llama3-8B on 16 H100 at TP
+// 2, where the slowdown meets the TP traffic the GEMMs hide).
+TEST(SearchTest, OverlapChainPruningStopsWhereACalibrationBreaksIt) {
+  SearchProblem problem;
+  problem.model = *LoadModelPreset("llama3-8b");
+  problem.cluster = *LoadClusterPreset("h100-sxm");
+  problem.shape = {16, 8192, 128};
+  auto prior = std::make_shared<DatasheetCostModel>(problem.cluster);
+  CalibrationTables t;
+  t.cluster_name = "h100-test";
+  t.overlap.push_back({1, 1.30});
+  t.overlap.push_back({2, 1.05});
+  absl::StatusOr<std::unique_ptr<CalibratedCostModel>> calibrated =
+      CalibratedCostModel::Create(t, prior);
+  ASSERT_THAT(calibrated, IsOk());
+  std::shared_ptr<const CostModel> cost = std::move(*calibrated);
+  SearchOptions options;
+  options.top_k = 3;
+  options.threads = 2;
+  // TP 2: the slowdown applies to compute that hides TP (and EP) traffic.
+  options.constraints.fixed = *ParseFixSpec("tp=2");
+  absl::StatusOr<SearchResult> fast = Search(problem, cost, options);
+  options.exhaustive = true;
+  absl::StatusOr<SearchResult> full = Search(problem, cost, options);
+  ASSERT_THAT(fast, IsOk());
+  ASSERT_THAT(full, IsOk());
+  ASSERT_EQ(fast->top.size(), full->top.size());
+  for (size_t i = 0; i < full->top.size(); ++i) {
+    EXPECT_EQ(ToString(fast->top[i].plan), ToString(full->top[i].plan)) << i;
+  }
+  EXPECT_EQ(full->best.plan.knobs.overlap.num_comm_streams, 2) << ToString(full->best.plan);
+  EXPECT_LT(fast->candidates_evaluated, full->candidates_evaluated / 4);
+}
+
 TEST(SearchTest, ProgressReportsTheWholeSpace) {
   HandScorer scorer;
   SearchOptions options;
