@@ -48,8 +48,9 @@ namespace moetune::tests {
 // (branch r0.6.0, src/megatron/bridge/perf_recipes/{qwen,deepseek,gpt_oss}/
 // {gb200,gb300}/, MXFP8) set the same dispatcher (flex + HybridEP), EP A2A
 // overlap (on, with delay_wgrad_compute), CUDA graphs (full_iteration) and
-// recompute as the 26.06 presets, so the open-ended 26.06 entries below
-// cover them as written; Kimi-K2's GB300 preset (v0.3.1 - v0.5.0, r0.6.0
+// recompute as the 26.06 presets, so the open-ended 26.06 entries of the
+// table (kRecipeMoeComm, bridge_recipes.cc) cover them as written; Kimi-K2's
+// GB300 preset (v0.3.1 - v0.5.0, r0.6.0
 // perf_recipes/kimi/gb300/kimi_k2.py) runs HybridEP without the overlap at
 // every tag, which is the default (it also runs without CUDA graphs and
 // with the Muon optimizer, which this table does not carry).
