@@ -522,11 +522,14 @@ int RunPredict(const std::vector<std::string>& argv) {
   request.shape = shape;
   request.constraints.fixed = GivenKnobs(args, p, knobs);
   // With the run layout given (tp, pp, mbs and, for MoE, ep) `p` is the
-  // layout priced, the flags not given at their run values (vp, cp, etp 1):
-  // refuse it here with its reason. Otherwise the search chooses what was
-  // not given, and refuses the request itself (naming a layout and why)
-  // only when no layout with the given flags is valid: `p`'s placeholders
-  // for the flags not given are no layout anyone asked for.
+  // layout priced, vp and cp at their run value 1 where not given: refuse it
+  // here with its reason (etp, not given, is checked at 1, the value that
+  // constrains the layout least; the run defaults then set it to tp and
+  // check that themselves, planner/run_defaults.h). Otherwise the search
+  // chooses what was not given and refuses the request itself (naming a
+  // layout and why) only when no layout with the given flags is valid:
+  // `p`'s placeholders for the flags not given are no layout anyone asked
+  // for.
   if (pl::PinsRunLayout(request)) {
     if (absl::Status s = pl::Validate(*model, shape, p); !s.ok()) {
       return Fail(kExitBadInput, std::string(s.message()));
