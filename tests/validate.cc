@@ -1453,6 +1453,544 @@ void PrintHeldOutRows(const std::string& path, const json& rows, const RowModel&
                                      100 * kMinHeldOutLayoutOrder));
 }
 
+// Prints the memory anchors: measured peak allocated memory, outside runs.json
+// (Megatron-Bridge skill cards at 067f987d), against the predicted peak.
+// Llama3-70B SFT on 32 H100, FP8 current scaling, the deep-pipeline
+// group's job and knobs: skills/nemo-mbridge-perf-activation-recompute/
+// card.yaml (PR #3107: TP4 PP4 VP5 DP2 with recompute_modules
+// [core_attn] 58.8, [mlp] 55.6, [mlp, core_attn] 55.6, [core_attn,
+// layernorm] 59.6) and skills/nemo-mbridge-perf-memory-tuning/card.yaml
+// (the core_attn baseline at TP4 PP8 VP5 DP1 53.2, TP8 PP4 VP5 DP1
+// 50.2). Moonlight-16B-A3B on 8 H100, BF16, the recompute ladders' job
+// (activation-recompute card: peak allocated after iteration 2, [] 36.618
+// ... [layernorm, moe_act] 35.949). The cards write "GB"; compared as
+// 10^9 bytes (were they GiB, the measured values would be 7.4% larger).
+void PrintMemoryAnchors(const RowModel& row_model,
+                        const FittedConstants& default_constants) {
+  struct MemAnchor {
+    std::string name;
+    double predicted_gb = 0;
+    double measured_gb = 0;
+  };
+  std::vector<MemAnchor> anchors;
+  // Which pipeline rank's memory a card's figure is: the last rank's for
+  // the runs logged before Megatron-Bridge reduced its memory metrics over
+  // the pipeline (2f7f48f6c, 2026-05-04, issue 3167: the TensorBoard / W&B
+  // writers run on rank world_size - 1 only); the peak rank's otherwise.
+  enum class Logged { kPeakRank, kLastRank };
+  auto predict_peak = [&](const std::string& model_preset, const std::string& cluster_preset,
+                          const mp::TrainingShape& shape, mp::StackGeneration generation,
+                          const mp::MegatronFeatures& features, const mp::ParallelConfig& p,
+                          mp::Knobs knobs, Logged logged) -> std::optional<double> {
+    absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(model_preset);
+    absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(cluster_preset);
+    if (!model.ok() || !cluster.ok()) return std::nullopt;
+    mp::StackConstants st = row_model.Stack(generation, default_constants);
+    st.features = features;
+    absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
+        *model, *cluster, shape, row_model.Cost(*cluster, default_constants), st);
+    if (!sm.ok()) return std::nullopt;
+    knobs.recompute.modules = ModulesOfModel(*model, p, knobs.recompute.modules);
+    knobs = mp::NormalizeForMegatron(*model, p, {}, knobs, st.features.graph_full_iteration)
+                .knobs;
+    absl::StatusOr<mp::Prediction> pred = sm->Predict(p, knobs);
+    if (!pred.ok()) return std::nullopt;
+    // torch's peak allocated: the tensors, without the CUDA context /
+    // workspaces / fragmentation reserve and NCCL's buffers.
+    const mp::MemoryBreakdown& rank =
+        logged == Logged::kLastRank ? pred->last_stage_memory : pred->memory;
+    return rank.TensorBytes() / 1e9;
+  };
+  auto selective = [](uint32_t modules) {
+    mp::Recompute r;
+    r.mode = modules == 0 ? mp::RecomputeMode::kNone : mp::RecomputeMode::kSelective;
+    r.modules = modules;
+    return r;
+  };
+  for (const mt::LayoutGroup& g : mt::HopperDeepPipelineGroups()) {
+    if (g.model_preset != "llama3-70b") continue;
+    struct Exp {
+      int tp, pp;
+      uint32_t modules;
+      const char* modules_name;
+      double measured_gb;
+    };
+    const Exp exps[] = {
+        {4, 4, mp::kRecomputeCoreAttn, "core_attn", 58.8},
+        {4, 4, mp::kRecomputeMlp, "mlp", 55.6},
+        {4, 4, mp::kRecomputeMlp | mp::kRecomputeCoreAttn, "mlp, core_attn", 55.6},
+        {4, 4, mp::kRecomputeCoreAttn | mp::kRecomputeLayerNorm, "core_attn, layernorm", 59.6},
+        {4, 8, mp::kRecomputeCoreAttn, "core_attn", 53.2},
+        {8, 4, mp::kRecomputeCoreAttn, "core_attn", 50.2},
+    };
+    for (const Exp& e : exps) {
+      for (const mt::LayoutCase& lc : g.cases) {
+        if (lc.parallel.tp != e.tp || lc.parallel.pp != e.pp) continue;
+        mp::Knobs k = lc.knobs;
+        k.recompute = selective(e.modules);
+        // PR 3107 (March 2026) logged the last rank: its card marks the
+        // core_attn runs "OOM_on_rank0" beside a 58.8 GB peak.
+        std::optional<double> gb =
+            predict_peak(g.model_preset, g.cluster_preset, g.shape, g.generation, g.features,
+                         lc.parallel, k, Logged::kLastRank);
+        if (gb) {
+          anchors.push_back({absl::StrFormat("Llama3-70B SFT 32 H100 tp%d pp%d vp5 [%s]", e.tp,
+                                             e.pp, e.modules_name),
+                             *gb, e.measured_gb});
+        }
+      }
+    }
+  }
+  {
+    const struct {
+      uint32_t modules;
+      const char* name;
+      double measured_gb;
+    } moonlight[] = {
+        {0, "", 36.618},
+        {mp::kRecomputeCoreAttn, "core_attn", 36.614},
+        {mp::kRecomputeMlaUpProj, "mla_up_proj", 35.902},
+        {mp::kRecomputeMlaUpProj | mp::kRecomputeMlp, "mla_up_proj, mlp", 35.917},
+        {mp::kRecomputeMoeAct, "moe_act", 35.941},
+        {mp::kRecomputeLayerNorm | mp::kRecomputeMoeAct, "layernorm, moe_act", 35.949},
+    };
+    const std::vector<mt::StandaloneLadder> ladders = mt::MoonlightH100RecomputeLadders();
+    if (!ladders.empty() && !ladders[0].steps.empty()) {
+      const mt::StandaloneLadder& l = ladders[0];
+      for (const auto& v : moonlight) {
+        mp::Knobs k = l.steps[0].knobs;
+        k.recompute = selective(v.modules);
+        std::optional<double> gb =
+            predict_peak(l.model_preset, l.cluster_preset, l.shape, l.generation,
+                         l.steps[0].features, l.parallel, k, Logged::kPeakRank);
+        if (gb) {
+          anchors.push_back(
+              {absl::StrFormat("Moonlight-16B-A3B 8 H100 tp2 ep8 [%s]", v.name), *gb,
+               v.measured_gb});
+        }
+      }
+    }
+  }
+  std::printf("\n== Memory anchors: measured peak allocated memory (Megatron-Bridge skill "
+              "cards, outside runs.json) against the predicted peak of tensors (peak less the reserve and "
+              "NCCL buffers), shipped constants ==\n");
+  double abs_sum = 0, signed_sum = 0;
+  for (const MemAnchor& a : anchors) {
+    const double err = a.predicted_gb / a.measured_gb - 1;
+    abs_sum += std::fabs(err);
+    signed_sum += err;
+    std::printf("  %-52s meas %6.1f GB  pred %6.1f GB  err %+6.1f%%\n", a.name.c_str(),
+                a.measured_gb, a.predicted_gb, 100 * err);
+  }
+  if (!anchors.empty()) {
+    std::printf("  %zu runs: mean |error| %.1f%%, signed %+.1f%% (pred / meas - 1: positive = "
+                "the model over-counts)\n",
+                anchors.size(), 100 * abs_sum / anchors.size(),
+                100 * signed_sum / anchors.size());
+  }
+}
+
+// Prints the public runs outside runs.json whose recipes set knobs the rows
+// never vary (tests/internal/recipe_checks.h): checks, never fitted.
+void PrintRecipeChecksOutsideRuns(const RowModel& row_model,
+                                  const FittedConstants& default_constants) {
+  std::printf("\n== Recipe checks outside runs.json (CUDA-graph scope, natural routing, FP8 "
+              "attention), shipped constants ==\n");
+  std::printf("  %-34s %9s %9s %8s %9s  %s\n", "run", "meas", "pred", "err", "attn s",
+              "recipe / not modelled");
+  // Per published set (verification cards, recipe index): each run's
+  // error (tokens/s/GPU, pred / meas - 1) and its performance runs per
+  // model and cluster, for the summaries.
+  using Set = mt::RecipeCheck::Set;
+  struct CardPerf {
+    double meas = 0, pred = 0;
+    mp::Precision precision = mp::Precision::kBf16;
+  };
+  struct SetResults {
+    std::vector<std::pair<std::string, double>> errors;
+    std::map<std::pair<std::string, std::string>, CardPerf> perf;
+  };
+  std::map<Set, SetResults> sets;
+  for (const mt::RecipeCheck& c : mt::PublicRecipeChecks()) {
+    absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(c.model_preset);
+    absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(c.cluster_preset);
+    if (!model.ok() || !cluster.ok()) {
+      std::printf("  %s: preset missing\n", c.id.c_str());
+      continue;
+    }
+    auto predict = [&](const mp::StackConstants& s) -> absl::StatusOr<mp::Prediction> {
+      absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
+          *model, *cluster, c.shape, row_model.Cost(*cluster, default_constants), s);
+      if (!sm.ok()) return sm.status();
+      const mp::NormalizedKnobs n = mp::NormalizeForMegatron(
+          *model, c.parallel, {}, c.knobs, s.features.graph_full_iteration);
+      return sm->Predict(c.parallel, n.knobs);
+    };
+    auto attention_s = [](const mp::Prediction& p) {
+      for (const mp::Term& t : p.breakdown) {
+        if (t.name == "attention.core") return t.seconds;
+      }
+      return 0.0;
+    };
+    mp::StackConstants s = row_model.Stack(c.generation, default_constants);
+    s.features = c.features;
+    const mp::StackConstants::UnfusedSinkLayers stack_sinks = s.unfused_sink_layers;
+    if (c.fp8_attention) s.unfused_sink_layers = mp::StackConstants::UnfusedSinkLayers::kNone;
+    absl::StatusOr<mp::Prediction> p = predict(s);
+    if (!p.ok()) {
+      std::printf("  %-34s %s\n", c.id.c_str(), std::string(p.status().message()).c_str());
+      continue;
+    }
+    // TFLOP/s/GPU published: tokens with the prediction's FLOPs per token.
+    const double meas = c.measured_tflops_per_gpu > 0
+                            ? c.measured_tflops_per_gpu * p->tokens_per_sec_per_gpu /
+                                  p->model_tflops_per_gpu
+                            : c.measured_tokens_per_sec_per_gpu;
+    if (c.set != Set::kOther) {
+      SetResults& r = sets[c.set];
+      r.errors.emplace_back(c.id, p->tokens_per_sec_per_gpu / meas - 1);
+      // A card's performance run, or any recipe-index or release-tracker
+      // run (all are).
+      if (c.set == Set::kRecipeIndex || c.set == Set::kReleaseTracker ||
+          absl::StrContains(c.id, "-card-performance")) {
+        r.perf[{c.model_preset, c.cluster_preset}] = {meas, p->tokens_per_sec_per_gpu,
+                                                      c.knobs.precision};
+      }
+    }
+    std::printf("  %-34s %9.0f %9.0f %+7.1f%% %9.3f  %s%s%s%s\n", c.id.c_str(), meas,
+                p->tokens_per_sec_per_gpu, 100 * (p->tokens_per_sec_per_gpu / meas - 1),
+                attention_s(*p), c.recipe.c_str(), p->fits ? "" : " [does not fit]",
+                c.not_modelled.empty() ? "" : " | not modelled: ", c.not_modelled.c_str());
+    if (absl::GetFlag(FLAGS_verbose)) {
+      std::printf("      step %.3f s\n", p->step_time_s);
+      PrintBreakdown(*p);
+    }
+    // What-ifs: each setting the check's error depends on, changed alone
+    // (graph scope and routing for the Qwen3-30B-A3B card, EP overlap for
+    // every run that has it).
+    auto what_if = [&](const char* label, const mp::StackConstants& ws, const mp::Knobs& wk) {
+      absl::StatusOr<mp::Prediction> q = absl::UnknownError("no prediction");
+      absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
+          *model, *cluster, c.shape, row_model.Cost(*cluster, default_constants), ws);
+      if (sm.ok()) {
+        const mp::NormalizedKnobs n = mp::NormalizeForMegatron(
+            *model, c.parallel, {}, wk, ws.features.graph_full_iteration);
+        q = sm->Predict(c.parallel, n.knobs);
+      }
+      if (!q.ok()) return;
+      std::printf("  %-34s %9s %9.0f %+7.1f%% %9.3f  what-if: %s\n", "", "",
+                  q->tokens_per_sec_per_gpu, 100 * (q->tokens_per_sec_per_gpu / meas - 1),
+                  attention_s(*q), label);
+    };
+    if (c.model_preset == "qwen3-30b-a3b") {
+      if (c.knobs.cuda_graphs && s.features.graph_full_iteration) {
+        // The 26.02-26.04 rule: the MoE layers' host work adds to the GPU
+        // time instead of hiding under the other micro-batch's compute.
+        mp::StackConstants ws = s;
+        ws.moe_host_hidden_by_ep_overlap = false;
+        what_if("MoE host time adds (no hiding)", ws, c.knobs);
+      }
+      if (c.knobs.cuda_graphs && !s.features.graph_full_iteration) {
+        // What the run would gain from full-iteration graphs (the 26.06
+        // host hiding), the rest of its recipe unchanged.
+        mp::StackConstants ws = s;
+        ws.features.graph_full_iteration = true;
+        what_if("full-iteration graphs (MoE host time hidden, the 26.06 rule)", ws, c.knobs);
+      }
+      if (c.knobs.routing == mp::Routing::kNatural) {
+        mp::Knobs wk = c.knobs;
+        wk.routing = mp::Routing::kBalanced;
+        what_if("forced balancing (imbalance 1)", s, wk);
+      }
+    }
+    if (c.knobs.overlap.ep_comm) {
+      mp::Knobs wk = c.knobs;
+      wk.overlap.ep_comm = false;
+      what_if("EP overlap off (nothing of the dispatch / combine hidden)", s, wk);
+    }
+    if (c.fp8_attention && stack_sinks != s.unfused_sink_layers) {
+      // What-if: the sink layers as the stack's BF16 rows run them
+      // (StackConstants::unfused_sink_layers), which the recipe's FP8
+      // attention does not allow.
+      s.unfused_sink_layers = stack_sinks;
+      absl::StatusOr<mp::Prediction> q = predict(s);
+      if (q.ok()) {
+        std::printf("  %-34s %9s %9.0f %+7.1f%% %9.3f  what-if: sink layers as the stack's BF16 "
+                    "rows (unfused sliding window)%s\n", "",
+                    "", q->tokens_per_sec_per_gpu, 100 * (q->tokens_per_sec_per_gpu / meas - 1),
+                    attention_s(*q), q->fits ? "" : " [does not fit]");
+      }
+    }
+  }
+  // Each published set as one out-of-sample figure: the verification
+  // cards (every card of a model with a preset whose recipe the step
+  // model can be told; the SFT-long-context and PEFT cards are not among
+  // them), the recipe-index runs no knob ladder holds and the ModelZoo
+  // GB200 / GB300 runs.
+  for (const auto& [set, r] : sets) {
+    if (r.errors.empty()) continue;
+    double abs_sum = 0, signed_sum = 0;
+    const std::pair<std::string, double>* worst = &r.errors.front();
+    for (const auto& e : r.errors) {
+      abs_sum += std::fabs(e.second);
+      signed_sum += e.second;
+      if (std::fabs(e.second) > std::fabs(worst->second)) worst = &e;
+    }
+    const double n = double(r.errors.size());
+    std::printf("  %s: %zu runs, MAPE %.1f%%, signed %+.1f%%, worst %s %+.1f%%\n",
+                mt::SetTitle(set), r.errors.size(), 100 * abs_sum / n, 100 * signed_sum / n,
+                worst->first.c_str(), 100 * worst->second);
+    // Same model, same precision (each cluster's own recipe layout).
+    for (const auto& [key, gb300] : r.perf) {
+      if (key.second != "gb300-nvl72") continue;
+      auto gb200 = r.perf.find({key.first, "gb200-nvl72"});
+      if (gb200 == r.perf.end() || gb200->second.precision != gb300.precision) continue;
+      const double meas = gb300.meas / gb200->second.meas;
+      const double pred = gb300.pred / gb200->second.pred;
+      std::printf("    ratio GB300 / GB200 tokens/s/GPU, %-16s meas %.3f pred %.3f err %+.1f%%\n",
+                  key.first.c_str(), meas, pred, 100 * (pred / meas - 1));
+    }
+  }
+}
+
+// Prints the scale anchors and series (tests/internal/scale_anchors.h):
+// MLPerf Training v5.1 Llama 3.1 405B at 512 - 5,120 GPUs, v5.0 Llama 3.1
+// 405B FP8 and v6.0 DeepSeek-V3 at 256 - 8,192 GPUs; measured step times
+// from the published logs, predicted with the shipped constants; checks,
+// never fitted.
+void PrintScaleAnchorsAndSeries(const RowModel& row_model,
+                                const FittedConstants& default_constants) {
+  std::printf("\n== Scale anchors: MLPerf Training v5.1 Llama 3.1 405B, NVIDIA (mlcommons/"
+              "training_results_v5.1; step = median over result_{0,1,2} of the median "
+              "train_step_time, steps >= 5), shipped constants ==\n");
+  auto print_header = [] {
+    std::printf("  %-22s %-11s %5s %5s %4s %3s | %8s %8s %7s | %7s %7s %-17s | %6s %6s %6s %6s\n",
+                "run", "cluster", "gpus", "gbs", "dp", "m", "meas s", "pred s", "err",
+                "meas", "pred", "80% interval", "bubble", "dp exp", "pp exp", "optim");
+  };
+  print_header();
+  struct Point {
+    double meas_tps = 0, pred_tps = 0, meas_s = 0, pred_s = 0;
+    int m = 0;
+    bool ok = false;
+    bool in_interval = false;  // measured inside the prediction's 80% interval
+  };
+  // Predicts each run of a series with the shipped constants (the step
+  // model of its generation, its published layout and knobs) and prints
+  // measured vs predicted.
+  auto predict_series = [&](const std::vector<mt::ScaleAnchor>& anchors,
+                            std::optional<mp::Routing> routing, bool quiet) {
+    std::vector<Point> points;
+    for (const mt::ScaleAnchor& run : anchors) {
+      mt::ScaleAnchor a = run;
+      if (routing.has_value()) a.knobs.routing = *routing;
+      Point pt;
+      pt.meas_s = mt::MeasuredStepSeconds(a);
+      pt.meas_tps = mt::StepTokensPerSecPerGpu(a.shape, pt.meas_s);
+      pt.m = mt::MicroBatchesPerReplica(a.shape, a.parallel);
+      absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(a.model_preset);
+      absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(a.cluster_preset);
+      std::string name = a.system.substr(a.system.find('/') + 1);
+      name = name.substr(0, name.find("_ngc"));
+      if (!model.ok() || !cluster.ok()) {
+        std::printf("  %-22s preset missing\n", name.c_str());
+        points.push_back(pt);
+        continue;
+      }
+      mp::StackConstants stack = row_model.Stack(a.generation, default_constants);
+      stack.features.graph_full_iteration = a.graph_full_iteration;
+      absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
+          *model, *cluster, a.shape, row_model.Cost(*cluster, default_constants), stack);
+      absl::StatusOr<mp::Prediction> p = absl::UnknownError("not predicted");
+      if (sm.ok()) {
+        const mp::NormalizedKnobs n = mp::NormalizeForMegatron(
+            *model, a.parallel, {}, a.knobs, stack.features.graph_full_iteration);
+        p = sm->Predict(a.parallel, n.knobs);
+      } else {
+        p = sm.status();
+      }
+      if (!p.ok()) {
+        std::printf("  %-22s %s\n", name.c_str(), std::string(p.status().message()).c_str());
+        points.push_back(pt);
+        continue;
+      }
+      double bubble = 0, dp_exposed = 0, pp_exposed = 0, optimizer = 0;
+      for (const mp::Term& t : p->breakdown) {
+        if (t.kind == mp::TermKind::kPipelineBubble) bubble += t.seconds;
+        if (t.kind == mp::TermKind::kCommDpExposed) dp_exposed += t.seconds;
+        if (t.kind == mp::TermKind::kCommPpExposed) pp_exposed += t.seconds;
+        if (t.kind == mp::TermKind::kOptimizer) optimizer += t.seconds;
+      }
+      pt.pred_s = p->step_time_s;
+      pt.pred_tps = p->tokens_per_sec_per_gpu;
+      pt.ok = true;
+      pt.in_interval = InsideInterval(p->interval, pt.meas_tps);
+      points.push_back(pt);
+      if (quiet) continue;
+      const std::string band = absl::StrFormat(
+          "%.0f-%.0f%s", p->interval.tokens_per_sec_per_gpu_low,
+          p->interval.tokens_per_sec_per_gpu_high, pt.in_interval ? "" : " out");
+      std::printf("  %-22s %-11s %5d %5d %4d %3d | %8.3f %8.3f %+6.1f%% | %7.1f %7.1f %-17s | "
+                  "%6.3f %6.3f %6.3f %6.3f%s\n",
+                  name.c_str(), a.cluster_preset.c_str(), a.shape.gpus, a.shape.global_batch,
+                  mp::ResolvedDp(a.shape, a.parallel), pt.m, pt.meas_s, pt.pred_s,
+                  100 * (pt.pred_tps / pt.meas_tps - 1), pt.meas_tps, pt.pred_tps, band.c_str(),
+                  bubble, dp_exposed, pp_exposed, optimizer, p->fits ? "" : " [does not fit]");
+      if (absl::GetFlag(FLAGS_verbose)) {
+        PrintBreakdown(*p);
+      }
+    }
+    return points;
+  };
+  auto print_coverage = [](const std::vector<Point>& pts) {
+    int in = 0, n = 0;
+    for (const Point& pt : pts) {
+      if (!pt.ok) continue;
+      ++n;
+      in += pt.in_interval ? 1 : 0;
+    }
+    std::printf("  measured inside the prediction's 80%% interval: %d / %d\n", in, n);
+  };
+  const std::vector<mt::ScaleAnchor> anchors = mt::MlperfLlama405bAnchors();
+  std::vector<Point> points = predict_series(anchors, std::nullopt, false);
+  print_coverage(points);
+  std::printf("  (err = predicted / measured tokens/s/GPU - 1; meas, pred in tokens/s/GPU; "
+              "model terms in s per step)\n  recipe: %s\n  not modelled: %s\n",
+              anchors.front().recipe.c_str(), anchors.front().not_modelled.c_str());
+  // Per-GPU throughput ratios: GB200 2,560 / 512 and 5,120 / 512 (the
+  // same TP4 PP8 VP8 CP2 layout), GB300 / GB200 at 512 (each its own TP).
+  // Per-GPU throughput ratio of run i of series a over run j of series b,
+  // measured and predicted.
+  auto ratio_of = [](const std::vector<Point>& a, size_t i, const std::vector<Point>& b, size_t j,
+                     const char* what) {
+    if (i >= a.size() || j >= b.size() || !a[i].ok || !b[j].ok) return;
+    const double meas = a[i].meas_tps / b[j].meas_tps;
+    const double pred = a[i].pred_tps / b[j].pred_tps;
+    std::printf("  ratio %-38s meas %.3f pred %.3f err %+6.1f%%\n", what, meas, pred,
+                100 * (pred / meas - 1));
+  };
+  auto ratio = [&](size_t num, size_t den, const char* what) {
+    ratio_of(points, num, points, den, what);
+  };
+  // Mean |error| and mean signed error of runs [from, to) of a series.
+  auto series_error = [](const std::vector<Point>& pts, size_t from, size_t to) {
+    double abs_sum = 0, signed_sum = 0;
+    int n = 0;
+    for (size_t i = from; i < to && i < pts.size(); ++i) {
+      if (!pts[i].ok) continue;
+      const double e = pts[i].pred_tps / pts[i].meas_tps - 1;
+      abs_sum += std::abs(e);
+      signed_sum += e;
+      ++n;
+    }
+    return std::pair<double, double>{n ? abs_sum / n : 0, n ? signed_sum / n : 0};
+  };
+  ratio(1, 0, "GB200 2,560 / 512 tokens/s/GPU");
+  ratio(2, 0, "GB200 5,120 / 512 tokens/s/GPU");
+  ratio(3, 0, "GB300 / GB200 at 512 tokens/s/GPU");
+  // step = m x t + K from the 512 and 2,560 runs (same layout), measured
+  // and predicted, and what that split says of the 5,120 run.
+  if (points.size() >= 3 && points[0].ok && points[1].ok && points[2].ok) {
+    const mt::StepSplit ms =
+        mt::SplitStep(points[0].m, points[0].meas_s, points[1].m, points[1].meas_s);
+    const mt::StepSplit ps =
+        mt::SplitStep(points[0].m, points[0].pred_s, points[1].m, points[1].pred_s);
+    std::printf(
+        "  step = m x t + K (GB200 512 and 2,560): meas t %.4f s K %.3f s, pred t "
+        "%.4f s K %.3f s; at 5,120 (m %d) meas K = %.3f s\n",
+        ms.per_micro_batch_s, ms.per_step_s, ps.per_micro_batch_s, ps.per_step_s, points[2].m,
+        points[2].meas_s - points[2].m * ms.per_micro_batch_s);
+  }
+  // --- MLPerf Training v5.0 Llama 3.1 405B at FP8: GB200 256 - 2,496 and
+  // H100 512 - 8,192 (tests/internal/scale_anchors.h), never fitted: dense
+  // FP8 on both GPU generations, from a source none of the constants saw.
+  {
+    const std::vector<Point> nvfp4 = points;  // the v5.1 series above
+    std::printf(
+        "\n== Scale series: MLPerf Training v5.0 Llama 3.1 405B, FP8 (training_results_"
+        "v5.0; step as above), shipped constants ==\n");
+    print_header();
+    const std::vector<mt::ScaleAnchor> v50 = mt::MlperfV50Llama405bAnchors();
+    const std::vector<Point> fp8 = predict_series(v50, std::nullopt, false);
+    print_coverage(fp8);
+    std::printf(
+        "  (GB200 TP4 PP8 VP8 CP2, H100 TP8 PP8 VP8 CP2; m = micro-batches per replica)\n"
+        "  recipe: %s\n  not modelled: %s\n",
+        v50.front().recipe.c_str(), v50.front().not_modelled.c_str());
+    for (const auto& [label, from, to] :
+         {std::tuple<const char*, size_t, size_t>{"GB200 (7 runs)", 0, 7},
+          std::tuple<const char*, size_t, size_t>{"H100 (5 runs)", 7, 12}}) {
+      const auto e = series_error(fp8, from, to);
+      std::printf("  %-15s MAPE %5.1f%% (signed %+5.1f%%)\n", label, 100 * e.first,
+                  100 * e.second);
+    }
+    ratio_of(fp8, 6, fp8, 2, "GB200 carina 2,496 / 512 tokens/s/GPU");
+    ratio_of(fp8, 11, fp8, 7, "H100 8,192 / 512 tokens/s/GPU");
+    ratio_of(fp8, 2, fp8, 7, "GB200 / H100 at 512 tokens/s/GPU");
+    // The same cluster (NVIDIA tyche, 512 GB200), layout and rank order a
+    // round apart: v5.1 NVFP4 (NeMo 25.09, gbs 1152) over v5.0 FP8 (NeMo
+    // 25.04, gbs 896) -- precision and software change together.
+    ratio_of(nvfp4, 0, fp8, 1, "NVFP4 v5.1 / FP8 v5.0, tyche 512 GB200");
+    for (const auto& [label, i, j] :
+         {std::tuple<const char*, size_t, size_t>{"GB200 carina 512 and 2,496", 2, 6},
+          std::tuple<const char*, size_t, size_t>{"H100 512 and 8,192", 7, 11}}) {
+      if (j >= fp8.size() || !fp8[i].ok || !fp8[j].ok) continue;
+      const mt::StepSplit ms = mt::SplitStep(fp8[i].m, fp8[i].meas_s, fp8[j].m, fp8[j].meas_s);
+      const mt::StepSplit ps = mt::SplitStep(fp8[i].m, fp8[i].pred_s, fp8[j].m, fp8[j].pred_s);
+      std::printf("  step = m x t + K (%s): meas t %.4f s K %.3f s, pred t %.4f s K %.3f s\n",
+                  label, ms.per_micro_batch_s, ms.per_step_s, ps.per_micro_batch_s,
+                  ps.per_step_s);
+    }
+  }
+  // --- MLPerf Training v6.0 DeepSeek-V3 671B, GB200 512 - 8,192 and GB300
+  // 256 - 8,192 (tests/internal/scale_anchors.h): the strong-scaling and
+  // GB300 / GB200 evidence, never fitted.
+  std::printf("\n== Scale series: MLPerf Training v6.0 DeepSeek-V3 671B (training_results_v6.0; "
+              "step = median train_step_time of the logged steps of result_0), real data, "
+              "natural routing, shipped constants ==\n");
+  print_header();
+  const std::vector<mt::ScaleAnchor> dsv3 = mt::MlperfDeepSeekV3Anchors();
+  points = predict_series(dsv3, std::nullopt, false);
+  print_coverage(points);
+  std::printf("  (GB200 TP2 PP4 VP4 EP32 recompute mlp; GB300 TP1 PP4 VP4 EP32; m = micro-batches "
+              "per replica)\n  recipe: %s\n  not modelled: %s\n",
+              dsv3.front().recipe.c_str(), dsv3.front().not_modelled.c_str());
+  const std::vector<Point> balanced = predict_series(dsv3, mp::Routing::kBalanced, true);
+  for (const auto& [label, from, to] :
+       {std::tuple<const char*, size_t, size_t>{"GB200 (4 runs)", 0, 4},
+        std::tuple<const char*, size_t, size_t>{"GB300 (5 runs)", 4, 9}}) {
+    const auto nat = series_error(points, from, to);
+    const auto bal = series_error(balanced, from, to);
+    std::printf("  %-15s MAPE %5.1f%% (signed %+5.1f%%) natural routing; %5.1f%% (%+5.1f%%) "
+                "if priced forced-balanced\n",
+                label, 100 * nat.first, 100 * nat.second, 100 * bal.first, 100 * bal.second);
+  }
+  ratio(3, 0, "GB200 8,192 / 512 tokens/s/GPU");
+  ratio(8, 4, "GB300 8,192 / 256 tokens/s/GPU");
+  ratio(5, 0, "GB300 / GB200 at 512 tokens/s/GPU");
+  ratio(8, 3, "GB300 / GB200 at 8,192 tokens/s/GPU");
+  // step = m x t + K over each hardware's extremes (same layout), then
+  // within one operator's runs: the GB200 runs with few micro-batches
+  // (2,048 and 8,192: m 60 and 16), NVIDIA's GB300 theia (256 and 512)
+  // and CoreWeave's GB300 (2,048 and 8,192) -- the GB300 extremes span
+  // two clusters.
+  for (const auto& [label, i, j] :
+       {std::tuple<const char*, size_t, size_t>{"GB200 512 and 8,192", 0, 3},
+        std::tuple<const char*, size_t, size_t>{"GB300 256 and 8,192", 4, 8},
+        std::tuple<const char*, size_t, size_t>{"GB200 2,048 and 8,192", 1, 3},
+        std::tuple<const char*, size_t, size_t>{"GB300 NVIDIA theia 256 and 512", 4, 5},
+        std::tuple<const char*, size_t, size_t>{"GB300 CoreWeave 2,048 and 8,192", 6, 8}}) {
+    if (j >= points.size() || !points[i].ok || !points[j].ok) continue;
+    const mt::StepSplit ms =
+        mt::SplitStep(points[i].m, points[i].meas_s, points[j].m, points[j].meas_s);
+    const mt::StepSplit ps =
+        mt::SplitStep(points[i].m, points[i].pred_s, points[j].m, points[j].pred_s);
+    std::printf("  step = m x t + K (%s): meas t %.4f s K %.3f s, pred t %.4f s K %.3f s\n",
+                label, ms.per_micro_batch_s, ms.per_step_s, ps.per_micro_batch_s,
+                ps.per_step_s);
+  }
+}
+
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const std::string path = absl::GetFlag(FLAGS_runs);
@@ -2132,537 +2670,9 @@ int main(int argc, char** argv) {
   std::printf(
       "\nHopper layout groups outside runs.json: measured pairs in the right order %d / %d\n",
       groups_right, groups_pairs);
-  // --- Memory anchors: measured peak allocated memory, outside runs.json
-  // (Megatron-Bridge skill cards at 067f987d), against the predicted peak.
-  // Llama3-70B SFT on 32 H100, FP8 current scaling, the deep-pipeline
-  // group's job and knobs: skills/nemo-mbridge-perf-activation-recompute/
-  // card.yaml (PR #3107: TP4 PP4 VP5 DP2 with recompute_modules
-  // [core_attn] 58.8, [mlp] 55.6, [mlp, core_attn] 55.6, [core_attn,
-  // layernorm] 59.6) and skills/nemo-mbridge-perf-memory-tuning/card.yaml
-  // (the core_attn baseline at TP4 PP8 VP5 DP1 53.2, TP8 PP4 VP5 DP1
-  // 50.2). Moonlight-16B-A3B on 8 H100, BF16, the recompute ladders' job
-  // (activation-recompute card: peak allocated after iteration 2, [] 36.618
-  // ... [layernorm, moe_act] 35.949). The cards write "GB"; compared as
-  // 10^9 bytes (were they GiB, the measured values would be 7.4% larger).
-  {
-    struct MemAnchor {
-      std::string name;
-      double predicted_gb = 0;
-      double measured_gb = 0;
-    };
-    std::vector<MemAnchor> anchors;
-    // Which pipeline rank's memory a card's figure is: the last rank's for
-    // the runs logged before Megatron-Bridge reduced its memory metrics over
-    // the pipeline (2f7f48f6c, 2026-05-04, issue 3167: the TensorBoard / W&B
-    // writers run on rank world_size - 1 only); the peak rank's otherwise.
-    enum class Logged { kPeakRank, kLastRank };
-    auto predict_peak = [&](const std::string& model_preset, const std::string& cluster_preset,
-                            const mp::TrainingShape& shape, mp::StackGeneration generation,
-                            const mp::MegatronFeatures& features, const mp::ParallelConfig& p,
-                            mp::Knobs knobs, Logged logged) -> std::optional<double> {
-      absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(model_preset);
-      absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(cluster_preset);
-      if (!model.ok() || !cluster.ok()) return std::nullopt;
-      mp::StackConstants st = row_model.Stack(generation, default_constants);
-      st.features = features;
-      absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
-          *model, *cluster, shape, row_model.Cost(*cluster, default_constants), st);
-      if (!sm.ok()) return std::nullopt;
-      knobs.recompute.modules = ModulesOfModel(*model, p, knobs.recompute.modules);
-      knobs = mp::NormalizeForMegatron(*model, p, {}, knobs, st.features.graph_full_iteration)
-                  .knobs;
-      absl::StatusOr<mp::Prediction> pred = sm->Predict(p, knobs);
-      if (!pred.ok()) return std::nullopt;
-      // torch's peak allocated: the tensors, without the CUDA context /
-      // workspaces / fragmentation reserve and NCCL's buffers.
-      const mp::MemoryBreakdown& rank =
-          logged == Logged::kLastRank ? pred->last_stage_memory : pred->memory;
-      return rank.TensorBytes() / 1e9;
-    };
-    auto selective = [](uint32_t modules) {
-      mp::Recompute r;
-      r.mode = modules == 0 ? mp::RecomputeMode::kNone : mp::RecomputeMode::kSelective;
-      r.modules = modules;
-      return r;
-    };
-    for (const mt::LayoutGroup& g : mt::HopperDeepPipelineGroups()) {
-      if (g.model_preset != "llama3-70b") continue;
-      struct Exp {
-        int tp, pp;
-        uint32_t modules;
-        const char* modules_name;
-        double measured_gb;
-      };
-      const Exp exps[] = {
-          {4, 4, mp::kRecomputeCoreAttn, "core_attn", 58.8},
-          {4, 4, mp::kRecomputeMlp, "mlp", 55.6},
-          {4, 4, mp::kRecomputeMlp | mp::kRecomputeCoreAttn, "mlp, core_attn", 55.6},
-          {4, 4, mp::kRecomputeCoreAttn | mp::kRecomputeLayerNorm, "core_attn, layernorm", 59.6},
-          {4, 8, mp::kRecomputeCoreAttn, "core_attn", 53.2},
-          {8, 4, mp::kRecomputeCoreAttn, "core_attn", 50.2},
-      };
-      for (const Exp& e : exps) {
-        for (const mt::LayoutCase& lc : g.cases) {
-          if (lc.parallel.tp != e.tp || lc.parallel.pp != e.pp) continue;
-          mp::Knobs k = lc.knobs;
-          k.recompute = selective(e.modules);
-          // PR 3107 (March 2026) logged the last rank: its card marks the
-          // core_attn runs "OOM_on_rank0" beside a 58.8 GB peak.
-          std::optional<double> gb =
-              predict_peak(g.model_preset, g.cluster_preset, g.shape, g.generation, g.features,
-                           lc.parallel, k, Logged::kLastRank);
-          if (gb) {
-            anchors.push_back({absl::StrFormat("Llama3-70B SFT 32 H100 tp%d pp%d vp5 [%s]", e.tp,
-                                               e.pp, e.modules_name),
-                               *gb, e.measured_gb});
-          }
-        }
-      }
-    }
-    {
-      const struct {
-        uint32_t modules;
-        const char* name;
-        double measured_gb;
-      } moonlight[] = {
-          {0, "", 36.618},
-          {mp::kRecomputeCoreAttn, "core_attn", 36.614},
-          {mp::kRecomputeMlaUpProj, "mla_up_proj", 35.902},
-          {mp::kRecomputeMlaUpProj | mp::kRecomputeMlp, "mla_up_proj, mlp", 35.917},
-          {mp::kRecomputeMoeAct, "moe_act", 35.941},
-          {mp::kRecomputeLayerNorm | mp::kRecomputeMoeAct, "layernorm, moe_act", 35.949},
-      };
-      const std::vector<mt::StandaloneLadder> ladders = mt::MoonlightH100RecomputeLadders();
-      if (!ladders.empty() && !ladders[0].steps.empty()) {
-        const mt::StandaloneLadder& l = ladders[0];
-        for (const auto& v : moonlight) {
-          mp::Knobs k = l.steps[0].knobs;
-          k.recompute = selective(v.modules);
-          std::optional<double> gb =
-              predict_peak(l.model_preset, l.cluster_preset, l.shape, l.generation,
-                           l.steps[0].features, l.parallel, k, Logged::kPeakRank);
-          if (gb) {
-            anchors.push_back(
-                {absl::StrFormat("Moonlight-16B-A3B 8 H100 tp2 ep8 [%s]", v.name), *gb,
-                 v.measured_gb});
-          }
-        }
-      }
-    }
-    std::printf("\n== Memory anchors: measured peak allocated memory (Megatron-Bridge skill "
-                "cards, outside runs.json) against the predicted peak of tensors (peak less the reserve and "
-                "NCCL buffers), shipped constants ==\n");
-    double abs_sum = 0, signed_sum = 0;
-    for (const MemAnchor& a : anchors) {
-      const double err = a.predicted_gb / a.measured_gb - 1;
-      abs_sum += std::fabs(err);
-      signed_sum += err;
-      std::printf("  %-52s meas %6.1f GB  pred %6.1f GB  err %+6.1f%%\n", a.name.c_str(),
-                  a.measured_gb, a.predicted_gb, 100 * err);
-    }
-    if (!anchors.empty()) {
-      std::printf("  %zu runs: mean |error| %.1f%%, signed %+.1f%% (pred / meas - 1: positive = "
-                  "the model over-counts)\n",
-                  anchors.size(), 100 * abs_sum / anchors.size(),
-                  100 * signed_sum / anchors.size());
-    }
-  }
-  // --- Public runs outside runs.json whose recipes set knobs the rows
-  // never vary (tests/internal/recipe_checks.h): checks, never fitted.
-  {
-    std::printf("\n== Recipe checks outside runs.json (CUDA-graph scope, natural routing, FP8 "
-                "attention), shipped constants ==\n");
-    std::printf("  %-34s %9s %9s %8s %9s  %s\n", "run", "meas", "pred", "err", "attn s",
-                "recipe / not modelled");
-    // Per published set (verification cards, recipe index): each run's
-    // error (tokens/s/GPU, pred / meas - 1) and its performance runs per
-    // model and cluster, for the summaries.
-    using Set = mt::RecipeCheck::Set;
-    struct CardPerf {
-      double meas = 0, pred = 0;
-      mp::Precision precision = mp::Precision::kBf16;
-    };
-    struct SetResults {
-      std::vector<std::pair<std::string, double>> errors;
-      std::map<std::pair<std::string, std::string>, CardPerf> perf;
-    };
-    std::map<Set, SetResults> sets;
-    for (const mt::RecipeCheck& c : mt::PublicRecipeChecks()) {
-      absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(c.model_preset);
-      absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(c.cluster_preset);
-      if (!model.ok() || !cluster.ok()) {
-        std::printf("  %s: preset missing\n", c.id.c_str());
-        continue;
-      }
-      auto predict = [&](const mp::StackConstants& s) -> absl::StatusOr<mp::Prediction> {
-        absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
-            *model, *cluster, c.shape, row_model.Cost(*cluster, default_constants), s);
-        if (!sm.ok()) return sm.status();
-        const mp::NormalizedKnobs n = mp::NormalizeForMegatron(
-            *model, c.parallel, {}, c.knobs, s.features.graph_full_iteration);
-        return sm->Predict(c.parallel, n.knobs);
-      };
-      auto attention_s = [](const mp::Prediction& p) {
-        for (const mp::Term& t : p.breakdown) {
-          if (t.name == "attention.core") return t.seconds;
-        }
-        return 0.0;
-      };
-      mp::StackConstants s = row_model.Stack(c.generation, default_constants);
-      s.features = c.features;
-      const mp::StackConstants::UnfusedSinkLayers stack_sinks = s.unfused_sink_layers;
-      if (c.fp8_attention) s.unfused_sink_layers = mp::StackConstants::UnfusedSinkLayers::kNone;
-      absl::StatusOr<mp::Prediction> p = predict(s);
-      if (!p.ok()) {
-        std::printf("  %-34s %s\n", c.id.c_str(), std::string(p.status().message()).c_str());
-        continue;
-      }
-      // TFLOP/s/GPU published: tokens with the prediction's FLOPs per token.
-      const double meas = c.measured_tflops_per_gpu > 0
-                              ? c.measured_tflops_per_gpu * p->tokens_per_sec_per_gpu /
-                                    p->model_tflops_per_gpu
-                              : c.measured_tokens_per_sec_per_gpu;
-      if (c.set != Set::kOther) {
-        SetResults& r = sets[c.set];
-        r.errors.emplace_back(c.id, p->tokens_per_sec_per_gpu / meas - 1);
-        // A card's performance run, or any recipe-index or release-tracker
-        // run (all are).
-        if (c.set == Set::kRecipeIndex || c.set == Set::kReleaseTracker ||
-            absl::StrContains(c.id, "-card-performance")) {
-          r.perf[{c.model_preset, c.cluster_preset}] = {meas, p->tokens_per_sec_per_gpu,
-                                                        c.knobs.precision};
-        }
-      }
-      std::printf("  %-34s %9.0f %9.0f %+7.1f%% %9.3f  %s%s%s%s\n", c.id.c_str(), meas,
-                  p->tokens_per_sec_per_gpu, 100 * (p->tokens_per_sec_per_gpu / meas - 1),
-                  attention_s(*p), c.recipe.c_str(), p->fits ? "" : " [does not fit]",
-                  c.not_modelled.empty() ? "" : " | not modelled: ", c.not_modelled.c_str());
-      if (absl::GetFlag(FLAGS_verbose)) {
-        std::printf("      step %.3f s\n", p->step_time_s);
-        PrintBreakdown(*p);
-      }
-      // What-ifs: each setting the check's error depends on, changed alone
-      // (graph scope and routing for the Qwen3-30B-A3B card, EP overlap for
-      // every run that has it).
-      auto what_if = [&](const char* label, const mp::StackConstants& ws, const mp::Knobs& wk) {
-        absl::StatusOr<mp::Prediction> q = absl::UnknownError("no prediction");
-        absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
-            *model, *cluster, c.shape, row_model.Cost(*cluster, default_constants), ws);
-        if (sm.ok()) {
-          const mp::NormalizedKnobs n = mp::NormalizeForMegatron(
-              *model, c.parallel, {}, wk, ws.features.graph_full_iteration);
-          q = sm->Predict(c.parallel, n.knobs);
-        }
-        if (!q.ok()) return;
-        std::printf("  %-34s %9s %9.0f %+7.1f%% %9.3f  what-if: %s\n", "", "",
-                    q->tokens_per_sec_per_gpu, 100 * (q->tokens_per_sec_per_gpu / meas - 1),
-                    attention_s(*q), label);
-      };
-      if (c.model_preset == "qwen3-30b-a3b") {
-        if (c.knobs.cuda_graphs && s.features.graph_full_iteration) {
-          // The 26.02-26.04 rule: the MoE layers' host work adds to the GPU
-          // time instead of hiding under the other micro-batch's compute.
-          mp::StackConstants ws = s;
-          ws.moe_host_hidden_by_ep_overlap = false;
-          what_if("MoE host time adds (no hiding)", ws, c.knobs);
-        }
-        if (c.knobs.cuda_graphs && !s.features.graph_full_iteration) {
-          // What the run would gain from full-iteration graphs (the 26.06
-          // host hiding), the rest of its recipe unchanged.
-          mp::StackConstants ws = s;
-          ws.features.graph_full_iteration = true;
-          what_if("full-iteration graphs (MoE host time hidden, the 26.06 rule)", ws, c.knobs);
-        }
-        if (c.knobs.routing == mp::Routing::kNatural) {
-          mp::Knobs wk = c.knobs;
-          wk.routing = mp::Routing::kBalanced;
-          what_if("forced balancing (imbalance 1)", s, wk);
-        }
-      }
-      if (c.knobs.overlap.ep_comm) {
-        mp::Knobs wk = c.knobs;
-        wk.overlap.ep_comm = false;
-        what_if("EP overlap off (nothing of the dispatch / combine hidden)", s, wk);
-      }
-      if (c.fp8_attention && stack_sinks != s.unfused_sink_layers) {
-        // What-if: the sink layers as the stack's BF16 rows run them
-        // (StackConstants::unfused_sink_layers), which the recipe's FP8
-        // attention does not allow.
-        s.unfused_sink_layers = stack_sinks;
-        absl::StatusOr<mp::Prediction> q = predict(s);
-        if (q.ok()) {
-          std::printf("  %-34s %9s %9.0f %+7.1f%% %9.3f  what-if: sink layers as the stack's BF16 "
-                      "rows (unfused sliding window)%s\n", "",
-                      "", q->tokens_per_sec_per_gpu, 100 * (q->tokens_per_sec_per_gpu / meas - 1),
-                      attention_s(*q), q->fits ? "" : " [does not fit]");
-        }
-      }
-    }
-    // Each published set as one out-of-sample figure: the verification
-    // cards (every card of a model with a preset whose recipe the step
-    // model can be told; the SFT-long-context and PEFT cards are not among
-    // them), the recipe-index runs no knob ladder holds and the ModelZoo
-    // GB200 / GB300 runs.
-    for (const auto& [set, r] : sets) {
-      if (r.errors.empty()) continue;
-      double abs_sum = 0, signed_sum = 0;
-      const std::pair<std::string, double>* worst = &r.errors.front();
-      for (const auto& e : r.errors) {
-        abs_sum += std::fabs(e.second);
-        signed_sum += e.second;
-        if (std::fabs(e.second) > std::fabs(worst->second)) worst = &e;
-      }
-      const double n = double(r.errors.size());
-      std::printf("  %s: %zu runs, MAPE %.1f%%, signed %+.1f%%, worst %s %+.1f%%\n",
-                  mt::SetTitle(set), r.errors.size(), 100 * abs_sum / n, 100 * signed_sum / n,
-                  worst->first.c_str(), 100 * worst->second);
-      // Same model, same precision (each cluster's own recipe layout).
-      for (const auto& [key, gb300] : r.perf) {
-        if (key.second != "gb300-nvl72") continue;
-        auto gb200 = r.perf.find({key.first, "gb200-nvl72"});
-        if (gb200 == r.perf.end() || gb200->second.precision != gb300.precision) continue;
-        const double meas = gb300.meas / gb200->second.meas;
-        const double pred = gb300.pred / gb200->second.pred;
-        std::printf("    ratio GB300 / GB200 tokens/s/GPU, %-16s meas %.3f pred %.3f err %+.1f%%\n",
-                    key.first.c_str(), meas, pred, 100 * (pred / meas - 1));
-      }
-    }
-  }
-  // --- Scale: MLPerf Training v5.1 Llama 3.1 405B at 512 - 5,120 GPUs
-  // (tests/internal/scale_anchors.h): measured step times from the
-  // published logs, predicted with the shipped constants; checks, never
-  // fitted.
-  {
-    std::printf("\n== Scale anchors: MLPerf Training v5.1 Llama 3.1 405B, NVIDIA (mlcommons/"
-                "training_results_v5.1; step = median over result_{0,1,2} of the median "
-                "train_step_time, steps >= 5), shipped constants ==\n");
-    auto print_header = [] {
-      std::printf("  %-22s %-11s %5s %5s %4s %3s | %8s %8s %7s | %7s %7s %-17s | %6s %6s %6s %6s\n",
-                  "run", "cluster", "gpus", "gbs", "dp", "m", "meas s", "pred s", "err",
-                  "meas", "pred", "80% interval", "bubble", "dp exp", "pp exp", "optim");
-    };
-    print_header();
-    struct Point {
-      double meas_tps = 0, pred_tps = 0, meas_s = 0, pred_s = 0;
-      int m = 0;
-      bool ok = false;
-      bool in_interval = false;  // measured inside the prediction's 80% interval
-    };
-    // Predicts each run of a series with the shipped constants (the step
-    // model of its generation, its published layout and knobs) and prints
-    // measured vs predicted.
-    auto predict_series = [&](const std::vector<mt::ScaleAnchor>& anchors,
-                              std::optional<mp::Routing> routing, bool quiet) {
-      std::vector<Point> points;
-      for (const mt::ScaleAnchor& run : anchors) {
-        mt::ScaleAnchor a = run;
-        if (routing.has_value()) a.knobs.routing = *routing;
-        Point pt;
-        pt.meas_s = mt::MeasuredStepSeconds(a);
-        pt.meas_tps = mt::StepTokensPerSecPerGpu(a.shape, pt.meas_s);
-        pt.m = mt::MicroBatchesPerReplica(a.shape, a.parallel);
-        absl::StatusOr<mp::ModelSpec> model = mp::LoadModelPreset(a.model_preset);
-        absl::StatusOr<mp::ClusterSpec> cluster = mp::LoadClusterPreset(a.cluster_preset);
-        std::string name = a.system.substr(a.system.find('/') + 1);
-        name = name.substr(0, name.find("_ngc"));
-        if (!model.ok() || !cluster.ok()) {
-          std::printf("  %-22s preset missing\n", name.c_str());
-          points.push_back(pt);
-          continue;
-        }
-        mp::StackConstants stack = row_model.Stack(a.generation, default_constants);
-        stack.features.graph_full_iteration = a.graph_full_iteration;
-        absl::StatusOr<mp::StepModel> sm = mp::StepModel::Create(
-            *model, *cluster, a.shape, row_model.Cost(*cluster, default_constants), stack);
-        absl::StatusOr<mp::Prediction> p = absl::UnknownError("not predicted");
-        if (sm.ok()) {
-          const mp::NormalizedKnobs n = mp::NormalizeForMegatron(
-              *model, a.parallel, {}, a.knobs, stack.features.graph_full_iteration);
-          p = sm->Predict(a.parallel, n.knobs);
-        } else {
-          p = sm.status();
-        }
-        if (!p.ok()) {
-          std::printf("  %-22s %s\n", name.c_str(), std::string(p.status().message()).c_str());
-          points.push_back(pt);
-          continue;
-        }
-        double bubble = 0, dp_exposed = 0, pp_exposed = 0, optimizer = 0;
-        for (const mp::Term& t : p->breakdown) {
-          if (t.kind == mp::TermKind::kPipelineBubble) bubble += t.seconds;
-          if (t.kind == mp::TermKind::kCommDpExposed) dp_exposed += t.seconds;
-          if (t.kind == mp::TermKind::kCommPpExposed) pp_exposed += t.seconds;
-          if (t.kind == mp::TermKind::kOptimizer) optimizer += t.seconds;
-        }
-        pt.pred_s = p->step_time_s;
-        pt.pred_tps = p->tokens_per_sec_per_gpu;
-        pt.ok = true;
-        pt.in_interval = InsideInterval(p->interval, pt.meas_tps);
-        points.push_back(pt);
-        if (quiet) continue;
-        const std::string band = absl::StrFormat(
-            "%.0f-%.0f%s", p->interval.tokens_per_sec_per_gpu_low,
-            p->interval.tokens_per_sec_per_gpu_high, pt.in_interval ? "" : " out");
-        std::printf("  %-22s %-11s %5d %5d %4d %3d | %8.3f %8.3f %+6.1f%% | %7.1f %7.1f %-17s | "
-                    "%6.3f %6.3f %6.3f %6.3f%s\n",
-                    name.c_str(), a.cluster_preset.c_str(), a.shape.gpus, a.shape.global_batch,
-                    mp::ResolvedDp(a.shape, a.parallel), pt.m, pt.meas_s, pt.pred_s,
-                    100 * (pt.pred_tps / pt.meas_tps - 1), pt.meas_tps, pt.pred_tps, band.c_str(),
-                    bubble, dp_exposed, pp_exposed, optimizer, p->fits ? "" : " [does not fit]");
-        if (absl::GetFlag(FLAGS_verbose)) {
-          PrintBreakdown(*p);
-        }
-      }
-      return points;
-    };
-    auto print_coverage = [](const std::vector<Point>& pts) {
-      int in = 0, n = 0;
-      for (const Point& pt : pts) {
-        if (!pt.ok) continue;
-        ++n;
-        in += pt.in_interval ? 1 : 0;
-      }
-      std::printf("  measured inside the prediction's 80%% interval: %d / %d\n", in, n);
-    };
-    const std::vector<mt::ScaleAnchor> anchors = mt::MlperfLlama405bAnchors();
-    std::vector<Point> points = predict_series(anchors, std::nullopt, false);
-    print_coverage(points);
-    std::printf("  (err = predicted / measured tokens/s/GPU - 1; meas, pred in tokens/s/GPU; "
-                "model terms in s per step)\n  recipe: %s\n  not modelled: %s\n",
-                anchors.front().recipe.c_str(), anchors.front().not_modelled.c_str());
-    // Per-GPU throughput ratios: GB200 2,560 / 512 and 5,120 / 512 (the
-    // same TP4 PP8 VP8 CP2 layout), GB300 / GB200 at 512 (each its own TP).
-    // Per-GPU throughput ratio of run i of series a over run j of series b,
-    // measured and predicted.
-    auto ratio_of = [](const std::vector<Point>& a, size_t i, const std::vector<Point>& b, size_t j,
-                       const char* what) {
-      if (i >= a.size() || j >= b.size() || !a[i].ok || !b[j].ok) return;
-      const double meas = a[i].meas_tps / b[j].meas_tps;
-      const double pred = a[i].pred_tps / b[j].pred_tps;
-      std::printf("  ratio %-38s meas %.3f pred %.3f err %+6.1f%%\n", what, meas, pred,
-                  100 * (pred / meas - 1));
-    };
-    auto ratio = [&](size_t num, size_t den, const char* what) {
-      ratio_of(points, num, points, den, what);
-    };
-    // Mean |error| and mean signed error of runs [from, to) of a series.
-    auto series_error = [](const std::vector<Point>& pts, size_t from, size_t to) {
-      double abs_sum = 0, signed_sum = 0;
-      int n = 0;
-      for (size_t i = from; i < to && i < pts.size(); ++i) {
-        if (!pts[i].ok) continue;
-        const double e = pts[i].pred_tps / pts[i].meas_tps - 1;
-        abs_sum += std::abs(e);
-        signed_sum += e;
-        ++n;
-      }
-      return std::pair<double, double>{n ? abs_sum / n : 0, n ? signed_sum / n : 0};
-    };
-    ratio(1, 0, "GB200 2,560 / 512 tokens/s/GPU");
-    ratio(2, 0, "GB200 5,120 / 512 tokens/s/GPU");
-    ratio(3, 0, "GB300 / GB200 at 512 tokens/s/GPU");
-    // step = m x t + K from the 512 and 2,560 runs (same layout), measured
-    // and predicted, and what that split says of the 5,120 run.
-    if (points.size() >= 3 && points[0].ok && points[1].ok && points[2].ok) {
-      const mt::StepSplit ms =
-          mt::SplitStep(points[0].m, points[0].meas_s, points[1].m, points[1].meas_s);
-      const mt::StepSplit ps =
-          mt::SplitStep(points[0].m, points[0].pred_s, points[1].m, points[1].pred_s);
-      std::printf(
-          "  step = m x t + K (GB200 512 and 2,560): meas t %.4f s K %.3f s, pred t "
-          "%.4f s K %.3f s; at 5,120 (m %d) meas K = %.3f s\n",
-          ms.per_micro_batch_s, ms.per_step_s, ps.per_micro_batch_s, ps.per_step_s, points[2].m,
-          points[2].meas_s - points[2].m * ms.per_micro_batch_s);
-    }
-    // --- MLPerf Training v5.0 Llama 3.1 405B at FP8: GB200 256 - 2,496 and
-    // H100 512 - 8,192 (tests/internal/scale_anchors.h), never fitted: dense
-    // FP8 on both GPU generations, from a source none of the constants saw.
-    {
-      const std::vector<Point> nvfp4 = points;  // the v5.1 series above
-      std::printf(
-          "\n== Scale series: MLPerf Training v5.0 Llama 3.1 405B, FP8 (training_results_"
-          "v5.0; step as above), shipped constants ==\n");
-      print_header();
-      const std::vector<mt::ScaleAnchor> v50 = mt::MlperfV50Llama405bAnchors();
-      const std::vector<Point> fp8 = predict_series(v50, std::nullopt, false);
-      print_coverage(fp8);
-      std::printf(
-          "  (GB200 TP4 PP8 VP8 CP2, H100 TP8 PP8 VP8 CP2; m = micro-batches per replica)\n"
-          "  recipe: %s\n  not modelled: %s\n",
-          v50.front().recipe.c_str(), v50.front().not_modelled.c_str());
-      for (const auto& [label, from, to] :
-           {std::tuple<const char*, size_t, size_t>{"GB200 (7 runs)", 0, 7},
-            std::tuple<const char*, size_t, size_t>{"H100 (5 runs)", 7, 12}}) {
-        const auto e = series_error(fp8, from, to);
-        std::printf("  %-15s MAPE %5.1f%% (signed %+5.1f%%)\n", label, 100 * e.first,
-                    100 * e.second);
-      }
-      ratio_of(fp8, 6, fp8, 2, "GB200 carina 2,496 / 512 tokens/s/GPU");
-      ratio_of(fp8, 11, fp8, 7, "H100 8,192 / 512 tokens/s/GPU");
-      ratio_of(fp8, 2, fp8, 7, "GB200 / H100 at 512 tokens/s/GPU");
-      // The same cluster (NVIDIA tyche, 512 GB200), layout and rank order a
-      // round apart: v5.1 NVFP4 (NeMo 25.09, gbs 1152) over v5.0 FP8 (NeMo
-      // 25.04, gbs 896) -- precision and software change together.
-      ratio_of(nvfp4, 0, fp8, 1, "NVFP4 v5.1 / FP8 v5.0, tyche 512 GB200");
-      for (const auto& [label, i, j] :
-           {std::tuple<const char*, size_t, size_t>{"GB200 carina 512 and 2,496", 2, 6},
-            std::tuple<const char*, size_t, size_t>{"H100 512 and 8,192", 7, 11}}) {
-        if (j >= fp8.size() || !fp8[i].ok || !fp8[j].ok) continue;
-        const mt::StepSplit ms = mt::SplitStep(fp8[i].m, fp8[i].meas_s, fp8[j].m, fp8[j].meas_s);
-        const mt::StepSplit ps = mt::SplitStep(fp8[i].m, fp8[i].pred_s, fp8[j].m, fp8[j].pred_s);
-        std::printf("  step = m x t + K (%s): meas t %.4f s K %.3f s, pred t %.4f s K %.3f s\n",
-                    label, ms.per_micro_batch_s, ms.per_step_s, ps.per_micro_batch_s,
-                    ps.per_step_s);
-      }
-    }
-    // --- MLPerf Training v6.0 DeepSeek-V3 671B, GB200 512 - 8,192 and GB300
-    // 256 - 8,192 (tests/internal/scale_anchors.h): the strong-scaling and
-    // GB300 / GB200 evidence, never fitted.
-    std::printf("\n== Scale series: MLPerf Training v6.0 DeepSeek-V3 671B (training_results_v6.0; "
-                "step = median train_step_time of the logged steps of result_0), real data, "
-                "natural routing, shipped constants ==\n");
-    print_header();
-    const std::vector<mt::ScaleAnchor> dsv3 = mt::MlperfDeepSeekV3Anchors();
-    points = predict_series(dsv3, std::nullopt, false);
-    print_coverage(points);
-    std::printf("  (GB200 TP2 PP4 VP4 EP32 recompute mlp; GB300 TP1 PP4 VP4 EP32; m = micro-batches "
-                "per replica)\n  recipe: %s\n  not modelled: %s\n",
-                dsv3.front().recipe.c_str(), dsv3.front().not_modelled.c_str());
-    const std::vector<Point> balanced = predict_series(dsv3, mp::Routing::kBalanced, true);
-    for (const auto& [label, from, to] :
-         {std::tuple<const char*, size_t, size_t>{"GB200 (4 runs)", 0, 4},
-          std::tuple<const char*, size_t, size_t>{"GB300 (5 runs)", 4, 9}}) {
-      const auto nat = series_error(points, from, to);
-      const auto bal = series_error(balanced, from, to);
-      std::printf("  %-15s MAPE %5.1f%% (signed %+5.1f%%) natural routing; %5.1f%% (%+5.1f%%) "
-                  "if priced forced-balanced\n",
-                  label, 100 * nat.first, 100 * nat.second, 100 * bal.first, 100 * bal.second);
-    }
-    ratio(3, 0, "GB200 8,192 / 512 tokens/s/GPU");
-    ratio(8, 4, "GB300 8,192 / 256 tokens/s/GPU");
-    ratio(5, 0, "GB300 / GB200 at 512 tokens/s/GPU");
-    ratio(8, 3, "GB300 / GB200 at 8,192 tokens/s/GPU");
-    // step = m x t + K over each hardware's extremes (same layout), then
-    // within one operator's runs: the GB200 runs with few micro-batches
-    // (2,048 and 8,192: m 60 and 16), NVIDIA's GB300 theia (256 and 512)
-    // and CoreWeave's GB300 (2,048 and 8,192) -- the GB300 extremes span
-    // two clusters.
-    for (const auto& [label, i, j] :
-         {std::tuple<const char*, size_t, size_t>{"GB200 512 and 8,192", 0, 3},
-          std::tuple<const char*, size_t, size_t>{"GB300 256 and 8,192", 4, 8},
-          std::tuple<const char*, size_t, size_t>{"GB200 2,048 and 8,192", 1, 3},
-          std::tuple<const char*, size_t, size_t>{"GB300 NVIDIA theia 256 and 512", 4, 5},
-          std::tuple<const char*, size_t, size_t>{"GB300 CoreWeave 2,048 and 8,192", 6, 8}}) {
-      if (j >= points.size() || !points[i].ok || !points[j].ok) continue;
-      const mt::StepSplit ms =
-          mt::SplitStep(points[i].m, points[i].meas_s, points[j].m, points[j].meas_s);
-      const mt::StepSplit ps =
-          mt::SplitStep(points[i].m, points[i].pred_s, points[j].m, points[j].pred_s);
-      std::printf("  step = m x t + K (%s): meas t %.4f s K %.3f s, pred t %.4f s K %.3f s\n",
-                  label, ms.per_micro_batch_s, ms.per_step_s, ps.per_micro_batch_s,
-                  ps.per_step_s);
-    }
-  }
+  PrintMemoryAnchors(row_model, default_constants);
+  PrintRecipeChecksOutsideRuns(row_model, default_constants);
+  PrintScaleAnchorsAndSeries(row_model, default_constants);
   if (absl::GetFlag(FLAGS_check)) {
     const CriteriaCheck& c = Criteria();
     std::printf("\n== --check: %d criteria checked, %zu failed ==\n", c.checked, c.failed.size());
