@@ -115,6 +115,8 @@ struct Worker {
   StepModel::PreparedLayout prepared;
   uint32_t prepared_layout = std::numeric_limits<uint32_t>::max();
   bool prepared_ok = false;
+  // ScoreLayoutHeads' per-group scratch, reused across layouts.
+  std::vector<double> fitting_head;
 };
 
 // The K best layouts, one entry per layout (its best candidate). Small K:
@@ -234,14 +236,12 @@ class Searcher {
       }
       class_bounded_axes_[size_t(i)] = bounded;
       ks = BuildKnobSet(class_axes, problem_.model, c.expert_parallel, bounded, neutral_axes_);
-      const ParallelConfig rep = RepresentativeLayout(c);
+      class_rep_[size_t(i)] = RepresentativeLayout(c);
       std::vector<int8_t>& violations = violations_[size_t(i)];
       violations.assign(ks.combos.size(), -1);
       for (size_t j = 0; j < ks.combos.size(); ++j) {
         ApplyUnsearchedKnobs(options_.constraints, &ks.combos[j]);
-        const NormalizedKnobs n =
-            NormalizeFor(options_.framework, problem_.model, rep, options_.constraints.fixed,
-                         ks.combos[j], options_.full_iteration_graphs);
+        const NormalizedKnobs n = AsRunOnClass(size_t(i), ks.combos[j]);
         ks.combos[j] = n.knobs;
         if (n.violation) violations[j] = static_cast<int8_t>(*n.violation);
       }
@@ -269,6 +269,12 @@ class Searcher {
   size_t ClassIndexOf(uint32_t layout) const { return layout_class_[layout]; }
   const KnobSet& KnobsOfLayout(uint32_t layout) const {
     return knob_sets_[ClassIndexOf(layout)];
+  }
+  // `k` as the framework runs it on layouts of rule class `cls` (the
+  // combinations the search scores), with the rule it breaks if refused.
+  NormalizedKnobs AsRunOnClass(size_t cls, const Knobs& k) const {
+    return NormalizeFor(options_.framework, problem_.model, class_rep_[cls],
+                        options_.constraints.fixed, k, options_.full_iteration_graphs);
   }
   const KnobSet& KnobsOf(const ParallelConfig& p) const {
     return knob_sets_[size_t(ClassOf(p).Index())];
@@ -308,6 +314,8 @@ class Searcher {
   double limit_bytes_;
   std::array<KnobSet, kNumRuleLayoutClasses> knob_sets_;
   std::array<std::vector<int8_t>, kNumRuleLayoutClasses> violations_;
+  // Per rule class: the layout the knob set was normalized on.
+  std::array<ParallelConfig, kNumRuleLayoutClasses> class_rep_;
   // Per rule class and group: the group whose head bounds this group's head
   // (its overlap level's chain predecessor), -1 for none.
   std::array<std::vector<int32_t>, kNumRuleLayoutClasses> chain_pred_;
@@ -423,7 +431,8 @@ void Searcher::ScoreLayoutHeads(uint32_t layout, Worker& w,
   const uint32_t members = static_cast<uint32_t>(ks.group_size - 1);
   const std::vector<int32_t>& pred = chain_pred_[ClassIndexOf(layout)];
   // Per group of this layout: its head's throughput where it fits, else -1.
-  std::vector<double> fitting_head(static_cast<size_t>(ks.num_groups()), -1.0);
+  std::vector<double>& fitting_head = w.fitting_head;
+  fitting_head.assign(static_cast<size_t>(ks.num_groups()), -1.0);
   for (int g = 0; g < ks.num_groups(); ++g) {
     const uint32_t head = static_cast<uint32_t>(g * ks.group_size);
     if (const int32_t from = pred[size_t(g)];
@@ -574,14 +583,11 @@ void Searcher::Audit() {
   };
   for (uint32_t li : sample) {
     const ParallelConfig& p = layouts_[li];
-    const KnobSet& ks = KnobsOf(p);
-    const size_t cls = size_t(ClassOf(p).Index());
-    const ParallelConfig rep = RepresentativeLayout(ClassOf(p));
+    const KnobSet& ks = KnobsOfLayout(li);
+    const size_t cls = ClassIndexOf(li);
     // `k` as the search scores it on this layout, nullopt where refused.
     auto as_run = [&](const Knobs& k) -> std::optional<Knobs> {
-      const NormalizedKnobs nk = NormalizeFor(options_.framework, problem_.model, rep,
-                                              options_.constraints.fixed, k,
-                                              options_.full_iteration_graphs);
+      const NormalizedKnobs nk = AsRunOnClass(cls, k);
       if (nk.violation) return std::nullopt;
       return nk.knobs;
     };
