@@ -115,8 +115,11 @@ struct Worker {
   StepModel::PreparedLayout prepared;
   uint32_t prepared_layout = std::numeric_limits<uint32_t>::max();
   bool prepared_ok = false;
-  // ScoreLayoutHeads' per-group scratch, reused across layouts.
-  std::vector<double> fitting_head;
+  // ScoreLayoutHeads' per-group scratch, reused across layouts: each group
+  // head's throughput where it runs (scored, or the bound its chain
+  // predecessor puts on it), else -1; and whether it was scored and fits.
+  std::vector<double> head_bound;
+  std::vector<char> head_fits;
 };
 
 // The K best layouts, one entry per layout (its best candidate). Small K:
@@ -155,11 +158,14 @@ class TopLayouts {
   std::vector<Scored> best_;
 };
 
-// A group of one layout whose head did not fit: its members may.
+// A group of one layout whose head did not fit, or whose head phase 1 left
+// unscored under its chain predecessor's bound: its members may fit.
 struct OpenGroup {
+  // The head's throughput (scored), or a bound on it (deferred).
   double head_tokens_per_sec;
   uint32_t layout;
   uint32_t group;
+  bool head_scored = true;
 };
 
 // What scoring one candidate found.
@@ -427,24 +433,41 @@ void Searcher::ScoreLayoutHeads(uint32_t layout, Worker& w,
     return;
   }
   const uint64_t before = w.evaluated;
-  const size_t open_before = open.size();
+  uint64_t left_open = 0;  // combinations of the groups left to phase 2
   const uint32_t members = static_cast<uint32_t>(ks.group_size - 1);
-  const std::vector<int32_t>& pred = chain_pred_[ClassIndexOf(layout)];
-  // Per group of this layout: its head's throughput where it fits, else -1.
-  std::vector<double>& fitting_head = w.fitting_head;
-  fitting_head.assign(static_cast<size_t>(ks.num_groups()), -1.0);
+  const size_t cls = ClassIndexOf(layout);
+  const std::vector<int32_t>& pred = chain_pred_[cls];
+  std::vector<double>& head_bound = w.head_bound;
+  std::vector<char>& head_fits = w.head_fits;
+  head_bound.assign(static_cast<size_t>(ks.num_groups()), -1.0);
+  head_fits.assign(static_cast<size_t>(ks.num_groups()), 0);
   for (int g = 0; g < ks.num_groups(); ++g) {
     const uint32_t head = static_cast<uint32_t>(g * ks.group_size);
+    // (A head the framework refuses costs nothing to score: it is.)
     if (const int32_t from = pred[size_t(g)];
-        overlap_chain_holds_ && from >= 0 && fitting_head[size_t(from)] >= 0) {
-      // Its head is no faster than the predecessor group's head, which fits:
-      // no member of this group can beat that plan of the same layout.
-      w.tally.Add(PruneRule::kDominatedInGroup, 0, false, members + 1,
-                  Example{true, layout, head, fitting_head[size_t(from)], 0});
+        overlap_chain_holds_ && from >= 0 && head_bound[size_t(from)] >= 0 &&
+        violations_[cls][head] < 0) {
+      const double bound = head_bound[size_t(from)];
+      if (head_fits[size_t(from)]) {
+        // Its head is no faster than the predecessor group's head, which
+        // fits: no member of this group can beat that plan of the same
+        // layout.
+        w.tally.Add(PruneRule::kDominatedInGroup, 0, false, members + 1,
+                    Example{true, layout, head, bound, 0});
+        continue;
+      }
+      // The predecessor's head runs over the limit (or is itself deferred):
+      // its throughput bounds this whole group, which phase 2 scores only if
+      // that bound can reach the top K (most cannot).
+      head_bound[size_t(g)] = bound * (1 + kAuditTolerance);
+      open.push_back(OpenGroup{head_bound[size_t(g)], layout, static_cast<uint32_t>(g),
+                               /*head_scored=*/false});
+      left_open += members + 1;
       continue;
     }
     const Outcome o = Score(layout, head, w);
-    if (o.scored.valid()) fitting_head[size_t(g)] = o.tokens_per_sec;
+    if (o.runs) head_bound[size_t(g)] = o.tokens_per_sec;
+    if (o.scored.valid()) head_fits[size_t(g)] = 1;
     if (!o.runs) {
       // Layout-level reasons (or the precision), or pinned values the
       // framework refuses together: every member shares them.
@@ -465,12 +488,12 @@ void Searcher::ScoreLayoutHeads(uint32_t layout, Worker& w,
     } else if (members > 0) {
       open.push_back(OpenGroup{o.tokens_per_sec, layout,
                                static_cast<uint32_t>(g)});
+      left_open += members;
     }
   }
   evaluated_.fetch_add(w.evaluated - before, std::memory_order_relaxed);
-  // Members of groups left open are counted when phase 2 settles them.
-  done_.fetch_add(ks.combos.size() - uint64_t{members} * (open.size() - open_before),
-                  std::memory_order_relaxed);
+  // What groups left open hold (unscored) is counted when phase 2 settles it.
+  done_.fetch_add(ks.combos.size() - left_open, std::memory_order_relaxed);
 }
 
 void Searcher::ExpandGroup(const OpenGroup& g, Worker& w,
@@ -500,10 +523,33 @@ void Searcher::ExpandGroup(const OpenGroup& g, Worker& w,
                   Example{true, g.layout, head + 1, 0, limit_bytes_});
     }
   };
-  // Subgroup heads (subgroup 0's head is the group head: scored, over).
-  std::vector<std::pair<double, uint32_t>> open_subgroups = {
-      {g.head_tokens_per_sec, 0}};
-  for (uint32_t s = 1; s < subgroups; ++s) {
+  // Subgroup 0's head is the group head: scored in phase 1 and over the
+  // limit, or deferred there under its chain predecessor's bound (which
+  // reached the bar) and scored now. Where it fits or does not run it
+  // settles the whole group, as in phase 1.
+  std::vector<std::pair<double, uint32_t>> open_subgroups;
+  uint32_t first_subgroup = 1;
+  if (g.head_scored) {
+    open_subgroups.push_back({g.head_tokens_per_sec, 0});
+  } else {
+    const Outcome o = Score(g.layout, base, w);
+    const double bar = threshold.load(std::memory_order_relaxed);
+    if (!o.runs || o.scored.valid()) {
+      if (o.scored.valid()) best = o.scored;
+      settle(o, base, static_cast<uint32_t>(ks.group_size));
+      first_subgroup = subgroups;
+    } else if (o.tokens_per_sec < bar) {
+      if (ks.group_size > 1) {
+        w.tally.Add(PruneRule::kBoundBelowTopK, 0, false, ks.group_size - 1,
+                    Example{true, g.layout, base, o.tokens_per_sec, bar});
+      }
+      first_subgroup = subgroups;
+    } else {
+      open_subgroups.push_back({o.tokens_per_sec, 0});
+    }
+  }
+  // The other subgroups' heads.
+  for (uint32_t s = first_subgroup; s < subgroups; ++s) {
     const uint32_t head = base + s * sub;
     const Outcome o = Score(g.layout, head, w);
     if (o.runs && !o.scored.valid()) {
@@ -545,7 +591,7 @@ void Searcher::ExpandGroup(const OpenGroup& g, Worker& w,
     }
   }
   evaluated_.fetch_add(w.evaluated - before, std::memory_order_relaxed);
-  done_.fetch_add(ks.group_size - 1, std::memory_order_relaxed);
+  done_.fetch_add(ks.group_size - (g.head_scored ? 1 : 0), std::memory_order_relaxed);
   if (best.valid()) {
     std::lock_guard<std::mutex> lock(mu_);
     top_.Offer(best);
@@ -1078,7 +1124,7 @@ absl::StatusOr<SearchResult> Searcher::Run() {
       const OpenGroup& g = groups[i];
       if (g.head_tokens_per_sec < threshold.load(std::memory_order_relaxed)) {
         pruned[i] = 1;
-        done_.fetch_add(KnobsOfLayout(g.layout).group_size - 1,
+        done_.fetch_add(KnobsOfLayout(g.layout).group_size - (g.head_scored ? 1 : 0),
                         std::memory_order_relaxed);
       } else {
         ExpandGroup(g, workers[wi], threshold);
@@ -1092,7 +1138,8 @@ absl::StatusOr<SearchResult> Searcher::Run() {
       if (!pruned[i]) continue;
       const OpenGroup& g = groups[i];
       const KnobSet& ks = KnobsOfLayout(g.layout);
-      w0.tally.Add(PruneRule::kBoundBelowTopK, 0, false, ks.group_size - 1,
+      w0.tally.Add(PruneRule::kBoundBelowTopK, 0, false,
+                   ks.group_size - (g.head_scored ? 1 : 0),
                    Example{true, g.layout,
                            g.group * static_cast<uint32_t>(ks.group_size),
                            g.head_tokens_per_sec, top_.threshold()});

@@ -29,9 +29,11 @@
 //      feasible member (rule kDominatedInGroup). Where the overlap is
 //      searched value by value, a group whose overlap level is bounded by
 //      another level (OverlapChainPredecessor: two streams by one, none by
-//      all but EP) is settled unscored when that level's group head of the
-//      same layout fits (kDominatedInGroup), while the audit finds the chain
-//      holding;
+//      all but EP) is not scored here while the audit finds the chain
+//      holding: it is settled (kDominatedInGroup) when that level's group
+//      head of the same layout fits, and otherwise left open with that
+//      head's throughput as its bound, its own head scored in step 3 only
+//      if the bound reaches the bar;
 //   3. groups whose head does not fit are then visited best head first. In
 //      a visited group the heads of its (recompute, offload) subgroups are
 //      scored, and the same two rules apply one level down: a subgroup whose

@@ -89,8 +89,8 @@ class HandScorer : public CandidateScorer {
     Estimate e;
     const int rec = RecomputeLevel(k.recompute);
     const int off = OffloadLevel(k);
-    double tps = 1000 - 100.0 * (p.tp - 1) - 50.0 * (p.pp - 1) -
-                 10.0 * (p.cp - 1) + 6.0 * p.mbs - 20.0 * rec;
+    double tps = 1000 - 100.0 * (p.tp - 1) - 50.0 * (p.pp - 1) - 10.0 * (p.cp - 1) + 6.0 * p.mbs -
+                 20.0 * rec;
     tps -= off == 1 ? 15 : off == 2 ? 30 : 0;
     if (!k.cuda_graphs) tps -= 7;
     if (!k.overlap.tp_comm) {
@@ -109,8 +109,7 @@ class HandScorer : public CandidateScorer {
     e.fits = true;
     return e;
   }
-  absl::StatusOr<Prediction> Predict(const ParallelConfig& p,
-                                     const Knobs& k) const override {
+  absl::StatusOr<Prediction> Predict(const ParallelConfig& p, const Knobs& k) const override {
     const Estimate e = Score(p, k);
     Prediction pred;
     pred.tokens_per_sec_per_gpu = e.tokens_per_sec_per_gpu;
@@ -145,8 +144,8 @@ LayoutKey KeyOf(const RankedPlan& r) {
   return {p.tp, p.pp, p.cp, p.dp, p.mbs};
 }
 std::ostream& operator<<(std::ostream& os, const LayoutKey& k) {
-  return os << "tp=" << k.tp << " pp=" << k.pp << " cp=" << k.cp
-            << " dp=" << k.dp << " mbs=" << k.mbs;
+  return os << "tp=" << k.tp << " pp=" << k.pp << " cp=" << k.cp << " dp=" << k.dp
+            << " mbs=" << k.mbs;
 }
 
 // Limit 100 GiB. tp = pp = 1 holds 100 GiB of weights: never fits. The best
@@ -491,8 +490,8 @@ TEST(SearchTest, EpOverlapThatChangesNothingOnAnHgxNodeIsLeftOff) {
   options.top_k = 1;
   options.constraints.routing = Routing::kBalanced;
   options.constraints.fixed = *ParseFixSpec(kPr1760);
-  absl::StatusOr<SearchResult> captured = Search(
-      problem, std::make_shared<DatasheetCostModel>(b200), options, full_graphs);
+  absl::StatusOr<SearchResult> captured =
+      Search(problem, std::make_shared<DatasheetCostModel>(b200), options, full_graphs);
   ASSERT_THAT(captured, IsOk());
   const RankedPlan& tie = captured->best;
   EXPECT_FALSE(tie.plan.knobs.overlap.ep_comm);
@@ -545,6 +544,95 @@ TEST(SearchTest, OverlapChainPruningStopsWhereACalibrationBreaksIt) {
   }
   EXPECT_EQ(full->best.plan.knobs.overlap.num_comm_streams, 2) << ToString(full->best.plan);
   EXPECT_LT(fast->candidates_evaluated, full->candidates_evaluated / 4);
+}
+
+// Phase 1 leaves a group head unscored where its overlap level is bounded by
+// another (OverlapChainPredecessor) whose head runs over the limit: that
+// head's throughput bounds the whole group, which phase 2 scores only if the
+// bound can reach the top K. Here the level it defers holds the best plan,
+// found only by scoring it there. A scorer for a 4-layer MoE on 4 GPUs
+// (search_space_test.cc's TinyMoe) where the DP overlap's buckets cost
+// memory:
+//   tokens/s/GPU = 1000 - 100 (tp-1) - 50 (pp-1) - 10 (cp-1)
+//                  - 20 x recompute modules (full 4) - 15 x offload level
+//                  - 1 NCCL all-to-all - 2 without grouped GEMM
+//                  - 7 without CUDA graphs - 5 with the EP overlap on (its
+//                  schedule's host work) - 3 on two streams
+//                  - 15 with the DP and PP overlaps off ("none")
+//   memory GiB   = 62 + 30 (1 - 0.2 x recompute modules, at least 0.1)
+//                  + 10 with the DP overlap on + 1 with CUDA graphs
+// The limit is 95 GiB. With the DP overlap on, no recompute needs 103 GiB
+// and one module 97: the fastest that fits recomputes two modules,
+// 1000 - 40 = 960 at best. Level "none" without recompute needs 93 GiB at
+// 1000 - 15 = 985. "all_but_ep" bounds "none" (each no faster), and beats
+// "all_1_stream" where ep > 1: the audit bounds the overlap value by value
+// and finds the chain holding.
+class DpBucketScorer : public CandidateScorer {
+ public:
+  Estimate Quick(const ParallelConfig& p, const Knobs& k) const override {
+    Estimate e;
+    const int rec = RecomputeLevel(k.recompute);
+    const int off = OffloadLevel(k);
+    double tps =
+        1000 - 100.0 * (p.tp - 1) - 50.0 * (p.pp - 1) - 10.0 * (p.cp - 1) - 20.0 * rec - 15.0 * off;
+    if (k.dispatcher == Dispatcher::kAllToAll) tps -= 1;
+    if (!k.grouped_gemm) tps -= 2;
+    if (!k.cuda_graphs) tps -= 7;
+    if (k.overlap.ep_comm) tps -= 5;
+    if (k.overlap.num_comm_streams == 2) tps -= 3;
+    if (!k.overlap.dp_comm && !k.overlap.pp_comm) tps -= 15;
+    const double gib = 62 + 30 * std::max(0.1, 1 - 0.2 * rec) + (k.overlap.dp_comm ? 10 : 0) +
+                       (k.cuda_graphs ? 1 : 0);
+    e.tokens_per_sec_per_gpu = tps;
+    e.step_time_s = 1.0 / tps;
+    e.peak_memory_bytes = gib * units::kGiB;
+    e.fits = true;
+    return e;
+  }
+  absl::StatusOr<Prediction> Predict(const ParallelConfig& p, const Knobs& k) const override {
+    const Estimate e = Quick(p, k);
+    Prediction pred;
+    pred.tokens_per_sec_per_gpu = e.tokens_per_sec_per_gpu;
+    pred.step_time_s = e.step_time_s;
+    pred.peak_memory_bytes = e.peak_memory_bytes;
+    pred.parallel = p;
+    pred.knobs = k;
+    return pred;
+  }
+};
+
+TEST(SearchTest, GroupDeferredUnderItsChainPredecessorIsScoredWhereItsBoundReachesTheBar) {
+  absl::StatusOr<ModelSpec> moe = ParseNativeModelJson(R"({
+      "format": "moetune.model.v1", "name": "tiny-moe",
+      "num_layers": 4, "hidden_size": 512, "vocab_size": 1024,
+      "num_attention_heads": 4, "num_kv_heads": 4, "head_dim": 128,
+      "ffn_hidden_size": 2048, "num_routed_experts": 8, "moe_top_k": 2,
+      "moe_ffn_hidden_size": 256})");
+  ASSERT_THAT(moe, IsOk());
+  SearchProblem problem = TinyProblem();
+  problem.model = *moe;
+  DpBucketScorer scorer;
+  SearchOptions options;
+  options.top_k = 3;
+  options.threads = 2;
+  options.max_memory_fraction = 0.95;
+  absl::StatusOr<SearchResult> fast = SearchWith(problem, scorer, options);
+  options.exhaustive = true;
+  absl::StatusOr<SearchResult> full = SearchWith(problem, scorer, options);
+  ASSERT_THAT(fast, IsOk());
+  ASSERT_THAT(full, IsOk());
+  ASSERT_EQ(fast->top.size(), full->top.size());
+  for (size_t i = 0; i < full->top.size(); ++i) {
+    EXPECT_EQ(ToString(fast->top[i].plan), ToString(full->top[i].plan)) << i;
+  }
+  const RankedPlan& best = fast->best;
+  EXPECT_DOUBLE_EQ(best.prediction.tokens_per_sec_per_gpu, 985) << ToString(best.plan);
+  EXPECT_FALSE(best.plan.knobs.overlap.dp_comm);
+  EXPECT_EQ(best.plan.knobs.recompute.mode, RecomputeMode::kNone);
+  EXPECT_NEAR(best.prediction.peak_memory_bytes / units::kGiB, 93, 1e-9);
+  ExpectAccountingAddsUp(*fast);
+  ExpectAccountingAddsUp(*full);
+  EXPECT_LT(fast->candidates_evaluated, full->candidates_evaluated);
 }
 
 TEST(SearchTest, ProgressReportsTheWholeSpace) {
