@@ -73,6 +73,16 @@ uint64_t CandidateId(uint32_t layout, uint32_t combo) {
   return (uint64_t{layout} << 32) | combo;
 }
 
+// Deterministic order for the least-memory candidate: peak memory, then
+// enumeration order (ties are common: knobs that do not change memory), so
+// that the no-fit error names the same candidate whatever the threads did.
+bool LessMemory(const Scored& a, const Scored& b) {
+  if (!b.valid()) return a.valid();
+  if (!a.valid()) return false;
+  if (a.peak_bytes != b.peak_bytes) return a.peak_bytes < b.peak_bytes;
+  return CandidateId(a.layout, a.combo) < CandidateId(b.layout, b.combo);
+}
+
 // Pruning tallies, keyed by (rule, detail index, evaluated).
 struct Example {
   bool set = false;
@@ -110,6 +120,13 @@ struct Worker {
   Scored least_memory;  // the scored valid candidate with the lowest peak
   double floor_bytes = std::numeric_limits<double>::infinity();
   uint32_t floor_layout = 0;
+  // Keeps the lowest weights floor, the first layout among equals.
+  void OfferFloor(double bytes, uint32_t layout) {
+    if (bytes < floor_bytes || (bytes == floor_bytes && layout < floor_layout)) {
+      floor_bytes = bytes;
+      floor_layout = layout;
+    }
+  }
   // The scorer's per-layout fast path for the layout scored last (Score
   // visits the knob settings of one layout in a row).
   StepModel::PreparedLayout prepared;
@@ -379,9 +396,9 @@ Outcome Searcher::Score(uint32_t layout, uint32_t combo, Worker& w) {
   }
   out.runs = true;
   out.tokens_per_sec = e.tokens_per_sec_per_gpu;
-  if (!w.least_memory.valid() || e.peak_memory_bytes < w.least_memory.peak_bytes) {
-    w.least_memory = Scored{e.tokens_per_sec_per_gpu, e.peak_memory_bytes,
-                            layout, combo};
+  if (const Scored s{e.tokens_per_sec_per_gpu, e.peak_memory_bytes, layout, combo};
+      LessMemory(s, w.least_memory)) {
+    w.least_memory = s;
   }
   if (e.peak_memory_bytes > limit_bytes_) {
     w.tally.Add(PruneRule::kOverMemory, 0, /*evaluated=*/true, 1,
@@ -404,10 +421,7 @@ void Searcher::ScoreLayoutExhaustive(uint32_t layout, Worker& w) {
     if (Better(o.scored, best)) best = o.scored;
   }
   const double floor = Floor(layouts_[layout]);
-  if (floor < w.floor_bytes) {
-    w.floor_bytes = floor;
-    w.floor_layout = layout;
-  }
+  w.OfferFloor(floor, layout);
   if (best.valid()) {
     std::lock_guard<std::mutex> lock(mu_);
     top_.Offer(best);
@@ -422,10 +436,7 @@ void Searcher::ScoreLayoutHeads(uint32_t layout, Worker& w,
   const ParallelConfig& p = layouts_[layout];
   const KnobSet& ks = KnobsOfLayout(layout);
   const double floor = Floor(p);
-  if (floor < w.floor_bytes) {
-    w.floor_bytes = floor;
-    w.floor_layout = layout;
-  }
+  w.OfferFloor(floor, layout);
   if (floor > limit_bytes_) {
     w.tally.Add(PruneRule::kWeightsExceedMemory, 0, false, ks.combos.size(),
                 Example{true, layout, kNoCombo, floor, limit_bytes_});
@@ -1157,15 +1168,8 @@ absl::StatusOr<SearchResult> Searcher::Run() {
     all.feasible += w.feasible;
     all.tally.Merge(w.tally);
     all.front.Merge(w.front);
-    if (w.least_memory.valid() &&
-        (!all.least_memory.valid() ||
-         w.least_memory.peak_bytes < all.least_memory.peak_bytes)) {
-      all.least_memory = w.least_memory;
-    }
-    if (w.floor_bytes < all.floor_bytes) {
-      all.floor_bytes = w.floor_bytes;
-      all.floor_layout = w.floor_layout;
-    }
+    if (LessMemory(w.least_memory, all.least_memory)) all.least_memory = w.least_memory;
+    all.OfferFloor(w.floor_bytes, w.floor_layout);
   }
   all.tally.Merge(rejections_);
 

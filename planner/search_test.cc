@@ -328,17 +328,28 @@ TEST(SearchTest, InvalidLayoutsAreCountedByReason) {
 // Nothing fits 25 GiB: the least memory is tp=4 (weights 25 GiB) with mbs 1,
 // cp 1, full recompute, offload all and no graphs: 25 + 20/4 x 0.1 x 0.4 =
 // 25.2 GiB.
+// Limit 25 GiB: the least memory is tp = 4's full recompute with every
+// offload and no CUDA graphs, 25 + 20/4 x 0.1 x 0.4 = 25.2 GiB, tied over
+// the three overlap levels and the TP overlap. Every mode and thread count
+// names the same one of them (the first in enumeration order).
 TEST(SearchTest, NoFeasiblePlanNamesTheTightestConstraint) {
+  std::set<std::string> messages;
   for (bool exhaustive : {false, true}) {
-    HandScorer scorer;
-    SearchOptions options;
-    options.exhaustive = exhaustive;
-    options.max_memory_fraction = 0.25;
-    EXPECT_THAT(SearchWith(TinyProblem(), scorer, options),
-                StatusIs(absl::StatusCode::kFailedPrecondition,
-                         HasSubstr("the least any candidate needs is 25.2 GiB "
-                                   "per GPU (tp=4")));
+    for (int threads : {1, 2}) {
+      HandScorer scorer;
+      SearchOptions options;
+      options.exhaustive = exhaustive;
+      options.threads = threads;
+      options.max_memory_fraction = 0.25;
+      absl::StatusOr<SearchResult> r = SearchWith(TinyProblem(), scorer, options);
+      EXPECT_THAT(r, StatusIs(absl::StatusCode::kFailedPrecondition,
+                              HasSubstr("the least any candidate needs is 25.2 GiB "
+                                        "per GPU (tp=4")));
+      messages.insert(std::string(r.status().message()));
+    }
   }
+  EXPECT_EQ(messages.size(), 1u) << ::testing::PrintToString(messages);
+  EXPECT_THAT(*messages.begin(), HasSubstr("overlap(tp,ep,dp,pp)=1111 streams=1"));
 }
 
 TEST(SearchTest, WeightsAloneOverTheLimitIsReported) {
