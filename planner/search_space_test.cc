@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planner/testing/tiny_models.h"
 #include "testing/status_matchers.h"
 
 namespace moetune::planner {
@@ -16,29 +17,6 @@ using ::moetune::testing::IsOk;
 using ::moetune::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// A dense model small enough to enumerate by hand: 2 layers, 4 heads.
-ModelSpec TinyDense() {
-  absl::StatusOr<ModelSpec> m = ParseNativeModelJson(R"({
-      "format": "moetune.model.v1", "name": "tiny-dense",
-      "num_layers": 2, "hidden_size": 512, "vocab_size": 1024,
-      "num_attention_heads": 4, "num_kv_heads": 4, "head_dim": 128,
-      "ffn_hidden_size": 2048})");
-  EXPECT_TRUE(m.ok()) << m.status();
-  return *m;
-}
-
-// 4 layers, 8 experts of width 256, top-2.
-ModelSpec TinyMoe() {
-  absl::StatusOr<ModelSpec> m = ParseNativeModelJson(R"({
-      "format": "moetune.model.v1", "name": "tiny-moe",
-      "num_layers": 4, "hidden_size": 512, "vocab_size": 1024,
-      "num_attention_heads": 4, "num_kv_heads": 4, "head_dim": 128,
-      "ffn_hidden_size": 2048, "num_routed_experts": 8, "moe_top_k": 2,
-      "moe_ffn_hidden_size": 256})");
-  EXPECT_TRUE(m.ok()) << m.status();
-  return *m;
-}
 
 ClusterSpec EightGpuNodes() {
   absl::StatusOr<ClusterSpec> c = LoadClusterPreset("h100-sxm");

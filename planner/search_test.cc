@@ -15,6 +15,7 @@
 #include "planner/hardware.h"
 #include "planner/model_spec.h"
 #include "planner/units.h"
+#include "planner/testing/tiny_models.h"
 #include "testing/status_matchers.h"
 
 namespace moetune::planner {
@@ -23,21 +24,6 @@ namespace {
 using ::moetune::testing::IsOk;
 using ::moetune::testing::StatusIs;
 using ::testing::HasSubstr;
-
-// A 2-layer dense model with 4 heads: on 4 GPUs at seq 1024 its space has 19
-// layouts (search_space_test.cc derives them): the 8 at tp 1 with 90 knob
-// combinations (5 recompute x 3 offload x 3 overlap levels x 2 CUDA
-// graphs), the 11 at tp 2 or 4 with 180 (x TP overlap on / off): 720 +
-// 1,980 = 2,700 candidates.
-ModelSpec TinyDense() {
-  absl::StatusOr<ModelSpec> m = ParseNativeModelJson(R"({
-      "format": "moetune.model.v1", "name": "tiny-dense",
-      "num_layers": 2, "hidden_size": 512, "vocab_size": 1024,
-      "num_attention_heads": 4, "num_kv_heads": 4, "head_dim": 128,
-      "ffn_hidden_size": 2048})");
-  EXPECT_TRUE(m.ok()) << m.status();
-  return *m;
-}
 
 // H100 numbers with exactly 100 GiB of HBM, so limits are round.
 ClusterSpec HundredGibCluster() {
@@ -67,6 +53,32 @@ int OffloadLevel(const Knobs& k) {
   return std::bitset<32>(k.offload_modules).count() == 2 ? 1 : 2;
 }
 
+// A scorer given by a formula (Score): Quick and Predict both return it.
+class FormulaScorer : public CandidateScorer {
+ public:
+  virtual Estimate Score(const ParallelConfig& p, const Knobs& k) const = 0;
+  // The estimate of a step at `tps` tokens/s/GPU peaking at `gib` GiB.
+  static Estimate Of(double tps, double gib) {
+    Estimate e;
+    e.tokens_per_sec_per_gpu = tps;
+    e.step_time_s = 1.0 / tps;
+    e.peak_memory_bytes = gib * units::kGiB;
+    e.fits = true;
+    return e;
+  }
+  Estimate Quick(const ParallelConfig& p, const Knobs& k) const override { return Score(p, k); }
+  absl::StatusOr<Prediction> Predict(const ParallelConfig& p, const Knobs& k) const override {
+    const Estimate e = Score(p, k);
+    Prediction pred;
+    pred.tokens_per_sec_per_gpu = e.tokens_per_sec_per_gpu;
+    pred.step_time_s = e.step_time_s;
+    pred.peak_memory_bytes = e.peak_memory_bytes;
+    pred.parallel = p;
+    pred.knobs = k;
+    return pred;
+  }
+};
+
 // tokens/s/GPU = 1000 - 100 (tp-1) - 50 (pp-1) - 10 (cp-1) + 6 mbs
 //                - 20 x recompute level (light 1, attn 2, mlp 3, full 4)
 //                - offload (attn 15, all 30) - 7 without CUDA graphs
@@ -77,7 +89,7 @@ int OffloadLevel(const Knobs& k) {
 //   f_off: none 1, attn 0.7, all 0.4
 // Less recompute/offload, CUDA graphs on and 2-stream overlap are each the
 // fastest value of their axis, as the search assumes.
-class HandScorer : public CandidateScorer {
+class HandScorer : public FormulaScorer {
  public:
   Estimate Quick(const ParallelConfig& p, const Knobs& k) const override {
     // Calls with explicit stage sizes come from the derive step, not from
@@ -85,8 +97,7 @@ class HandScorer : public CandidateScorer {
     if (!p.first_stage_layers) ++calls_;
     return Score(p, k);
   }
-  static Estimate Score(const ParallelConfig& p, const Knobs& k) {
-    Estimate e;
+  Estimate Score(const ParallelConfig& p, const Knobs& k) const override {
     const int rec = RecomputeLevel(k.recompute);
     const int off = OffloadLevel(k);
     double tps = 1000 - 100.0 * (p.tp - 1) - 50.0 * (p.pp - 1) - 10.0 * (p.cp - 1) + 6.0 * p.mbs -
@@ -103,21 +114,7 @@ class HandScorer : public CandidateScorer {
     const double gib = 100.0 / (p.tp * p.pp) +
                        20.0 * p.mbs / (p.tp * p.cp) * kRec[rec] * kOff[off] +
                        (k.cuda_graphs ? 1 : 0);
-    e.tokens_per_sec_per_gpu = tps;
-    e.step_time_s = 1.0 / tps;
-    e.peak_memory_bytes = gib * units::kGiB;
-    e.fits = true;
-    return e;
-  }
-  absl::StatusOr<Prediction> Predict(const ParallelConfig& p, const Knobs& k) const override {
-    const Estimate e = Score(p, k);
-    Prediction pred;
-    pred.tokens_per_sec_per_gpu = e.tokens_per_sec_per_gpu;
-    pred.step_time_s = e.step_time_s;
-    pred.peak_memory_bytes = e.peak_memory_bytes;
-    pred.parallel = p;
-    pred.knobs = k;
-    return pred;
+    return Of(tps, gib);
   }
   int64_t calls() const { return calls_; }
 
@@ -125,6 +122,11 @@ class HandScorer : public CandidateScorer {
   mutable std::atomic<int64_t> calls_{0};
 };
 
+// TinyDense (2 layers, 4 heads) on 4 GPUs at seq 1024: its space has 19
+// layouts (search_space_test.cc derives them): the 8 at tp 1 with 90 knob
+// combinations (5 recompute x 3 offload x 3 overlap levels x 2 CUDA
+// graphs), the 11 at tp 2 or 4 with 180 (x TP overlap on / off): 720 +
+// 1,980 = 2,700 candidates.
 SearchProblem TinyProblem(int gbs = 4) {
   SearchProblem p;
   p.model = TinyDense();
@@ -231,6 +233,14 @@ void ExpectAccountingAddsUp(const SearchResult& r) {
   EXPECT_EQ(r.candidates_feasible, r.candidates_evaluated - scored_rejected);
 }
 
+// The default search's top plans are the exhaustive search's, in order.
+void ExpectSameTopPlans(const SearchResult& fast, const SearchResult& full) {
+  ASSERT_EQ(fast.top.size(), full.top.size());
+  for (size_t i = 0; i < full.top.size(); ++i) {
+    EXPECT_EQ(ToString(fast.top[i].plan), ToString(full.top[i].plan)) << i;
+  }
+}
+
 TEST(SearchTest, ExhaustiveScoresEveryCandidateAndAgrees) {
   for (double fraction : {1.0, 0.605, 0.3}) {
     SCOPED_TRACE(fraction);
@@ -246,11 +256,7 @@ TEST(SearchTest, ExhaustiveScoresEveryCandidateAndAgrees) {
     EXPECT_EQ(full->candidates_evaluated, 2700u);
     EXPECT_EQ(full_scorer.calls(), int64_t{2700});  // each exactly once
     EXPECT_LT(fast->candidates_evaluated, full->candidates_evaluated);
-    ASSERT_EQ(fast->top.size(), full->top.size());
-    for (size_t i = 0; i < full->top.size(); ++i) {
-      EXPECT_EQ(KeyOf(fast->top[i]), KeyOf(full->top[i])) << i;
-      EXPECT_EQ(ToString(fast->top[i].plan), ToString(full->top[i].plan)) << i;
-    }
+    ExpectSameTopPlans(*fast, *full);
     ExpectAccountingAddsUp(*fast);
     ExpectAccountingAddsUp(*full);
     // Exhaustive rejects only by memory.
@@ -549,10 +555,7 @@ TEST(SearchTest, OverlapChainPruningStopsWhereACalibrationBreaksIt) {
   absl::StatusOr<SearchResult> full = Search(problem, cost, options);
   ASSERT_THAT(fast, IsOk());
   ASSERT_THAT(full, IsOk());
-  ASSERT_EQ(fast->top.size(), full->top.size());
-  for (size_t i = 0; i < full->top.size(); ++i) {
-    EXPECT_EQ(ToString(fast->top[i].plan), ToString(full->top[i].plan)) << i;
-  }
+  ExpectSameTopPlans(*fast, *full);
   EXPECT_EQ(full->best.plan.knobs.overlap.num_comm_streams, 2) << ToString(full->best.plan);
   EXPECT_LT(fast->candidates_evaluated, full->candidates_evaluated / 4);
 }
@@ -578,10 +581,9 @@ TEST(SearchTest, OverlapChainPruningStopsWhereACalibrationBreaksIt) {
 // 1000 - 15 = 985. "all_but_ep" bounds "none" (each no faster), and beats
 // "all_1_stream" where ep > 1: the audit bounds the overlap value by value
 // and finds the chain holding.
-class DpBucketScorer : public CandidateScorer {
+class DpBucketScorer : public FormulaScorer {
  public:
-  Estimate Quick(const ParallelConfig& p, const Knobs& k) const override {
-    Estimate e;
+  Estimate Score(const ParallelConfig& p, const Knobs& k) const override {
     const int rec = RecomputeLevel(k.recompute);
     const int off = OffloadLevel(k);
     double tps =
@@ -594,34 +596,13 @@ class DpBucketScorer : public CandidateScorer {
     if (!k.overlap.dp_comm && !k.overlap.pp_comm) tps -= 15;
     const double gib = 62 + 30 * std::max(0.1, 1 - 0.2 * rec) + (k.overlap.dp_comm ? 10 : 0) +
                        (k.cuda_graphs ? 1 : 0);
-    e.tokens_per_sec_per_gpu = tps;
-    e.step_time_s = 1.0 / tps;
-    e.peak_memory_bytes = gib * units::kGiB;
-    e.fits = true;
-    return e;
-  }
-  absl::StatusOr<Prediction> Predict(const ParallelConfig& p, const Knobs& k) const override {
-    const Estimate e = Quick(p, k);
-    Prediction pred;
-    pred.tokens_per_sec_per_gpu = e.tokens_per_sec_per_gpu;
-    pred.step_time_s = e.step_time_s;
-    pred.peak_memory_bytes = e.peak_memory_bytes;
-    pred.parallel = p;
-    pred.knobs = k;
-    return pred;
+    return Of(tps, gib);
   }
 };
 
 TEST(SearchTest, GroupDeferredUnderItsChainPredecessorIsScoredWhereItsBoundReachesTheBar) {
-  absl::StatusOr<ModelSpec> moe = ParseNativeModelJson(R"({
-      "format": "moetune.model.v1", "name": "tiny-moe",
-      "num_layers": 4, "hidden_size": 512, "vocab_size": 1024,
-      "num_attention_heads": 4, "num_kv_heads": 4, "head_dim": 128,
-      "ffn_hidden_size": 2048, "num_routed_experts": 8, "moe_top_k": 2,
-      "moe_ffn_hidden_size": 256})");
-  ASSERT_THAT(moe, IsOk());
   SearchProblem problem = TinyProblem();
-  problem.model = *moe;
+  problem.model = TinyMoe();
   DpBucketScorer scorer;
   SearchOptions options;
   options.top_k = 3;
@@ -632,10 +613,7 @@ TEST(SearchTest, GroupDeferredUnderItsChainPredecessorIsScoredWhereItsBoundReach
   absl::StatusOr<SearchResult> full = SearchWith(problem, scorer, options);
   ASSERT_THAT(fast, IsOk());
   ASSERT_THAT(full, IsOk());
-  ASSERT_EQ(fast->top.size(), full->top.size());
-  for (size_t i = 0; i < full->top.size(); ++i) {
-    EXPECT_EQ(ToString(fast->top[i].plan), ToString(full->top[i].plan)) << i;
-  }
+  ExpectSameTopPlans(*fast, *full);
   const RankedPlan& best = fast->best;
   EXPECT_DOUBLE_EQ(best.prediction.tokens_per_sec_per_gpu, 985) << ToString(best.plan);
   EXPECT_FALSE(best.plan.knobs.overlap.dp_comm);
