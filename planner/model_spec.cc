@@ -590,8 +590,9 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "unsupported model_type '", type,
-        "' (supported: deepseek_v3, kimi_k2, qwen3_moe, mixtral, llama, "
-        "gpt_oss, gpt2; or use the native form with \"format\": \"",
+        "' (supported: deepseek_v2, deepseek_v3, kimi_k2, qwen2_moe, qwen3_moe, mixtral, "
+        "gpt_oss, llama, mistral, qwen2, qwen3, gpt2; or use the native form with "
+        "\"format\": \"",
         internal::Sv(kNativeFormat), "\")"));
   }
   ReadHfArchitecture(r, type, m.arch);

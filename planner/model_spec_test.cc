@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testing/status_matchers.h"
@@ -116,9 +118,25 @@ TEST(ModelSpecTest, PaddedVocab) {
 }
 
 TEST(ModelSpecTest, UnknownModelTypeIsNamed) {
-  EXPECT_THAT(ParseHfConfig(R"({"model_type": "mamba"})"),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("unsupported model_type 'mamba'")));
+  const absl::StatusOr<ModelSpec> mamba = ParseHfConfig(R"({"model_type": "mamba"})");
+  EXPECT_THAT(mamba, StatusIs(absl::StatusCode::kInvalidArgument,
+                              HasSubstr("unsupported model_type 'mamba'")));
+  // The error lists what the parser takes: each listed type gets past the
+  // type check (to the first missing field).
+  const std::string message(mamba.status().message());
+  const size_t from = message.find("(supported: ");
+  const size_t to = message.find(';', from);
+  ASSERT_NE(from, std::string::npos);
+  ASSERT_NE(to, std::string::npos);
+  const std::vector<std::string> listed = absl::StrSplit(
+      message.substr(from + 12, to - from - 12), ", ");
+  EXPECT_EQ(listed.size(), 12u) << message;
+  for (const std::string& type : listed) {
+    const absl::StatusOr<ModelSpec> m =
+        ParseHfConfig(absl::StrCat(R"({"model_type": ")", type, R"("})"));
+    EXPECT_THAT(m, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("missing field")))
+        << type;
+  }
 }
 
 TEST(ModelSpecTest, MissingFieldIsNamed) {
