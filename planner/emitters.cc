@@ -209,6 +209,7 @@ void ModelShapeFlags(const Prediction& p, ArgWriter& a) {
   }
   // Megatron's default keeps a bias on every linear layer (GPT-3, GPT-OSS).
   if (!m.attention_bias) a.Flag("--disable-bias-linear");
+  if (m.qkv_bias && !m.attention_bias) a.Flag("--add-qkv-bias");
   if (arch.qk_layernorm) a.Flag("--qk-layernorm");
   if (m.attention_sinks) a.Flag("--softmax-type", "learnable");
   if (m.sliding_window > 0 && !m.sliding_window_layers.empty()) {
@@ -288,11 +289,13 @@ void ModelShapeFlags(const Prediction& p, ArgWriter& a) {
     if (m.num_shared_experts > 0) {
       a.Flag("--moe-shared-expert-intermediate-size",
              m.num_shared_experts * m.moe_ffn_hidden_size);
+      if (arch.shared_expert_gate) a.Flag("--moe-shared-expert-gate");
     }
     if (m.NumMoeLayers() != m.num_layers) {
       a.Flag("--moe-layer-freq", absl::StrCat("'", MoeLayerPattern(m), "'"));
     }
     if (arch.router_sigmoid) a.Flag("--moe-router-score-function", "sigmoid");
+    if (arch.router_pre_softmax) a.Flag("--moe-router-pre-softmax");
     if (arch.router_expert_bias) a.Flag("--moe-router-enable-expert-bias");
     if (arch.router_topk_scaling_factor > 0) {
       a.Flag("--moe-router-topk-scaling-factor", Num(arch.router_topk_scaling_factor));
@@ -477,7 +480,7 @@ void OverlapFlags(const Prediction& p, ArgWriter& a) {
     a.Flag("--overlap-moe-expert-parallel-comm");
     if (in_node_ep) a.Comment(absl::StrCat("the EP A2A overlap as given: ", kInNodeEpEvidence));
     // TE cannot delay the weight gradients of graphed attention with biases.
-    if (k.cuda_graphs && m.attention_bias) {
+    if (k.cuda_graphs && m.AttentionHasBias()) {
       a.Comment("--delay-wgrad-compute left off: CUDA-graphed attention with biases");
     } else {
       a.Flag("--delay-wgrad-compute");

@@ -500,6 +500,46 @@ TEST(EmittersTest, InNodeEpOverlapSaysWhatTheEvidenceSays) {
   }
 }
 
+// Qwen2 / Qwen2-MoE have a bias on q, k and v only: Megatron builds it with
+// --add-qkv-bias beside --disable-bias-linear (a model without it would not
+// take the Hugging Face weights). Graphed attention with any bias keeps the
+// weight gradients undelayed (Megatron's validate_args refuses
+// --delay-wgrad-compute there: "CUDA graph with delay_wgrad_compute doesn't
+// support attn bias for now").
+TEST(EmittersTest, QkvBiasIsBuiltAndKeepsWgradUndelayedUnderGraphs) {
+  const std::vector<GoldenCase> cases = Cases();
+  Prediction qkv = cases[0].prediction;  // DeepSeek-V3: EP overlap, graphed attention
+  ASSERT_TRUE(qkv.knobs.cuda_graphs);
+  EXPECT_THAT(EmitMegatronArgs(qkv, {}), HasSubstr("  --delay-wgrad-compute\n"));
+  EXPECT_THAT(EmitMegatronArgs(qkv, {}), Not(HasSubstr("--add-qkv-bias")));
+  qkv.model.qkv_bias = true;
+  const std::string with = EmitMegatronArgs(qkv, {});
+  EXPECT_THAT(with, HasSubstr("  --disable-bias-linear\n  --add-qkv-bias\n"));
+  EXPECT_THAT(with, Not(HasSubstr("  --delay-wgrad-compute\n")));
+  EXPECT_THAT(with, HasSubstr("# --delay-wgrad-compute left off: CUDA-graphed attention with "
+                              "biases"));
+  // Every linear layer biased (GPT-3, GPT-OSS): Megatron's default, no flag.
+  qkv.model.attention_bias = true;
+  const std::string all = EmitMegatronArgs(qkv, {});
+  EXPECT_THAT(all, Not(HasSubstr("--disable-bias-linear")));
+  EXPECT_THAT(all, Not(HasSubstr("--add-qkv-bias")));
+}
+
+// Qwen2-MoE's router and shared expert as Megatron builds them: softmax
+// before the top-k (--moe-router-pre-softmax) and the shared expert's gate.
+TEST(EmittersTest, RouterPreSoftmaxAndSharedExpertGate) {
+  Prediction p = Cases()[0].prediction;  // DeepSeek-V3: one shared expert
+  const std::string plain = EmitMegatronArgs(p, {});
+  EXPECT_THAT(plain, Not(HasSubstr("--moe-router-pre-softmax")));
+  EXPECT_THAT(plain, Not(HasSubstr("--moe-shared-expert-gate")));
+  p.model.arch.router_pre_softmax = true;
+  p.model.arch.shared_expert_gate = true;
+  const std::string qwen2 = EmitMegatronArgs(p, {});
+  EXPECT_THAT(qwen2, HasSubstr("  --moe-shared-expert-intermediate-size 2048\n"
+                               "  --moe-shared-expert-gate\n"));
+  EXPECT_THAT(qwen2, HasSubstr("  --moe-router-pre-softmax\n"));
+}
+
 // Forced balance is Megatron's benchmark-only router mode: emitted for a
 // plan priced as a benchmark (the goldens), never for real training.
 TEST(EmittersTest, ForcedBalanceOnlyForBenchmarkRouting) {

@@ -345,6 +345,14 @@ void ReadHfArchitecture(FieldReader& r, const std::string& type,
   a.qk_layernorm = type == "qwen3_moe" || type == "qwen3" || type == "deepseek_v2" ||
                    type == "deepseek_v3" || type == "kimi_k2";
   a.gpt_oss_activation = type == "gpt_oss";
+  // norm_topk_prob with each Hugging Face class's default (Qwen2MoeConfig,
+  // Qwen3MoeConfig, DeepseekV2Config: false; the Qwen3-MoE releases set
+  // true); the other types normalize the top k whatever they say.
+  if (type == "qwen2_moe" || type == "qwen3_moe" || type == "deepseek_v2") {
+    a.router_pre_softmax = !a.router_sigmoid && !r.Optional<bool>("norm_topk_prob", false);
+  }
+  a.shared_expert_gate =
+      type == "qwen2_moe" && r.Optional<int64_t>("shared_expert_intermediate_size", 0) > 0;
   a.router_sigmoid = r.Optional<std::string>("scoring_func", "softmax") == "sigmoid";
   a.router_expert_bias = r.Optional<std::string>("topk_method", "") == "noaux_tc";
   a.router_topk_scaling_factor = r.Optional<double>("routed_scaling_factor", 0.0);
@@ -425,6 +433,8 @@ void ReadNativeArchitecture(FieldReader& r, ArchitectureDetails& a) {
   a.router_num_groups = f.Optional<int>("router_num_groups", 0);
   a.router_group_topk = f.Optional<int>("router_group_topk", 0);
   a.gpt_oss_activation = f.Optional<bool>("gpt_oss_activation", false);
+  a.router_pre_softmax = f.Optional<bool>("router_pre_softmax", false);
+  a.shared_expert_gate = f.Optional<bool>("shared_expert_gate", false);
   if (!f.status().ok()) r.Fail(std::string(f.status().message()));
 }
 
@@ -449,6 +459,8 @@ json NativeArchitecture(const ArchitectureDetails& a) {
   j["router_num_groups"] = a.router_num_groups;
   j["router_group_topk"] = a.router_group_topk;
   j["gpt_oss_activation"] = a.gpt_oss_activation;
+  j["router_pre_softmax"] = a.router_pre_softmax;
+  j["shared_expert_gate"] = a.shared_expert_gate;
   return j;
 }
 
@@ -499,6 +511,7 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
     m.moe_layer_freq = r.Optional<int>("moe_layer_freq", 1);
     m.mtp_layers = r.Optional<int>("num_nextn_predict_layers", 0);
   } else if (type == "qwen3_moe" || type == "qwen2_moe") {
+    m.qkv_bias = type == "qwen2_moe";  // Qwen2MoeAttention: q/k/v_proj bias=True
     m.hidden_size = r.Required<int64_t>("hidden_size");
     m.num_layers = r.Required<int>("num_hidden_layers");
     m.num_attention_heads = r.Required<int>("num_attention_heads");
@@ -509,6 +522,19 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
     m.moe_top_k = r.Required<int>("num_experts_per_tok");
     m.moe_ffn_hidden_size = r.Required<int64_t>("moe_intermediate_size");
     m.moe_layer_freq = r.Optional<int>("decoder_sparse_step", 1);
+    // Qwen2-MoE's shared expert: one MLP of shared_expert_intermediate_size,
+    // held as that many routed-expert widths (same FLOPs and parameters).
+    const int64_t shared = r.Optional<int64_t>("shared_expert_intermediate_size", 0);
+    if (shared > 0 && m.moe_ffn_hidden_size > 0) {
+      if (shared % m.moe_ffn_hidden_size != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "config.json (model_type ", type, "): shared_expert_intermediate_size ", shared,
+            " is not a multiple of moe_intermediate_size ", m.moe_ffn_hidden_size,
+            " (moetune holds a shared expert as whole routed-expert widths; use the native "
+            "form to describe it)"));
+      }
+      m.num_shared_experts = static_cast<int>(shared / m.moe_ffn_hidden_size);
+    }
     if (r.Has("mlp_only_layers") && r.raw("mlp_only_layers").is_array() &&
         !r.raw("mlp_only_layers").empty() && m.num_layers > 0) {
       m.moe_layer_pattern.assign(m.num_layers, true);
@@ -581,6 +607,7 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
     }
   } else if (type == "llama" || type == "mistral" || type == "qwen2" ||
              type == "qwen3") {
+    m.qkv_bias = type == "qwen2";  // Qwen2Attention: q/k/v_proj bias=True
     m.hidden_size = r.Required<int64_t>("hidden_size");
     m.num_layers = r.Required<int>("num_hidden_layers");
     m.num_attention_heads = r.Required<int>("num_attention_heads");
@@ -632,6 +659,7 @@ absl::StatusOr<ModelSpec> ParseNativeModelJson(std::string_view text) {
         "unknown attention '", attention, "' (expected gqa, mha or mla)"));
   }
   m.attention_bias = r.Optional<bool>("attention_bias", false);
+  m.qkv_bias = r.Optional<bool>("qkv_bias", false);
   m.attention_sinks = r.Optional<bool>("attention_sinks", false);
   m.gated_mlp = r.Optional<bool>("gated_mlp", true);
   m.num_routed_experts = r.Optional<int>("num_routed_experts", 0);
@@ -703,6 +731,7 @@ std::string ModelSpecToNativeJson(const ModelSpec& m) {
     j["v_head_dim"] = m.v_head_dim;
   }
   j["attention_bias"] = m.attention_bias;
+  j["qkv_bias"] = m.qkv_bias;
   j["attention_sinks"] = m.attention_sinks;
   j["ffn_hidden_size"] = m.ffn_hidden_size;
   j["gated_mlp"] = m.gated_mlp;

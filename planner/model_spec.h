@@ -21,7 +21,8 @@
 //     "sliding_window": 0 (opt), "sliding_window_layers": [true, false, ...]
 //         (opt; one entry per layer),
 //     "mtp_layers": 0 (opt), "tie_word_embeddings": false (opt),
-//     "attention_bias": false (opt), "attention_sinks": false (opt),
+//     "attention_bias": false (opt), "qkv_bias": false (opt),
+//     "attention_sinks": false (opt),
 //     "architecture": {...} (opt; ArchitectureDetails, each field by name,
 //         "rope_scaling": "none" | "yarn" | "llama3")
 //   }
@@ -70,6 +71,14 @@ struct ArchitectureDetails {
   double router_topk_scaling_factor = 0;  // 0: no scaling
   int router_num_groups = 0;              // 0: no group-limited routing
   int router_group_topk = 0;
+  // Softmax over every expert before the top-k, the k weights left
+  // unnormalized (Hugging Face norm_topk_prob false: Qwen2-MoE,
+  // DeepSeek-V2); otherwise the top k are normalized (Megatron's default
+  // softmax after the top-k, or sigmoid scores normalized).
+  bool router_pre_softmax = false;
+  // A sigmoid gate on the shared experts' output (Qwen2-MoE's
+  // shared_expert_gate).
+  bool shared_expert_gate = false;
   // GPT-OSS's gated activation: x * sigmoid(1.702 x) * (up + 1), both inputs
   // clamped to 7 (model card).
   bool gpt_oss_activation = false;
@@ -89,7 +98,12 @@ struct ModelSpec {
   int num_kv_heads = 0;  // = num_attention_heads for MHA; unused for MLA
   int head_dim = 0;      // q/k head dim (GQA)
   int v_head_dim = 0;    // v head dim (GQA: = head_dim; MLA: v_head_dim)
+  // A bias on every linear layer: q, k, v, the output projection and the
+  // MLP's (Megatron's default, add_bias_linear; GPT-3, GPT-OSS).
   bool attention_bias = false;
+  // A bias on the q, k and v projections only (Qwen2 and Qwen2-MoE, whose
+  // Hugging Face code always adds it; Megatron --add-qkv-bias).
+  bool qkv_bias = false;
   // Learned per-head softmax offsets ("attention sinks", GPT-OSS).
   bool attention_sinks = false;
   // MLA ranks (attention == kMla only).
@@ -127,6 +141,9 @@ struct ModelSpec {
   ArchitectureDetails arch;
 
   bool IsMoe() const { return num_routed_experts > 0; }
+  // Whether the attention's linear layers carry any bias (what Transformer
+  // Engine's delayed weight gradients under graphed attention refuse).
+  bool AttentionHasBias() const { return attention_bias || qkv_bias; }
   bool IsMoeLayer(int layer) const;
   bool IsSlidingLayer(int layer) const;
   int NumMoeLayers() const;

@@ -1,6 +1,8 @@
 #include "planner/model_spec.h"
 
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -115,6 +117,69 @@ TEST(ModelSpecTest, PaddedVocab) {
   EXPECT_EQ(m.PaddedVocabSize(), 50304);
   m.vocab_size = 128256;  // already a multiple of 128
   EXPECT_EQ(m.PaddedVocabSize(), 128256);
+}
+
+// Hugging Face's Qwen2 and Qwen2-MoE attention always has q/k/v biases (no
+// config field says so); Qwen3's, Llama's and Mistral's has none.
+TEST(ModelSpecTest, QkvBiasFollowsTheModelType) {
+  auto parse = [](const std::string& type, const std::string& moe) {
+    return ParseHfConfig(absl::StrCat(R"({"model_type": ")", type, R"(",
+        "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "vocab_size": 32000, "intermediate_size": 4096)",
+                                      moe, "}"));
+  };
+  const std::string moe = R"(, "num_experts": 8, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 512)";
+  for (const auto& [type, extra, bias] :
+       std::vector<std::tuple<std::string, std::string, bool>>{{"qwen2", "", true},
+                                                               {"qwen2_moe", moe, true},
+                                                               {"qwen3", "", false},
+                                                               {"qwen3_moe", moe, false},
+                                                               {"llama", "", false},
+                                                               {"mistral", "", false}}) {
+    const absl::StatusOr<ModelSpec> m = parse(type, extra);
+    ASSERT_TRUE(m.ok()) << type << ": " << m.status();
+    EXPECT_EQ(m->qkv_bias, bias) << type;
+    EXPECT_FALSE(m->attention_bias) << type;
+    EXPECT_EQ(m->AttentionHasBias(), bias) << type;
+  }
+}
+
+// Qwen2-57B-A14B's config.json: a shared expert of 20,480 = 8 x 2,560
+// behind a sigmoid gate, softmax over all 64 experts before the top 8 with
+// the 8 weights left unnormalized (norm_topk_prob false), q/k/v biases.
+TEST(ModelSpecTest, Qwen2MoeSharedExpertAndRouter) {
+  absl::StatusOr<ModelSpec> m = ParseHfConfig(R"({"model_type": "qwen2_moe",
+      "hidden_size": 3584, "intermediate_size": 18944, "moe_intermediate_size": 2560,
+      "shared_expert_intermediate_size": 20480, "num_hidden_layers": 28,
+      "num_attention_heads": 28, "num_key_value_heads": 4, "num_experts": 64,
+      "num_experts_per_tok": 8, "norm_topk_prob": false, "vocab_size": 151936,
+      "tie_word_embeddings": false})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->num_shared_experts, 8);
+  EXPECT_TRUE(m->arch.shared_expert_gate);
+  EXPECT_TRUE(m->arch.router_pre_softmax);
+  EXPECT_TRUE(m->qkv_bias);
+  // Qwen3-MoE releases normalize the top k; DeepSeek-V2's class default does not.
+  absl::StatusOr<ModelSpec> q3 = ParseHfConfig(R"({"model_type": "qwen3_moe",
+      "hidden_size": 2048, "num_hidden_layers": 4, "num_attention_heads": 32,
+      "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936,
+      "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768,
+      "norm_topk_prob": true})");
+  ASSERT_TRUE(q3.ok()) << q3.status();
+  EXPECT_FALSE(q3->arch.router_pre_softmax);
+  EXPECT_EQ(q3->num_shared_experts, 0);
+  EXPECT_FALSE(q3->arch.shared_expert_gate);
+  // A shared expert that is no whole number of routed widths is refused by
+  // name rather than resized.
+  EXPECT_THAT(ParseHfConfig(R"({"model_type": "qwen2_moe",
+      "hidden_size": 2048, "moe_intermediate_size": 1408,
+      "shared_expert_intermediate_size": 5000, "num_hidden_layers": 24,
+      "num_attention_heads": 16, "num_experts": 60, "num_experts_per_tok": 4,
+      "vocab_size": 151936})"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("shared_expert_intermediate_size 5000 is not a multiple of "
+                                 "moe_intermediate_size 1408")));
 }
 
 TEST(ModelSpecTest, UnknownModelTypeIsNamed) {

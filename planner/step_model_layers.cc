@@ -1040,7 +1040,7 @@ void AddEpTerms(const LayerKindTables& k, const Context& c, const KindCosts& kc,
     // combine_bwd (b_layer.mlp.backward_dw / pre_dispatch_computation.
     // backward_dw in TransformerLayerSchedulePlan.run).
     const bool delay = c.stack->features.delay_wgrad_compute &&
-                       !(c.knobs->cuda_graphs && c.model->attention_bias);
+                       !(c.knobs->cuda_graphs && c.model->AttentionHasBias());
     const double attn_wgrad =
         delay ? (bwd - 1.0) * (attn_proj_f + g.shared_f.seconds) + kc.router.seconds : 0.0;
     const double mlp_wgrad = delay ? (bwd - 1.0) * g.routed_f.seconds : 0.0;
