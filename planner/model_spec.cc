@@ -225,6 +225,32 @@ void ReadGqa(FieldReader& r, ModelSpec& m) {
   m.v_head_dim = m.head_dim;
 }
 
+// The sliding-window layers of a Qwen2 / Qwen3 (dense or MoE) config: with
+// use_sliding_window, layers from max_window_layers on (the Hugging Face
+// classes' default layer_types; an explicit layer_types wins). Without it
+// the sliding_window field is unused.
+absl::Status ReadQwenSlidingWindow(FieldReader& r, ModelSpec& m) {
+  if (!r.Optional<bool>("use_sliding_window", false)) return absl::OkStatus();
+  m.sliding_window = r.Optional<int>("sliding_window", 0);
+  if (m.sliding_window <= 0 || m.num_layers <= 0) {
+    m.sliding_window = 0;
+    return absl::OkStatus();
+  }
+  if (r.Has("layer_types") && r.raw("layer_types").is_array()) {
+    for (const json& t : r.raw("layer_types")) {
+      const std::string s = t.is_string() ? t.get<std::string>() : "";
+      if (s != "sliding_attention" && s != "full_attention") {
+        return absl::InvalidArgumentError(absl::StrCat("unknown layer_types entry ", t.dump()));
+      }
+      m.sliding_window_layers.push_back(s == "sliding_attention");
+    }
+    return absl::OkStatus();
+  }
+  const int first = r.Optional<int>("max_window_layers", 28);
+  for (int l = 0; l < m.num_layers; ++l) m.sliding_window_layers.push_back(l >= first);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 bool ModelSpec::IsMoeLayer(int layer) const {
@@ -517,6 +543,7 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
     m.num_attention_heads = r.Required<int>("num_attention_heads");
     m.vocab_size = r.Required<int64_t>("vocab_size");
     ReadGqa(r, m);
+    if (absl::Status s = ReadQwenSlidingWindow(r, m); !s.ok()) return s;
     m.ffn_hidden_size = r.Optional<int64_t>("intermediate_size", 0);
     m.num_routed_experts = r.Required<int>("num_experts");
     m.moe_top_k = r.Required<int>("num_experts_per_tok");
@@ -614,6 +641,16 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
     m.vocab_size = r.Required<int64_t>("vocab_size");
     ReadGqa(r, m);
     m.ffn_hidden_size = r.Required<int64_t>("intermediate_size");
+    if (type == "qwen2" || type == "qwen3") {
+      if (absl::Status s = ReadQwenSlidingWindow(r, m); !s.ok()) return s;
+    } else if (type == "mistral") {
+      // Mistral-7B v0.1: every layer attends within the window (4,096);
+      // later releases carry null.
+      m.sliding_window = r.Optional<int>("sliding_window", 0);
+      if (m.sliding_window > 0 && m.num_layers > 0) {  // else CheckSpec names it
+        m.sliding_window_layers.assign(m.num_layers, true);
+      }
+    }
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "unsupported model_type '", type,

@@ -182,6 +182,45 @@ TEST(ModelSpecTest, Qwen2MoeSharedExpertAndRouter) {
                                  "moe_intermediate_size 1408")));
 }
 
+// Sliding windows the Hugging Face classes apply: Mistral-7B v0.1's on every
+// layer (null in later releases); Qwen2 / Qwen3 only with
+// use_sliding_window, from max_window_layers on.
+TEST(ModelSpecTest, SlidingWindowsOfMistralAndQwen) {
+  const std::string shape = R"("hidden_size": 1024, "num_hidden_layers": 4,
+      "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 32000,
+      "intermediate_size": 4096)";
+  auto parse = [&](const std::string& fields) {
+    return ParseHfConfig(absl::StrCat("{", shape, ", ", fields, "}"));
+  };
+  absl::StatusOr<ModelSpec> v01 = parse(R"("model_type": "mistral", "sliding_window": 4096)");
+  ASSERT_TRUE(v01.ok()) << v01.status();
+  EXPECT_EQ(v01->sliding_window, 4096);
+  EXPECT_EQ(v01->sliding_window_layers, std::vector<bool>(4, true));
+  absl::StatusOr<ModelSpec> v03 = parse(R"("model_type": "mistral", "sliding_window": null)");
+  ASSERT_TRUE(v03.ok()) << v03.status();
+  EXPECT_EQ(v03->sliding_window, 0);
+  EXPECT_FALSE(v03->IsSlidingLayer(0));
+  // Qwen2.5 releases: a window given, use_sliding_window false: unused.
+  absl::StatusOr<ModelSpec> off = parse(
+      R"("model_type": "qwen2", "sliding_window": 131072, "use_sliding_window": false)");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(off->sliding_window, 0);
+  absl::StatusOr<ModelSpec> on = parse(R"("model_type": "qwen3", "sliding_window": 4096,
+      "use_sliding_window": true, "max_window_layers": 2)");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ(on->sliding_window_layers, (std::vector<bool>{false, false, true, true}));
+  absl::StatusOr<ModelSpec> listed = parse(R"("model_type": "qwen2", "sliding_window": 4096,
+      "use_sliding_window": true, "layer_types": ["full_attention", "sliding_attention",
+      "full_attention", "sliding_attention"])");
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->sliding_window_layers, (std::vector<bool>{false, true, false, true}));
+  EXPECT_THAT(parse(R"("model_type": "qwen2", "sliding_window": 4096,
+      "use_sliding_window": true, "layer_types": ["full_attention", "linear_attention",
+      "full_attention", "full_attention"])"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown layer_types entry \"linear_attention\"")));
+}
+
 TEST(ModelSpecTest, UnknownModelTypeIsNamed) {
   const absl::StatusOr<ModelSpec> mamba = ParseHfConfig(R"({"model_type": "mamba"})");
   EXPECT_THAT(mamba, StatusIs(absl::StatusCode::kInvalidArgument,
