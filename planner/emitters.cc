@@ -275,6 +275,7 @@ void ModelShapeFlags(const Prediction& p, ArgWriter& a) {
   } else {
     a.Flag("--position-embedding-type", "rope");
     a.Flag("--rotary-base", Num(arch.rope_theta));
+    if (arch.rotary_percent != 1) a.Flag("--rotary-percent", Num(arch.rotary_percent));
     if (arch.rope_scaling == RopeScaling::kLlama3) {
       a.Flag("--use-rope-scaling");
       a.Flag("--rope-scaling-factor", Num(arch.rope_factor));

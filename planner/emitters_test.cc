@@ -432,6 +432,11 @@ TEST(EmittersTest, MegatronFlagsFollowThePlan) {
   EXPECT_THAT(llama, Not(HasSubstr("--overlap-grad-reduce")));
   EXPECT_THAT(llama, Not(HasSubstr("--num-experts")));
   EXPECT_THAT(llama, HasSubstr("  --rotary-base 500000\n"));
+  EXPECT_THAT(llama, Not(HasSubstr("--rotary-percent")));
+  Prediction partial = cases[1].prediction;  // GLM-4.5 rotates half of each head
+  partial.model.arch.rotary_percent = 0.5;
+  EXPECT_THAT(EmitMegatronArgs(partial, {}),
+              HasSubstr("  --rotary-base 500000\n  --rotary-percent 0.5\n"));
   // Hopper with TP and CP, no FSDP: one hardware queue.
   EXPECT_THAT(llama, HasSubstr("\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\n"));
   // No CUDA graphs: the allocator setting alone.

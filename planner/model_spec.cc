@@ -371,6 +371,15 @@ void ReadHfArchitecture(FieldReader& r, const std::string& type,
   a.qk_layernorm = type == "qwen3_moe" || type == "qwen3" || type == "deepseek_v2" ||
                    type == "deepseek_v3" || type == "kimi_k2";
   a.gpt_oss_activation = type == "gpt_oss";
+  if (type == "glm4_moe") {
+    // Glm4MoeConfig: q / k norms where use_qk_norm (GLM-4.5 355B: true),
+    // RoPE on partial_rotary_factor of each head, and the DeepSeek-V3
+    // router (sigmoid scores, e_score_correction_bias) with no field to say
+    // so.
+    a.qk_layernorm = r.Optional<bool>("use_qk_norm", false);
+    a.rotary_percent = r.Optional<double>("partial_rotary_factor", 0.5);
+  }
+  const bool sigmoid_by_class = type == "glm4_moe";
   // norm_topk_prob with each Hugging Face class's default (Qwen2MoeConfig,
   // Qwen3MoeConfig, DeepseekV2Config: false; the Qwen3-MoE releases set
   // true); the other types normalize the top k whatever they say.
@@ -379,8 +388,11 @@ void ReadHfArchitecture(FieldReader& r, const std::string& type,
   }
   a.shared_expert_gate =
       type == "qwen2_moe" && r.Optional<int64_t>("shared_expert_intermediate_size", 0) > 0;
-  a.router_sigmoid = r.Optional<std::string>("scoring_func", "softmax") == "sigmoid";
-  a.router_expert_bias = r.Optional<std::string>("topk_method", "") == "noaux_tc";
+  a.router_sigmoid =
+      r.Optional<std::string>("scoring_func", sigmoid_by_class ? "sigmoid" : "softmax") ==
+      "sigmoid";
+  a.router_expert_bias =
+      r.Optional<std::string>("topk_method", sigmoid_by_class ? "noaux_tc" : "") == "noaux_tc";
   a.router_topk_scaling_factor = r.Optional<double>("routed_scaling_factor", 0.0);
   if (a.router_topk_scaling_factor == 1.0) a.router_topk_scaling_factor = 0;
   const int groups = r.Optional<int>("n_group", 0);
@@ -437,6 +449,7 @@ void ReadNativeArchitecture(FieldReader& r, ArchitectureDetails& a) {
   a.norm_epsilon = f.Optional<double>("norm_epsilon", d.norm_epsilon);
   a.max_position_embeddings = f.Optional<int>("max_position_embeddings", 0);
   a.rope_theta = f.Optional<double>("rope_theta", d.rope_theta);
+  a.rotary_percent = f.Optional<double>("rotary_percent", d.rotary_percent);
   const std::string scaling = f.Optional<std::string>("rope_scaling", "none");
   if (scaling == "yarn") {
     a.rope_scaling = RopeScaling::kYarn;
@@ -471,6 +484,7 @@ json NativeArchitecture(const ArchitectureDetails& a) {
   j["norm_epsilon"] = a.norm_epsilon;
   j["max_position_embeddings"] = a.max_position_embeddings;
   j["rope_theta"] = a.rope_theta;
+  j["rotary_percent"] = a.rotary_percent;
   j["rope_scaling"] = std::string(RopeScalingName(a.rope_scaling));
   j["rope_factor"] = a.rope_factor;
   j["rope_original_max_positions"] = a.rope_original_max_positions;
@@ -535,6 +549,24 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
     m.moe_ffn_hidden_size = r.Required<int64_t>("moe_intermediate_size");
     m.first_k_dense = r.Optional<int>("first_k_dense_replace", 0);
     m.moe_layer_freq = r.Optional<int>("moe_layer_freq", 1);
+    m.mtp_layers = r.Optional<int>("num_nextn_predict_layers", 0);
+  } else if (type == "glm4_moe") {
+    // GLM-4.5 / 4.6: GQA with q / k / v biases (attention_bias; the output
+    // projection has none), first_k_dense_replace dense layers, then MoE
+    // layers with shared experts, MTP layers (num_nextn_predict_layers).
+    m.hidden_size = r.Required<int64_t>("hidden_size");
+    m.num_layers = r.Required<int>("num_hidden_layers");
+    m.num_attention_heads = r.Required<int>("num_attention_heads");
+    m.vocab_size = r.Required<int64_t>("vocab_size");
+    ReadGqa(r, m);
+    m.qkv_bias = m.attention_bias;
+    m.attention_bias = false;
+    m.ffn_hidden_size = r.Required<int64_t>("intermediate_size");
+    m.num_routed_experts = r.Required<int>("n_routed_experts");
+    m.moe_top_k = r.Required<int>("num_experts_per_tok");
+    m.num_shared_experts = r.Optional<int>("n_shared_experts", 1);
+    m.moe_ffn_hidden_size = r.Required<int64_t>("moe_intermediate_size");
+    m.first_k_dense = r.Optional<int>("first_k_dense_replace", 1);
     m.mtp_layers = r.Optional<int>("num_nextn_predict_layers", 0);
   } else if (type == "qwen3_moe" || type == "qwen2_moe") {
     m.qkv_bias = type == "qwen2_moe";  // Qwen2MoeAttention: q/k/v_proj bias=True
@@ -654,8 +686,8 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "unsupported model_type '", type,
-        "' (supported: deepseek_v2, deepseek_v3, kimi_k2, qwen2_moe, qwen3_moe, mixtral, "
-        "gpt_oss, llama, mistral, qwen2, qwen3, gpt2; or use the native form with "
+        "' (supported: deepseek_v2, deepseek_v3, kimi_k2, glm4_moe, qwen2_moe, qwen3_moe, "
+        "mixtral, gpt_oss, llama, mistral, qwen2, qwen3, gpt2; or use the native form with "
         "\"format\": \"",
         internal::Sv(kNativeFormat), "\")"));
   }

@@ -57,6 +57,8 @@ struct ArchitectureDetails {
   double norm_epsilon = 1e-5;
   int max_position_embeddings = 0;  // 0: not given
   double rope_theta = 10000;
+  // Share of each head's dimensions that RoPE rotates (GLM-4.5: 0.5).
+  double rotary_percent = 1;
   RopeScaling rope_scaling = RopeScaling::kNone;
   double rope_factor = 1;
   int rope_original_max_positions = 0;

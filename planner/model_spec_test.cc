@@ -18,7 +18,7 @@ using ::testing::HasSubstr;
 
 TEST(ModelSpecTest, EveryPresetLoads) {
   const std::vector<std::string> names = ModelPresetNames();
-  EXPECT_EQ(names.size(), 15u);
+  EXPECT_EQ(names.size(), 17u);
   for (const std::string& name : names) {
     absl::StatusOr<ModelSpec> spec = LoadModelPreset(name);
     ASSERT_TRUE(spec.ok()) << name << ": " << spec.status();
@@ -98,6 +98,24 @@ TEST(ModelSpecTest, VerificationCardModels) {
   ASSERT_TRUE(qwen.ok()) << qwen.status();
   EXPECT_FALSE(qwen->IsMoe());
   EXPECT_NEAR(qwen->TotalParams() / 1e9, 8.19, 0.02);
+
+  // GLM-4.5 / GLM-4.5-Air (zai-org): 355B / 106B total, 32B / 12B active on
+  // their cards, which count neither the MTP layer nor, active, the input
+  // embedding: the presets' totals are within 1% of that once both are set
+  // aside, the active counts within the cards' whole billions (Air by hand:
+  // 46 x 109.1 M attention + 134.5 M dense MLP + 45 x 9 x 17.3 M experts +
+  // 0.62 B output = 12.8 B).
+  for (const auto& [name, total_b, active_b] :
+       std::vector<std::tuple<std::string, double, double>>{{"glm-4.5", 355, 32},
+                                                            {"glm-4.5-air", 106, 12}}) {
+    absl::StatusOr<ModelSpec> glm = LoadModelPreset(name);
+    ASSERT_TRUE(glm.ok()) << glm.status();
+    ModelSpec no_mtp = *glm;
+    no_mtp.mtp_layers = 0;
+    const double embedding = double(glm->vocab_size) * glm->hidden_size;
+    EXPECT_NEAR(no_mtp.TotalParams() / 1e9 / total_b, 1.0, 0.01) << name;
+    EXPECT_NEAR((no_mtp.ActiveParamsPerToken() - embedding) / 1e9, active_b, 1.0) << name;
+  }
 
   // GPT-OSS-20B: 20.91B total, 3.61B active in OpenAI's model card, which
   // counts the unembedding but not the input embedding (a lookup):
@@ -221,6 +239,47 @@ TEST(ModelSpecTest, SlidingWindowsOfMistralAndQwen) {
                        HasSubstr("unknown layer_types entry \"linear_attention\"")));
 }
 
+// GLM-4.5 (zai-org/GLM-4.5 config.json): 92 layers, 3 dense, 89 MoE of 160
+// experts (1,536 wide, top 8) and one shared expert; GQA 96 / 8 heads of 128
+// with q / k / v biases and q / k norms; RoPE on half of each head; the
+// DeepSeek-V3 router; one MTP layer. By hand, in parameters: embedding and
+// output 2 x 151,552 x 5,120 = 1.552 B; attention per layer 5,120 x 12,288
+// x 2 + 5,120 x 2,048 = 136.3 M (x 93 with the MTP layer); dense MLP 3 x
+// 5,120 x 12,288 = 188.7 M (x 3); MoE layer 161 experts x 23.59 M + router
+// 0.8 M = 3.799 B (x 90 with MTP); MTP projection 2 x 5,120 x 5,120 =
+// 52 M: 356.8 B (the model card: 355 B). Active per token: 1.552 + 12.54 +
+// 0.566 + 89 x (9 x 23.59 M + 0.8 M) = 33.6 B (the card's 32 B counts no
+// input embedding).
+TEST(ModelSpecTest, Glm45) {
+  absl::StatusOr<ModelSpec> m = ParseHfConfig(R"({"model_type": "glm4_moe",
+      "attention_bias": true, "head_dim": 128, "hidden_size": 5120,
+      "partial_rotary_factor": 0.5, "intermediate_size": 12288,
+      "max_position_embeddings": 131072, "moe_intermediate_size": 1536,
+      "norm_topk_prob": true, "num_attention_heads": 96, "n_group": 1, "topk_group": 1,
+      "n_routed_experts": 160, "n_shared_experts": 1, "routed_scaling_factor": 2.5,
+      "num_experts_per_tok": 8, "first_k_dense_replace": 3, "num_hidden_layers": 92,
+      "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_scaling": null,
+      "rope_theta": 1000000, "num_nextn_predict_layers": 1, "tie_word_embeddings": false,
+      "use_qk_norm": true, "vocab_size": 151552})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->qkv_bias);
+  EXPECT_FALSE(m->attention_bias);
+  EXPECT_EQ(m->NumMoeLayers(), 89);
+  EXPECT_FALSE(m->IsMoeLayer(2));
+  EXPECT_TRUE(m->IsMoeLayer(3));
+  EXPECT_EQ(m->num_shared_experts, 1);
+  EXPECT_EQ(m->mtp_layers, 1);
+  EXPECT_TRUE(m->arch.qk_layernorm);
+  EXPECT_DOUBLE_EQ(m->arch.rotary_percent, 0.5);
+  EXPECT_TRUE(m->arch.router_sigmoid);
+  EXPECT_TRUE(m->arch.router_expert_bias);
+  EXPECT_DOUBLE_EQ(m->arch.router_topk_scaling_factor, 2.5);
+  EXPECT_EQ(m->arch.router_num_groups, 0);
+  EXPECT_FALSE(m->arch.router_pre_softmax);
+  EXPECT_NEAR(m->TotalParams() / 1e9, 356.8, 0.3);
+  EXPECT_NEAR(m->ActiveParamsPerToken() / 1e9, 33.6, 0.2);
+}
+
 TEST(ModelSpecTest, UnknownModelTypeIsNamed) {
   const absl::StatusOr<ModelSpec> mamba = ParseHfConfig(R"({"model_type": "mamba"})");
   EXPECT_THAT(mamba, StatusIs(absl::StatusCode::kInvalidArgument,
@@ -234,7 +293,7 @@ TEST(ModelSpecTest, UnknownModelTypeIsNamed) {
   ASSERT_NE(to, std::string::npos);
   const std::vector<std::string> listed = absl::StrSplit(
       message.substr(from + 12, to - from - 12), ", ");
-  EXPECT_EQ(listed.size(), 12u) << message;
+  EXPECT_EQ(listed.size(), 13u) << message;
   for (const std::string& type : listed) {
     const absl::StatusOr<ModelSpec> m =
         ParseHfConfig(absl::StrCat(R"({"model_type": ")", type, R"("})"));
