@@ -380,12 +380,6 @@ void ReadHfArchitecture(FieldReader& r, const std::string& type,
     a.rotary_percent = r.Optional<double>("partial_rotary_factor", 0.5);
   }
   const bool sigmoid_by_class = type == "glm4_moe";
-  // norm_topk_prob with each Hugging Face class's default (Qwen2MoeConfig,
-  // Qwen3MoeConfig, DeepseekV2Config: false; the Qwen3-MoE releases set
-  // true); the other types normalize the top k whatever they say.
-  if (type == "qwen2_moe" || type == "qwen3_moe" || type == "deepseek_v2") {
-    a.router_pre_softmax = !a.router_sigmoid && !r.Optional<bool>("norm_topk_prob", false);
-  }
   a.shared_expert_gate =
       type == "qwen2_moe" && r.Optional<int64_t>("shared_expert_intermediate_size", 0) > 0;
   a.router_sigmoid =
@@ -393,6 +387,12 @@ void ReadHfArchitecture(FieldReader& r, const std::string& type,
       "sigmoid";
   a.router_expert_bias =
       r.Optional<std::string>("topk_method", sigmoid_by_class ? "noaux_tc" : "") == "noaux_tc";
+  // norm_topk_prob with each Hugging Face class's default (Qwen2MoeConfig,
+  // Qwen3MoeConfig, DeepseekV2Config: false; the Qwen3-MoE releases set
+  // true); the other types normalize the top k whatever they say.
+  if (type == "qwen2_moe" || type == "qwen3_moe" || type == "deepseek_v2") {
+    a.router_pre_softmax = !a.router_sigmoid && !r.Optional<bool>("norm_topk_prob", false);
+  }
   a.router_topk_scaling_factor = r.Optional<double>("routed_scaling_factor", 0.0);
   if (a.router_topk_scaling_factor == 1.0) a.router_topk_scaling_factor = 0;
   const int groups = r.Optional<int>("n_group", 0);

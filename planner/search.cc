@@ -454,7 +454,8 @@ void Searcher::ScoreLayoutHeads(uint32_t layout, Worker& w,
   head_fits.assign(static_cast<size_t>(ks.num_groups()), 0);
   for (int g = 0; g < ks.num_groups(); ++g) {
     const uint32_t head = static_cast<uint32_t>(g * ks.group_size);
-    // (A head the framework refuses costs nothing to score: it is.)
+    // A head the framework refuses is scored rather than deferred: Score
+    // returns its rule at no cost, and the group is tallied under it.
     if (const int32_t from = pred[size_t(g)];
         overlap_chain_holds_ && from >= 0 && head_bound[size_t(from)] >= 0 &&
         violations_[cls][head] < 0) {
