@@ -225,27 +225,36 @@ void ReadGqa(FieldReader& r, ModelSpec& m) {
   m.v_head_dim = m.head_dim;
 }
 
+// A config's layer_types ("sliding_attention" / "full_attention" per
+// layer) as m.sliding_window_layers.
+absl::Status ReadLayerTypes(FieldReader& r, const std::string& type, ModelSpec& m) {
+  const json& types = r.raw("layer_types");
+  if (!types.is_array()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "field 'layer_types' in config.json (model_type ", type, ") must be an array"));
+  }
+  for (const json& t : types) {
+    const std::string s = t.is_string() ? t.get<std::string>() : "";
+    if (s != "sliding_attention" && s != "full_attention") {
+      return absl::InvalidArgumentError(absl::StrCat("unknown layer_types entry ", t.dump()));
+    }
+    m.sliding_window_layers.push_back(s == "sliding_attention");
+  }
+  return absl::OkStatus();
+}
+
 // The sliding-window layers of a Qwen2 / Qwen3 (dense or MoE) config: with
 // use_sliding_window, layers from max_window_layers on (the Hugging Face
 // classes' default layer_types; an explicit layer_types wins). Without it
 // the sliding_window field is unused.
-absl::Status ReadQwenSlidingWindow(FieldReader& r, ModelSpec& m) {
+absl::Status ReadQwenSlidingWindow(FieldReader& r, const std::string& type, ModelSpec& m) {
   if (!r.Optional<bool>("use_sliding_window", false)) return absl::OkStatus();
   m.sliding_window = r.Optional<int>("sliding_window", 0);
   if (m.sliding_window <= 0 || m.num_layers <= 0) {
     m.sliding_window = 0;
     return absl::OkStatus();
   }
-  if (r.Has("layer_types") && r.raw("layer_types").is_array()) {
-    for (const json& t : r.raw("layer_types")) {
-      const std::string s = t.is_string() ? t.get<std::string>() : "";
-      if (s != "sliding_attention" && s != "full_attention") {
-        return absl::InvalidArgumentError(absl::StrCat("unknown layer_types entry ", t.dump()));
-      }
-      m.sliding_window_layers.push_back(s == "sliding_attention");
-    }
-    return absl::OkStatus();
-  }
+  if (r.Has("layer_types")) return ReadLayerTypes(r, type, m);
   const int first = r.Optional<int>("max_window_layers", 28);
   for (int l = 0; l < m.num_layers; ++l) m.sliding_window_layers.push_back(l >= first);
   return absl::OkStatus();
@@ -575,7 +584,7 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
     m.num_attention_heads = r.Required<int>("num_attention_heads");
     m.vocab_size = r.Required<int64_t>("vocab_size");
     ReadGqa(r, m);
-    if (absl::Status s = ReadQwenSlidingWindow(r, m); !s.ok()) return s;
+    if (absl::Status s = ReadQwenSlidingWindow(r, type, m); !s.ok()) return s;
     m.ffn_hidden_size = r.Optional<int64_t>("intermediate_size", 0);
     m.num_routed_experts = r.Required<int>("num_experts");
     m.moe_top_k = r.Required<int>("num_experts_per_tok");
@@ -636,20 +645,7 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
       m.attention_sinks = true;
       m.sliding_window = r.Required<int>("sliding_window");
       if (r.Has("layer_types")) {
-        const json& types = r.raw("layer_types");
-        if (!types.is_array()) {
-          return absl::InvalidArgumentError(
-              "field 'layer_types' in config.json (model_type gpt_oss) must "
-              "be an array");
-        }
-        for (const json& t : types) {
-          const std::string s = t.is_string() ? t.get<std::string>() : "";
-          if (s != "sliding_attention" && s != "full_attention") {
-            return absl::InvalidArgumentError(
-                absl::StrCat("unknown layer_types entry ", t.dump()));
-          }
-          m.sliding_window_layers.push_back(s == "sliding_attention");
-        }
+        if (absl::Status s = ReadLayerTypes(r, type, m); !s.ok()) return s;
       } else {
         // GPT-OSS alternates sliding and full layers, sliding first.
         for (int l = 0; l < m.num_layers; ++l) {
@@ -674,7 +670,7 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
     ReadGqa(r, m);
     m.ffn_hidden_size = r.Required<int64_t>("intermediate_size");
     if (type == "qwen2" || type == "qwen3") {
-      if (absl::Status s = ReadQwenSlidingWindow(r, m); !s.ok()) return s;
+      if (absl::Status s = ReadQwenSlidingWindow(r, type, m); !s.ok()) return s;
     } else if (type == "mistral") {
       // Mistral-7B v0.1: every layer attends within the window (4,096);
       // later releases carry null.
