@@ -237,6 +237,11 @@ TEST(ModelSpecTest, SlidingWindowsOfMistralAndQwen) {
       "full_attention", "full_attention"])"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("unknown layer_types entry \"linear_attention\"")));
+  EXPECT_THAT(parse(R"("model_type": "qwen3", "sliding_window": 4096,
+      "use_sliding_window": true, "layer_types": "sliding_attention")"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("field 'layer_types' in config.json (model_type qwen3) must be "
+                                 "an array")));
 }
 
 // GLM-4.5 (zai-org/GLM-4.5 config.json): 92 layers, 3 dense, 89 MoE of 160
