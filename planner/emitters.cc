@@ -743,6 +743,21 @@ absl::StatusOr<MaxTextConfig> EmitMaxText(const Prediction& p, const ClusterSpec
                       m.first_k_dense, "\n");
     }
     if (m.mtp_layers > 0) absl::StrAppend(&y, "mtp_num_layers: ", m.mtp_layers, "\n");
+    // What these keys do not say: the decoder block chosen has to.
+    std::vector<std::string> unsaid;
+    if (m.AttentionHasBias()) unsaid.push_back(m.attention_bias ? "linear biases" : "q/k/v biases");
+    if (m.arch.qk_layernorm) unsaid.push_back("q/k norms");
+    if (m.arch.rotary_percent != 1) {
+      unsaid.push_back(absl::StrFormat("RoPE on %g of each head", m.arch.rotary_percent));
+    }
+    if (m.arch.shared_expert_gate) unsaid.push_back("the shared experts' gate");
+    if (m.arch.router_pre_softmax) unsaid.push_back("softmax before the top-k");
+    if (m.arch.router_sigmoid) unsaid.push_back("sigmoid router scores");
+    if (m.sliding_window > 0) unsaid.push_back("sliding-window layers");
+    if (!unsaid.empty()) {
+      absl::StrAppend(&y, "# not said by the keys above (the decoder block must have it): ",
+                      absl::StrJoin(unsaid, ", "), "\n");
+    }
   }
   absl::StrAppend(&y, "max_target_length: ", p.shape.seq_len, "\n",
                   absl::StrFormat("per_device_batch_size: %g\n", per_device_batch),

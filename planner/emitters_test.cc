@@ -622,6 +622,13 @@ TEST(EmittersTest, MaxTextModelConfigOnlyForThePresetItself) {
   EXPECT_THAT(own->yaml, HasSubstr("\nbase_num_decoder_layers: 60\n"));
   EXPECT_THAT(own->yaml, HasSubstr("\nattention_type: mla\nq_lora_rank: 1536\n"));
   EXPECT_THAT(own->yaml, HasSubstr("\nnum_experts: 256\nnum_experts_per_tok: 8\n"));
+  // What the keys cannot say is named for the decoder block to supply.
+  EXPECT_THAT(own->yaml, HasSubstr("# not said by the keys above (the decoder block must have "
+                                   "it): q/k norms, sigmoid router scores\n"));
+  c.prediction.model.qkv_bias = true;
+  c.prediction.model.arch.rotary_percent = 0.5;
+  EXPECT_THAT(EmitMaxText(c.prediction, c.cluster, {})->yaml,
+              HasSubstr("it): q/k/v biases, q/k norms, RoPE on 0.5 of each head, sigmoid"));
 }
 
 TEST(EmittersTest, MaxTextRefusesAMegatronPlan) {

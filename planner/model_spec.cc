@@ -526,7 +526,9 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
 
   ModelSpec m;
   m.model_type = type;
-  m.name = r.Optional<std::string>("_name_or_path", "");
+  // Unnamed configs (most config.json files) are named by their type;
+  // LoadModelArg names a file's by its path.
+  m.name = r.Optional<std::string>("_name_or_path", type);
   m.tie_word_embeddings = r.Optional<bool>("tie_word_embeddings", false);
   m.attention_bias = r.Optional<bool>("attention_bias", false);
 

@@ -260,6 +260,26 @@ absl::StatusOr<std::optional<std::string>> ReadIfFile(std::string_view arg) {
   return std::optional<std::string>(ss.str());
 }
 
+std::string ModelNameFromPath(std::string_view path) {
+  // ".../Qwen2.5-7B/config.json" -> "Qwen2.5-7B"; ".../glm-4.5.json" -> "glm-4.5".
+  std::string_view p = path;
+  while (p.size() > 1 && p.back() == '/') p.remove_suffix(1);
+  auto base = [](std::string_view s) {
+    const size_t slash = s.rfind('/');
+    return slash == std::string_view::npos ? s : s.substr(slash + 1);
+  };
+  std::string_view name = base(p);
+  if (name.size() > 5 && name.substr(name.size() - 5) == ".json") name.remove_suffix(5);
+  if (name == "config") {
+    const size_t slash = p.rfind('/');
+    if (slash != std::string_view::npos && slash > 0) {
+      const std::string_view dir = base(p.substr(0, slash));
+      if (!dir.empty() && dir != "." && dir != "..") name = dir;
+    }
+  }
+  return std::string(name);
+}
+
 absl::StatusOr<ModelSpec> LoadModelArg(std::string_view arg) {
   absl::StatusOr<std::optional<std::string>> text = ReadIfFile(arg);
   if (!text.ok()) return text.status();
@@ -268,6 +288,7 @@ absl::StatusOr<ModelSpec> LoadModelArg(std::string_view arg) {
   if (!m.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(Sv(arg), ": ", m.status().message()));
   }
+  if (m->name.empty() || m->name == m->model_type) m->name = ModelNameFromPath(arg);
   return m;
 }
 

@@ -97,6 +97,10 @@ absl::StatusOr<Prediction> PredictPinned(const PlanRequest& request,
 // listing the known ones) or InvalidArgument (a file that does not parse,
 // naming it).
 absl::StatusOr<ModelSpec> LoadModelArg(std::string_view preset_or_path);
+
+// The name a model file gives a config that names no model: its file name
+// without ".json", or for a ".../NAME/config.json" the folder's name.
+std::string ModelNameFromPath(std::string_view path);
 absl::StatusOr<ClusterSpec> LoadClusterArg(std::string_view preset_or_path);
 // The text of a model/cluster file, or nullopt when the argument is no
 // readable file (then it is a preset name).

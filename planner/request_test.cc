@@ -1,5 +1,8 @@
 #include "planner/request.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -81,7 +84,25 @@ TEST(LoadArgTest, PresetOrFile) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->num_layers, 32);
   EXPECT_EQ(m->arch.rope_theta, 500000.0);  // the architecture round-trips
+  EXPECT_EQ(m->name, "llama3-8b");          // its own name, kept
   EXPECT_TRUE(LoadClusterArg("gb200-nvl72").ok());
+  // A config.json that names no model is named by where it lies.
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/Qwen2.5-7B";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST, true);
+  std::ofstream(dir + "/config.json") << R"({"model_type": "qwen2", "hidden_size": 3584,
+      "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
+      "num_key_value_heads": 4, "vocab_size": 152064})";
+  absl::StatusOr<ModelSpec> q = LoadModelArg(dir + "/config.json");
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->name, "Qwen2.5-7B");
+}
+
+TEST(LoadArgTest, ModelNameFromPath) {
+  EXPECT_EQ(ModelNameFromPath("/m/glm-4.5.json"), "glm-4.5");
+  EXPECT_EQ(ModelNameFromPath("models/Qwen2.5-7B/config.json"), "Qwen2.5-7B");
+  EXPECT_EQ(ModelNameFromPath("config.json"), "config");
+  EXPECT_EQ(ModelNameFromPath("./config.json"), "config");
+  EXPECT_EQ(ModelNameFromPath("my-model"), "my-model");
 }
 
 TEST(FixSpecTest, OverlapComponentsRoundTrip) {
