@@ -239,14 +239,15 @@ TEST_F(ServiceIntegrationTest, CalibrateSurviveServerKillPlanAndFetch) {
             << done_at_kill << "/" << tasks_total << " tasks done\n";
 
   ASSERT_NO_FATAL_FAILURE(StartServer(port_));
-  // An agent that was inside a two-rank probe when the server died finishes
-  // it only when the group's timeout (--rendezvous_timeout_ms, 20 s here)
-  // expires: its peer gave up, and Gloo's waits cannot be cancelled (once
-  // per collective phase). Only then does it register again, so the bound
-  // covers a few such timeouts; the wait ends as soon as all three are back.
-  // (With a 30 s bound an ASan run failed here, 2026-12-07: one agent was
-  // still in a probe.)
-  ASSERT_TRUE(WaitFor([&] { return LiveAgents() == 3; }, absl::Seconds(90)))
+  // An agent that was inside a two-rank probe when the server died registers
+  // again only once the probe ends, and the probe's rendezvous calls to the
+  // new server, which does not know the agent yet (NotFound, retried as
+  // transient), each run to their own bound: the group timeout
+  // (--rendezvous_timeout_ms, 20 s here) per Get, 30 s per Set, for the
+  // connect and the phase agreement. The bound covers those; the wait ends as
+  // soon as all three are back. (With a 30 s bound an ASan run failed here,
+  // 2026-12-07: one agent was still in a probe.)
+  ASSERT_TRUE(WaitFor([&] { return LiveAgents() == 3; }, absl::Seconds(150)))
       << "agents did not reconnect";
   CliResult waited = Cli({"calibrate", "--server", address_, "--campaign", campaign_id, "--wait",
                           "--wait_timeout_s", "180", "--format", "json"});
