@@ -239,14 +239,13 @@ TEST_F(ServiceIntegrationTest, CalibrateSurviveServerKillPlanAndFetch) {
             << done_at_kill << "/" << tasks_total << " tasks done\n";
 
   ASSERT_NO_FATAL_FAILURE(StartServer(port_));
-  // An agent that was inside a two-rank probe when the server died registers
-  // again only once the probe ends, and the probe's rendezvous calls to the
-  // new server, which does not know the agent yet (NotFound, retried as
-  // transient), each run to their own bound: the group timeout
-  // (--rendezvous_timeout_ms, 20 s here) per Get, 30 s per Set, for the
-  // connect and the phase agreement. The bound covers those; the wait ends as
-  // soon as all three are back. (With a 30 s bound an ASan run failed here,
-  // 2026-12-07: one agent was still in a probe.)
+  // An agent that was inside a multi-rank probe when the server died
+  // registers again only once the probe ends, and the probe's Gloo waits on
+  // a peer that gave up run to the group timeout (--rendezvous_timeout_ms,
+  // 20 s here), possibly once per phase. The bound covers several; the wait
+  // ends as soon as all three are back. (With a 30 s bound an ASan run failed
+  // here, 2026-12-07: one agent had logged nothing since the kill -- no
+  // failed pull or register, no finished task -- so it was still in a probe.)
   ASSERT_TRUE(WaitFor([&] { return LiveAgents() == 3; }, absl::Seconds(150)))
       << "agents did not reconnect";
   CliResult waited = Cli({"calibrate", "--server", address_, "--campaign", campaign_id, "--wait",
