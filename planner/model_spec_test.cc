@@ -137,15 +137,17 @@ TEST(ModelSpecTest, PaddedVocab) {
   EXPECT_EQ(m.PaddedVocabSize(), 128256);
 }
 
+// A 4-layer config.json (hidden 1,024, 8 heads, 2 kv heads) with `fields`.
+absl::StatusOr<ModelSpec> SmallConfig(const std::string& fields) {
+  return ParseHfConfig(absl::StrCat(R"({"hidden_size": 1024, "num_hidden_layers": 4,
+      "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 32000,
+      "intermediate_size": 4096, )",
+                                    fields, "}"));
+}
+
 // Hugging Face's Qwen2 and Qwen2-MoE attention always has q/k/v biases (no
 // config field says so); Qwen3's, Llama's and Mistral's has none.
 TEST(ModelSpecTest, QkvBiasFollowsTheModelType) {
-  auto parse = [](const std::string& type, const std::string& moe) {
-    return ParseHfConfig(absl::StrCat(R"({"model_type": ")", type, R"(",
-        "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
-        "num_key_value_heads": 2, "vocab_size": 32000, "intermediate_size": 4096)",
-                                      moe, "}"));
-  };
   const std::string moe = R"(, "num_experts": 8, "num_experts_per_tok": 2,
       "moe_intermediate_size": 512)";
   for (const auto& [type, extra, bias] :
@@ -155,7 +157,8 @@ TEST(ModelSpecTest, QkvBiasFollowsTheModelType) {
                                                                {"qwen3_moe", moe, false},
                                                                {"llama", "", false},
                                                                {"mistral", "", false}}) {
-    const absl::StatusOr<ModelSpec> m = parse(type, extra);
+    const absl::StatusOr<ModelSpec> m =
+        SmallConfig(absl::StrCat(R"("model_type": ")", type, "\"", extra));
     ASSERT_TRUE(m.ok()) << type << ": " << m.status();
     EXPECT_EQ(m->qkv_bias, bias) << type;
     EXPECT_FALSE(m->attention_bias) << type;
@@ -204,12 +207,7 @@ TEST(ModelSpecTest, Qwen2MoeSharedExpertAndRouter) {
 // layer (null in later releases); Qwen2 / Qwen3 only with
 // use_sliding_window, from max_window_layers on.
 TEST(ModelSpecTest, SlidingWindowsOfMistralAndQwen) {
-  const std::string shape = R"("hidden_size": 1024, "num_hidden_layers": 4,
-      "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 32000,
-      "intermediate_size": 4096)";
-  auto parse = [&](const std::string& fields) {
-    return ParseHfConfig(absl::StrCat("{", shape, ", ", fields, "}"));
-  };
+  const auto parse = SmallConfig;
   absl::StatusOr<ModelSpec> v01 = parse(R"("model_type": "mistral", "sliding_window": 4096)");
   ASSERT_TRUE(v01.ok()) << v01.status();
   EXPECT_EQ(v01->sliding_window, 4096);

@@ -6,6 +6,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "planner/framework_rules.h"
 #include "planner/internal/strings.h"
 #include "planner/prediction_interval.h"
@@ -262,22 +264,12 @@ absl::StatusOr<std::optional<std::string>> ReadIfFile(std::string_view arg) {
 
 std::string ModelNameFromPath(std::string_view path) {
   // ".../Qwen2.5-7B/config.json" -> "Qwen2.5-7B"; ".../glm-4.5.json" -> "glm-4.5".
-  std::string_view p = path;
-  while (p.size() > 1 && p.back() == '/') p.remove_suffix(1);
-  auto base = [](std::string_view s) {
-    const size_t slash = s.rfind('/');
-    return slash == std::string_view::npos ? s : s.substr(slash + 1);
-  };
-  std::string_view name = base(p);
-  if (name.size() > 5 && name.substr(name.size() - 5) == ".json") name.remove_suffix(5);
-  if (name == "config") {
-    const size_t slash = p.rfind('/');
-    if (slash != std::string_view::npos && slash > 0) {
-      const std::string_view dir = base(p.substr(0, slash));
-      if (!dir.empty() && dir != "." && dir != "..") name = dir;
-    }
-  }
-  return std::string(name);
+  const std::filesystem::path p(path);
+  const std::string file = p.filename().string();
+  const absl::string_view stem = absl::StripSuffix(file, ".json");
+  const std::string dir = p.parent_path().filename().string();
+  if (stem == "config" && !dir.empty() && dir != "." && dir != "..") return dir;
+  return std::string(stem);
 }
 
 absl::StatusOr<ModelSpec> LoadModelArg(std::string_view arg) {
