@@ -225,6 +225,26 @@ void ReadGqa(FieldReader& r, ModelSpec& m) {
   m.v_head_dim = m.head_dim;
 }
 
+// The fields every Hugging Face decoder config but GPT-2's names alike.
+void ReadHfShape(FieldReader& r, ModelSpec& m) {
+  m.hidden_size = r.Required<int64_t>("hidden_size");
+  m.num_layers = r.Required<int>("num_hidden_layers");
+  m.num_attention_heads = r.Required<int>("num_attention_heads");
+  m.vocab_size = r.Required<int64_t>("vocab_size");
+}
+
+// The MoE fields DeepSeek-V2 / V3's config names, which Kimi-K2 and GLM-4.5
+// reuse (with their classes' own defaults for the optional ones).
+void ReadDeepSeekStyleMoe(FieldReader& r, int shared_default, int dense_default, ModelSpec& m) {
+  m.ffn_hidden_size = r.Required<int64_t>("intermediate_size");
+  m.num_routed_experts = r.Required<int>("n_routed_experts");
+  m.moe_top_k = r.Required<int>("num_experts_per_tok");
+  m.num_shared_experts = r.Optional<int>("n_shared_experts", shared_default);
+  m.moe_ffn_hidden_size = r.Required<int64_t>("moe_intermediate_size");
+  m.first_k_dense = r.Optional<int>("first_k_dense_replace", dense_default);
+  m.mtp_layers = r.Optional<int>("num_nextn_predict_layers", 0);
+}
+
 // A config's layer_types ("sliding_attention" / "full_attention" per
 // layer) as m.sliding_window_layers.
 absl::Status ReadLayerTypes(FieldReader& r, const std::string& type, ModelSpec& m) {
@@ -548,43 +568,23 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
     m.v_head_dim = m.head_dim;
   } else if (type == "deepseek_v3" || type == "kimi_k2" ||
              type == "deepseek_v2") {
-    m.hidden_size = r.Required<int64_t>("hidden_size");
-    m.num_layers = r.Required<int>("num_hidden_layers");
-    m.num_attention_heads = r.Required<int>("num_attention_heads");
-    m.vocab_size = r.Required<int64_t>("vocab_size");
+    ReadHfShape(r, m);
     ReadMla(r, m);
-    m.ffn_hidden_size = r.Required<int64_t>("intermediate_size");
-    m.num_routed_experts = r.Required<int>("n_routed_experts");
-    m.moe_top_k = r.Required<int>("num_experts_per_tok");
-    m.num_shared_experts = r.Optional<int>("n_shared_experts", 0);
-    m.moe_ffn_hidden_size = r.Required<int64_t>("moe_intermediate_size");
-    m.first_k_dense = r.Optional<int>("first_k_dense_replace", 0);
+    ReadDeepSeekStyleMoe(r, /*shared_default=*/0, /*dense_default=*/0, m);
     m.moe_layer_freq = r.Optional<int>("moe_layer_freq", 1);
-    m.mtp_layers = r.Optional<int>("num_nextn_predict_layers", 0);
   } else if (type == "glm4_moe") {
     // GLM-4.5 / 4.6: GQA with q / k / v biases (attention_bias; the output
     // projection has none), first_k_dense_replace dense layers, then MoE
     // layers with shared experts, MTP layers (num_nextn_predict_layers).
-    m.hidden_size = r.Required<int64_t>("hidden_size");
-    m.num_layers = r.Required<int>("num_hidden_layers");
-    m.num_attention_heads = r.Required<int>("num_attention_heads");
-    m.vocab_size = r.Required<int64_t>("vocab_size");
+    ReadHfShape(r, m);
     ReadGqa(r, m);
     m.qkv_bias = m.attention_bias;
     m.attention_bias = false;
-    m.ffn_hidden_size = r.Required<int64_t>("intermediate_size");
-    m.num_routed_experts = r.Required<int>("n_routed_experts");
-    m.moe_top_k = r.Required<int>("num_experts_per_tok");
-    m.num_shared_experts = r.Optional<int>("n_shared_experts", 1);
-    m.moe_ffn_hidden_size = r.Required<int64_t>("moe_intermediate_size");
-    m.first_k_dense = r.Optional<int>("first_k_dense_replace", 1);
-    m.mtp_layers = r.Optional<int>("num_nextn_predict_layers", 0);
+    // Glm4MoeConfig's defaults: one shared expert, one dense first layer.
+    ReadDeepSeekStyleMoe(r, /*shared_default=*/1, /*dense_default=*/1, m);
   } else if (type == "qwen3_moe" || type == "qwen2_moe") {
     m.qkv_bias = type == "qwen2_moe";  // Qwen2MoeAttention: q/k/v_proj bias=True
-    m.hidden_size = r.Required<int64_t>("hidden_size");
-    m.num_layers = r.Required<int>("num_hidden_layers");
-    m.num_attention_heads = r.Required<int>("num_attention_heads");
-    m.vocab_size = r.Required<int64_t>("vocab_size");
+    ReadHfShape(r, m);
     ReadGqa(r, m);
     if (absl::Status s = ReadQwenSlidingWindow(r, type, m); !s.ok()) return s;
     m.ffn_hidden_size = r.Optional<int64_t>("intermediate_size", 0);
@@ -633,10 +633,7 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
       }
     }
   } else if (type == "mixtral" || type == "gpt_oss") {
-    m.hidden_size = r.Required<int64_t>("hidden_size");
-    m.num_layers = r.Required<int>("num_hidden_layers");
-    m.num_attention_heads = r.Required<int>("num_attention_heads");
-    m.vocab_size = r.Required<int64_t>("vocab_size");
+    ReadHfShape(r, m);
     ReadGqa(r, m);
     m.moe_ffn_hidden_size = r.Required<int64_t>("intermediate_size");
     m.ffn_hidden_size = m.moe_ffn_hidden_size;
@@ -665,10 +662,7 @@ absl::StatusOr<ModelSpec> ParseHfConfig(std::string_view text) {
   } else if (type == "llama" || type == "mistral" || type == "qwen2" ||
              type == "qwen3") {
     m.qkv_bias = type == "qwen2";  // Qwen2Attention: q/k/v_proj bias=True
-    m.hidden_size = r.Required<int64_t>("hidden_size");
-    m.num_layers = r.Required<int>("num_hidden_layers");
-    m.num_attention_heads = r.Required<int>("num_attention_heads");
-    m.vocab_size = r.Required<int64_t>("vocab_size");
+    ReadHfShape(r, m);
     ReadGqa(r, m);
     m.ffn_hidden_size = r.Required<int64_t>("intermediate_size");
     if (type == "qwen2" || type == "qwen3") {
