@@ -358,6 +358,7 @@ v1::ProbeResult Agent::RunTask(const v1::ProbeTask& task) {
   out.set_task_id(task.task_id());
   out.set_campaign_id(task.campaign_id());
   out.set_attempt(task.attempt());
+  out.set_rendezvous_prefix(task.rendezvous_prefix());
   out.set_rank(task.rank());
   v1::Provenance* p = out.mutable_provenance();
   p->set_agent_id(agent_id);

@@ -60,8 +60,15 @@ ProbeStatus GroupAgreement::InjectedFailure(const std::string& phase) const {
 bool GroupAgreement::PeerAborted(std::string* what) {
   if (!active()) return false;
   std::vector<char> v;
-  if (!store_->Get(prefix_ + "/abort", std::chrono::milliseconds(0), &v).ok()) return false;
-  if (what != nullptr) what->assign(v.begin(), v.end());
+  const ProbeStatus s = store_->Get(prefix_ + "/abort", std::chrono::milliseconds(0), &v);
+  if (s.code() == ProbeCode::kDeadlineExceeded) return false;  // no rank failed
+  if (what != nullptr) {
+    if (s.ok()) {
+      what->assign(v.begin(), v.end());
+    } else {
+      *what = "the rendezvous store ended the attempt: " + s.ToString();
+    }
+  }
   return true;
 }
 
@@ -96,9 +103,20 @@ ProbeStatus GroupAgreement::Agree(const std::string& phase, const ProbeStatus& m
     for (int r : pending) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       std::vector<char> v;
-      if (!store_->Get(Key(phase, r), std::max(std::chrono::milliseconds(0), std::min(left, kPollSlice)), &v).ok()) {
+      const ProbeStatus got =
+          store_->Get(Key(phase, r), std::max(std::chrono::milliseconds(0), std::min(left, kPollSlice)), &v);
+      if (got.code() == ProbeCode::kDeadlineExceeded) {  // not published yet
         still.push_back(r);
         continue;
+      }
+      if (!got.ok()) {
+        // The store refuses the attempt's keys (the server closed the
+        // attempt: a peer was lost, or the server restarted and knows no
+        // attempt of this prefix): no verdict will come; waiting out the
+        // timeout would only hold this rank.
+        return Aborted("the rendezvous store ended the attempt while rank " + std::to_string(rank_) +
+                       " waited for rank " + std::to_string(r) + " in phase '" + phase + "': " + got.ToString() +
+                       (mine.ok() ? "" : "; rank " + std::to_string(rank_) + " had failed: " + mine.ToString()));
       }
       const ProbeStatus s = Decode(v);
       if (s.ok()) continue;

@@ -12,7 +12,11 @@
 //     'verify': DATA_LOSS: ...; rank 0 stopped", naming the first rank whose
 //     failure is a cause (not itself a lost peer / timeout / abort);
 //   * a rank never reports               -> DeadlineExceeded naming it, after
-//     GroupSpec::timeout.
+//     GroupSpec::timeout;
+//   * the store refuses (any answer but a value or DeadlineExceeded: the
+//     server closed the attempt's prefix, e.g. it lost a peer or restarted)
+//                                        -> Aborted naming the store's answer,
+//     at once: no verdict can come through it any more.
 // A failing rank also sets "<prefix>/abort", which ranks blocked inside a
 // phase (waiting on a GPU event behind a collective that will never finish)
 // poll with PeerAborted() to stop waiting and abort their communicator.
@@ -39,8 +43,9 @@ class GroupAgreement {
   // Publishes `mine` for `phase` and returns the group's verdict (above).
   ProbeStatus Agree(const std::string& phase, const ProbeStatus& mine);
 
-  // Whether some rank has published a failure (non-blocking). `what` gets
-  // its "rank R phase P: ..." line.
+  // Whether some rank has published a failure, or the store refuses the
+  // attempt (non-blocking). `what` gets the failure's "rank R phase P: ..."
+  // line, or the store's answer.
   bool PeerAborted(std::string* what = nullptr);
 
   // Testing hook (GroupSpec::inject_failure_at_phase): Internal("injected

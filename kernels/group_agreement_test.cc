@@ -102,6 +102,54 @@ TEST(GroupAgreement, PeerAbortedSeesAFailure) {
   EXPECT_THAT(what, HasSubstr("rank 1 phase time/dispatch: INTERNAL"));
 }
 
+// The in-memory store until `gets_left` Gets have been answered, then a store
+// whose attempt was closed (as the server's rendezvous table answers once a
+// peer was lost or after a restart): every call is Aborted.
+class ClosingStore : public RendezvousStore {
+ public:
+  explicit ClosingStore(int gets_left) : gets_left_(gets_left) {}
+  ProbeStatus Set(const std::string& key, const std::vector<char>& value) override {
+    if (gets_left_ <= 0) return Refused(key);
+    return inner_->Set(key, value);
+  }
+  ProbeStatus Get(const std::string& key, std::chrono::milliseconds timeout, std::vector<char>* value) override {
+    if (gets_left_-- <= 0) return Refused(key);
+    return inner_->Get(key, timeout, value);
+  }
+
+ private:
+  static ProbeStatus Refused(const std::string& key) {
+    return Aborted("rendezvous key '" + key + "' belongs to no scheduled probe attempt");
+  }
+  std::shared_ptr<RendezvousStore> inner_ = MakeInMemoryRendezvousStore();
+  int gets_left_;
+};
+
+TEST(GroupAgreement, ClosedAttemptEndsTheWaitAtOnce) {
+  // Rank 0 published its verdict and polls for rank 1's, which never comes;
+  // after two polls the attempt is closed. A 60 s timeout is not waited out.
+  GroupAgreement a0(Rank(0, 2, std::make_shared<ClosingStore>(2), 60000));
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THAT(a0.Agree("time/4096", ProbeStatus::Ok()),
+              StatusIs(ProbeCode::kAborted, AllOf(HasSubstr("rank 0 waited for rank 1 in phase 'time/4096'"),
+                                                  HasSubstr("belongs to no scheduled probe attempt"))));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+
+  // A rank that failed itself says so beside the store's answer.
+  GroupAgreement b0(Rank(0, 2, std::make_shared<ClosingStore>(1), 60000));
+  EXPECT_THAT(b0.Agree("verify", Unavailable("gloo::allreduce: Connection closed by peer")),
+              StatusIs(ProbeCode::kAborted, AllOf(HasSubstr("no scheduled probe attempt"),
+                                                  HasSubstr("rank 0 had failed: UNAVAILABLE"))));
+}
+
+TEST(GroupAgreement, PeerAbortedSeesAClosedAttempt) {
+  GroupAgreement a0(Rank(0, 2, std::make_shared<ClosingStore>(1)));
+  std::string what;
+  EXPECT_FALSE(a0.PeerAborted(&what)) << "nothing published yet: no abort";
+  EXPECT_TRUE(a0.PeerAborted(&what));
+  EXPECT_THAT(what, AllOf(HasSubstr("the rendezvous store ended the attempt"), HasSubstr("ABORTED")));
+}
+
 TEST(GroupAgreement, WithoutAStoreReturnsOwnStatus) {
   GroupSpec g;
   GroupAgreement a(g);

@@ -20,7 +20,8 @@ class RendezvousStore {
   // Publishes `value` under `key` (keys are written once per probe run).
   virtual ProbeStatus Set(const std::string& key, const std::vector<char>& value) = 0;
   // Blocks until `key` exists or `timeout` passes; DeadlineExceeded naming the
-  // key on timeout.
+  // key on timeout (and only then: callers poll on it). Any other error means
+  // the key will never come (e.g. Aborted: the attempt was closed).
   virtual ProbeStatus Get(const std::string& key, std::chrono::milliseconds timeout,
                           std::vector<char>* value) = 0;
 };

@@ -11,6 +11,13 @@
 namespace moetune::server {
 namespace {
 namespace v1 = ::moetune::v1;
+
+// The attempt a result belongs to: its task's rendezvous prefix (unique per
+// server process and attempt), or "#<attempt>" from an agent that sends none.
+std::string AttemptKey(const v1::ProbeResult& result) {
+  return result.rendezvous_prefix().empty() ? absl::StrCat("#", result.attempt())
+                                            : result.rendezvous_prefix();
+}
 }  // namespace
 
 Scheduler::Scheduler(Store* store, RendezvousTable* rendezvous, Clock clock,
@@ -178,6 +185,11 @@ void Scheduler::Notify() {
   ++version_;
 }
 
+bool Scheduler::OfRunningAttempt(const TaskRt& t, const v1::ProbeResult& result) {
+  return t.attempt != 0 && result.attempt() == t.attempt &&
+         (result.rendezvous_prefix().empty() || result.rendezvous_prefix() == t.prefix);
+}
+
 void Scheduler::ReleaseAttemptLocked(TaskRt& t) {
   if (t.attempt == 0) return;
   if (t.ranks.size() > 1) rendezvous_->Close(t.prefix);
@@ -231,7 +243,7 @@ std::optional<TaskUpdate> Scheduler::CompletingUpdateLocked(const TaskRt& t,
     return std::nullopt;
   }
   std::set<int> ranks;
-  if (auto it = t.ok_ranks.find(result.attempt()); it != t.ok_ranks.end()) ranks = it->second;
+  if (auto it = t.ok_ranks.find(AttemptKey(result)); it != t.ok_ranks.end()) ranks = it->second;
   ranks.insert(result.rank());
   if (static_cast<int>(ranks.size()) != world) return std::nullopt;
   return TaskUpdate{t.stored.task.campaign_id(), t.stored.task.task_id(), TaskState::kDone,
@@ -322,8 +334,8 @@ void Scheduler::ApplyReportLocked(TaskRt& t, const std::string& agent_id,
   if (stored.ok() && *stored) {
     // Durable: now advance the in-memory state.
     const bool ok = result.error_code() == 0;
-    if (ok) t.ok_ranks[result.attempt()].insert(result.rank());
-    const bool current_attempt = t.attempt != 0 && result.attempt() == t.attempt;
+    if (ok) t.ok_ranks[AttemptKey(result)].insert(result.rank());
+    const bool current_attempt = OfRunningAttempt(t, result);
     if (current_attempt && result.rank() >= 0 &&
         result.rank() < static_cast<int>(t.ranks.size()) && t.ranks[result.rank()] == agent_id) {
       t.ranks_busy[result.rank()] = false;

@@ -116,8 +116,9 @@ class Scheduler {
     std::string prefix;
     std::vector<std::string> ranks;  // agent per rank, "" = not yet assigned
     std::vector<bool> ranks_busy;    // still running its part
-    // Ranks that reported success, per attempt.
-    std::map<int, std::set<int>> ok_ranks;
+    // Ranks that reported success, per attempt (AttemptKey: attempts of
+    // different server processes share numbers, not keys).
+    std::map<std::string, std::set<int>> ok_ranks;
     // A report of this task is being committed (the scheduler's lock is not
     // held meanwhile); other reports of it wait, and a failed state decided
     // meanwhile is stored once that write is over (failure_to_store).
@@ -135,6 +136,10 @@ class Scheduler {
   std::optional<moetune::v1::ProbeTask> TryAssignLocked(const std::string& agent_id,
                                                         const std::string& cluster)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `result` answers t's running attempt (its number, and its
+  // prefix where the agent sent one: the number alone repeats after a
+  // restart).
+  static bool OfRunningAttempt(const TaskRt& t, const moetune::v1::ProbeResult& result);
   // Ends the running attempt of t (closes its prefix, frees its agents).
   void ReleaseAttemptLocked(TaskRt& t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts a failure of the running attempt and releases it; stores the

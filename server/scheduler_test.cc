@@ -57,6 +57,7 @@ class SchedulerTest : public ::testing::Test {
     r.set_task_id(t.task_id());
     r.set_campaign_id(t.campaign_id());
     r.set_attempt(t.attempt());
+    r.set_rendezvous_prefix(t.rendezvous_prefix());
     r.set_rank(t.rank());
     r.set_kind(t.kind());
     r.mutable_provenance()->set_cluster("ci");
@@ -225,6 +226,70 @@ TEST_F(SchedulerTest, LostAgentAbortsItsAttemptAndTheTaskIsReassigned) {
   EXPECT_EQ(again->task_id(), t->task_id());
   EXPECT_EQ(again->attempt(), t->attempt() + 1);
   EXPECT_NE(again->rendezvous_prefix(), t->rendezvous_prefix());
+}
+
+// Attempt numbers start again after a restart (the interrupted attempt was
+// never stored), so attempt 1 of a task exists once per server epoch. Late
+// results of the interrupted attempt -- its ranks abandon their probe when
+// they lose their session, and deliver the failure once registered again --
+// must neither fail the new attempt of the same number nor complete it with
+// ranks of another run.
+TEST_F(SchedulerTest, ResultsOfAnAttemptInterruptedByARestartDoNotCountForItsSuccessor) {
+  live_ = {"ci/n1", "ci/n2"};
+  auto campaign =
+      scheduler_->StartCampaign("ci", v1::CAMPAIGN_PROFILE_QUICK, {Agent("n1"), Agent("n2")});
+  ASSERT_TRUE(campaign.ok());
+  std::optional<v1::ProbeTask> r0;
+  for (;;) {
+    r0 = scheduler_->NextTask("ci/n1", "ci", absl::ZeroDuration());
+    ASSERT_TRUE(r0.has_value());
+    if (r0->world_size() > 1) break;
+    ASSERT_TRUE(scheduler_->Report("ci/n1", Ok(*r0, "ci/n1")).ok());
+  }
+  ASSERT_EQ(r0->world_size(), 2);
+  std::optional<v1::ProbeTask> r1 = scheduler_->NextTask("ci/n2", "ci", absl::ZeroDuration());
+  ASSERT_TRUE(r1.has_value());
+  ASSERT_EQ(r1->task_id(), r0->task_id());
+
+  Reopen();  // the server restarts while both ranks run
+  std::optional<v1::ProbeTask> n0, n1;
+  for (;;) {
+    n0 = scheduler_->NextTask("ci/n1", "ci", absl::ZeroDuration());
+    ASSERT_TRUE(n0.has_value());
+    if (n0->task_id() == r0->task_id()) break;
+    ASSERT_TRUE(scheduler_->Report("ci/n1", Ok(*n0, "ci/n1")).ok());
+  }
+  n1 = scheduler_->NextTask("ci/n2", "ci", absl::ZeroDuration());
+  ASSERT_TRUE(n1.has_value());
+  ASSERT_EQ(n1->task_id(), r0->task_id());
+  EXPECT_EQ(n0->attempt(), r0->attempt()) << "attempt numbers restart with the server";
+  EXPECT_NE(n0->rendezvous_prefix(), r0->rendezvous_prefix());
+
+  auto task_status = [&]() {
+    auto c = scheduler_->GetCampaign(campaign->campaign_id(), true);
+    EXPECT_TRUE(c.ok());
+    for (const auto& ts : c->tasks()) {
+      if (ts.task_id() == r0->task_id()) return ts;
+    }
+    ADD_FAILURE() << "task " << r0->task_id() << " not listed";
+    return v1::CampaignTaskStatus();
+  };
+  // The old rank 0 abandoned its probe: its failure is stored, and the new
+  // attempt runs on.
+  v1::ProbeResult abandoned = Ok(*r0, "ci/n1");
+  abandoned.set_error_code(static_cast<int>(absl::StatusCode::kCancelled));
+  abandoned.set_error_message("the agent lost its server session; probe abandoned");
+  ASSERT_TRUE(scheduler_->Report("ci/n1", abandoned).ok());
+  EXPECT_EQ(task_status().state(), "running");
+  EXPECT_EQ(task_status().last_error(), "");
+  EXPECT_TRUE(rendezvous_->IsOpen(n0->rendezvous_prefix()));
+  // The old rank 1 finished before it noticed: with the new rank 0's
+  // success that is two ok ranks of "attempt 1", but of two runs.
+  ASSERT_TRUE(scheduler_->Report("ci/n2", Ok(*r1, "ci/n2")).ok());
+  ASSERT_TRUE(scheduler_->Report("ci/n1", Ok(*n0, "ci/n1")).ok());
+  EXPECT_EQ(task_status().state(), "running");
+  ASSERT_TRUE(scheduler_->Report("ci/n2", Ok(*n1, "ci/n2")).ok());
+  EXPECT_EQ(task_status().state(), "done");
 }
 
 TEST_F(SchedulerTest, UndeliveredTaskIsReleasedWithoutCountingAFailure) {

@@ -5,6 +5,7 @@
 // gone) the agent registers again by itself.
 #include <atomic>
 #include <cstdlib>
+#include <iostream>
 #include <memory>
 #include <thread>
 
@@ -43,7 +44,9 @@ bool WaitFor(const std::function<bool()>& cond, absl::Duration timeout) {
 
 // One server "process": registry, scheduler and service over a shared store.
 struct ServerInstance {
-  ServerInstance(server::Store* store, int port) {
+  ServerInstance(server::Store* store, int port,
+                 server::Scheduler::Options scheduler_options = {})
+      : epoch("e" + std::to_string(port)) {
     registry = std::make_unique<server::AgentRegistry>(
         store, [] { return absl::Now(); },
         server::AgentRegistry::Options{absl::Seconds(5), absl::Milliseconds(100)});
@@ -55,7 +58,7 @@ struct ServerInstance {
           for (const auto& a : registry->Live(c)) ids.push_back(a.agent_id());
           return ids;
         },
-        server::Scheduler::Options{}, "e" + std::to_string(port));
+        scheduler_options, epoch);
     EXPECT_TRUE(scheduler->Recover().ok());
     service = std::make_unique<server::AgentServiceImpl>(registry.get(), scheduler.get(),
                                                          &rendezvous,
@@ -68,6 +71,7 @@ struct ServerInstance {
   }
   ~ServerInstance() { server->Shutdown(std::chrono::system_clock::now()); }
 
+  const std::string epoch;  // of the scheduler: distinct per instance in each test
   server::RendezvousTable rendezvous;
   std::unique_ptr<server::AgentRegistry> registry;
   std::unique_ptr<server::Scheduler> scheduler;
@@ -75,6 +79,29 @@ struct ServerInstance {
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 };
+
+agent::AgentOptions TestAgentOptions(const std::string& node) {
+  agent::AgentOptions options;
+  options.info.set_node(node);
+  options.info.set_cluster("ci");
+  options.info.set_backend(v1::BACKEND_CPU);
+  options.info.add_devices()->set_name("cpu");
+  options.backend = kernels::Backend::kCpu;
+  options.rpc_timeout = absl::Seconds(3);
+  options.pull_wait = absl::Milliseconds(200);
+  options.min_backoff = absl::Milliseconds(20);
+  options.max_backoff = absl::Milliseconds(200);
+  return options;
+}
+
+std::shared_ptr<v1::AgentService::StubInterface> TestStub(int port) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 20);
+  // Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: it is also the connect timeout.
+  return v1::AgentService::NewStub(grpc::CreateCustomChannel(
+      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args));
+}
 
 TEST(AgentDeliveryTest, SpooledResultDeliveredProbesRunAndAgentReturnsAfterRestart) {
   const std::string spool_path = Tmp("n1.spool");
@@ -92,26 +119,9 @@ TEST(AgentDeliveryTest, SpooledResultDeliveredProbesRunAndAgentReturnsAfterResta
   ASSERT_GT(first->port, 0);
   const int port = first->port;
 
-  agent::AgentOptions options;
-  options.info.set_node("n1");
-  options.info.set_cluster("ci");
-  options.info.set_backend(v1::BACKEND_CPU);
-  options.info.add_devices()->set_name("cpu");
-  options.backend = kernels::Backend::kCpu;
-  options.rpc_timeout = absl::Seconds(3);
-  options.pull_wait = absl::Milliseconds(200);
-  options.min_backoff = absl::Milliseconds(20);
-  options.max_backoff = absl::Milliseconds(200);
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 20);
-  // Not GRPC_ARG_MIN_RECONNECT_BACKOFF_MS: it is also the connect timeout.
-  std::shared_ptr<v1::AgentService::StubInterface> stub = v1::AgentService::NewStub(
-      grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
-                                grpc::InsecureChannelCredentials(), args));
   auto spool = agent::ResultSpool::Open(spool_path);
   ASSERT_TRUE(spool.ok());
-  agent::Agent a(options, stub, std::move(*spool),
+  agent::Agent a(TestAgentOptions("n1"), TestStub(port), std::move(*spool),
                  [](const kernels::ProbeRequest& r) { return kernels::RunProbe(r); });
   std::atomic<bool> stop{false};
   std::thread runner([&] { a.Run(&stop); });
@@ -161,6 +171,108 @@ TEST(AgentDeliveryTest, SpooledResultDeliveredProbesRunAndAgentReturnsAfterResta
 
   stop = true;
   runner.join();
+}
+
+// The server restarts while two agents run the ranks of one probe. The
+// attempt's rendezvous prefix dies with the server (the new one answers
+// Aborted for its keys): both ranks must stop at once rather than wait out the
+// group timeout (300 s here) and register again; their failures, delivered
+// afterwards, belong to the interrupted attempt, and the task runs again
+// under the new server and completes (one attempt allowed: a late failure
+// taken for the new attempt would fail the campaign).
+TEST(AgentDeliveryTest, RestartDuringAMultiRankProbeReleasesItsRanksAndReRunsTheTask) {
+  auto store = server::SqliteStore::Open(Tmp("restart-probe.db"));
+  ASSERT_TRUE(store.ok());
+  server::StoredCampaign c;
+  c.campaign_id = "c1";
+  c.cluster = "ci";
+  server::StoredTask& st = c.tasks.emplace_back();
+  v1::ProbeTask& task = st.task;
+  task.set_task_id("c1/t0");
+  task.set_campaign_id("c1");
+  task.set_kind(v1::PROBE_KIND_COLLECTIVE);
+  task.set_world_size(2);
+  task.mutable_collective()->set_op(v1::COLLECTIVE_OP_ALL_REDUCE);
+  task.mutable_collective()->set_dtype(v1::DTYPE_FP32);
+  task.mutable_collective()->add_sizes_bytes(8 << 20);
+  task.mutable_timing()->set_warmup_iters(1);
+  task.mutable_timing()->set_timed_iters(200);
+  ASSERT_TRUE((*store)->CreateCampaign(c).ok());
+
+  server::Scheduler::Options scheduler_options;
+  scheduler_options.max_attempts = 1;
+  scheduler_options.rendezvous_timeout = absl::Seconds(300);
+  auto first = std::make_unique<ServerInstance>(store->get(), 0, scheduler_options);
+  ASSERT_GT(first->port, 0);
+  const int port = first->port;
+
+  std::vector<std::unique_ptr<agent::Agent>> agents;
+  for (const std::string node : {"n1", "n2"}) {
+    auto spool = agent::ResultSpool::Open(Tmp(node + "-restart.spool"));
+    ASSERT_TRUE(spool.ok());
+    agents.push_back(std::make_unique<agent::Agent>(
+        TestAgentOptions(node), TestStub(port), std::move(*spool),
+        [](const kernels::ProbeRequest& r) { return kernels::RunProbe(r); }));
+  }
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> runners;
+  for (auto& a : agents) runners.emplace_back([&stop, a = a.get()] { a->Run(&stop); });
+
+  // Both ranks connected (each published its "connect" verdict): the probe
+  // is past its rendezvous, in its verify and timing phases.
+  const std::string prefix = "c1/t0/" + first->epoch + "/a1/";
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const char* rank : {"0", "1"}) {
+          if (!first->rendezvous.Get(prefix + "/agree/connect/" + rank, absl::ZeroDuration())
+                   .ok()) {
+            return false;
+          }
+        }
+        return true;
+      },
+      absl::Seconds(60)));
+
+  const std::string first_epoch = first->epoch;
+  first.reset();
+  const absl::Time restarted = absl::Now();
+  ServerInstance second(store->get(), port, scheduler_options);
+  ASSERT_EQ(second.port, port);
+  ASSERT_NE(second.epoch, first_epoch);
+  EXPECT_TRUE(WaitFor(
+      [&] { return second.registry->IsLive("ci/n1") && second.registry->IsLive("ci/n2"); },
+      absl::Seconds(60)))
+      << "the ranks of the interrupted probe did not come back within 60 s (group timeout 300 s)";
+  std::cerr << "both agents registered again " << absl::Now() - restarted
+            << " after the restart\n";
+
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto got = second.scheduler->GetCampaign("c1", false);
+        return got.ok() && got->state() != v1::CAMPAIGN_STATE_RUNNING;
+      },
+      absl::Seconds(120)));
+  auto done = second.scheduler->GetCampaign("c1", true);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->state(), v1::CAMPAIGN_STATE_SUCCEEDED) << done->tasks(0).last_error();
+  auto results = (*store)->ListResults({"ci", "c1", 0});
+  ASSERT_TRUE(results.ok());
+  int interrupted = 0, completed = 0;
+  for (const v1::ProbeResult& r : *results) {
+    if (r.rendezvous_prefix() == prefix) {
+      EXPECT_NE(r.error_code(), 0) << "rank " << r.rank() << " of the interrupted attempt";
+      ++interrupted;
+    } else {
+      EXPECT_EQ(r.error_code(), 0) << r.error_message();
+      EXPECT_EQ(r.rendezvous_prefix(), "c1/t0/" + second.epoch + "/a1/")
+          << "attempt numbers start again; the prefix tells the two apart";
+      ++completed;
+    }
+  }
+  EXPECT_EQ(completed, 2);
+  EXPECT_LE(interrupted, 2);
+  stop = true;
+  for (auto& t : runners) t.join();
 }
 
 }  // namespace

@@ -239,14 +239,15 @@ TEST_F(ServiceIntegrationTest, CalibrateSurviveServerKillPlanAndFetch) {
             << done_at_kill << "/" << tasks_total << " tasks done\n";
 
   ASSERT_NO_FATAL_FAILURE(StartServer(port_));
-  // An agent that was inside a multi-rank probe when the server died
-  // registers again only once the probe ends, and the probe's Gloo waits on
-  // a peer that gave up run to the group timeout (--rendezvous_timeout_ms,
-  // 20 s here), possibly once per phase. The bound covers several; the wait
-  // ends as soon as all three are back. (With a 30 s bound an ASan run failed
-  // here, 2026-12-07: one agent had logged nothing since the kill -- no
-  // failed pull or register, no finished task -- so it was still in a probe.)
-  ASSERT_TRUE(WaitFor([&] { return LiveAgents() == 3; }, absl::Seconds(150)))
+  // An agent inside a multi-rank probe when the server died registers again
+  // once the probe ends. The restarted server refuses the old attempt's
+  // rendezvous keys (Aborted), which ends the probe at its next phase
+  // agreement. (Until 2026-12-08 a rank already waiting in an agreement took
+  // the refusal for "not published yet" and polled to the group timeout, 20 s
+  // here: an ASan run failed a 30 s bound, and
+  // AgentDeliveryTest.RestartDuringAMultiRankProbeReleasesItsRanksAndReRunsTheTask
+  // reproduced it; GroupAgreement.ClosedAttemptEndsTheWaitAtOnce holds it.)
+  ASSERT_TRUE(WaitFor([&] { return LiveAgents() == 3; }, absl::Seconds(60)))
       << "agents did not reconnect";
   CliResult waited = Cli({"calibrate", "--server", address_, "--campaign", campaign_id, "--wait",
                           "--wait_timeout_s", "180", "--format", "json"});
