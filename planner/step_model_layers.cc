@@ -18,6 +18,20 @@ double AttentionForwardKernels(const ModelSpec& m) {
          (m.attention == AttentionType::kGqa && m.arch.qk_layernorm ? 2 : 0);
 }
 
+double CpForwardExtraKernels(int cp) { return 4.0 * cp - 2.0; }
+
+double CpBackwardExtraKernels(int cp) {
+  return kCudnnAttnBwdKernels * (cp - 1) + 4.0 * cp + 2.0;
+}
+
+double CpForwardMergeBytes(int cp, double o_bytes, double kv_bytes) {
+  return 2.0 * kv_bytes + (2.0 + 2.25 * (cp - 1)) * o_bytes;
+}
+
+double CpBackwardMergeBytes(int cp, double q_bytes, double kv_bytes) {
+  return 3.0 * cp * (q_bytes + kv_bytes);
+}
+
 void FillLayerKindTables(const ModelSpec& model, int layer, int seq_len,
                          LayerKindTables* t) {
   const double h = double(model.hidden_size);
@@ -275,6 +289,13 @@ void LayoutKindCosts(const LayerKindTables& k, const Context& c,
     const double chunk = c.tokens_cp * kv_elems / c.tp * kActivationBytes;
     kc->cp_ring =
         cm.Collective(CollectiveKind::kAllGather, chunk * c.cp, c.cp, c.cp_span);
+    const double heads = double(m.num_attention_heads) / c.tp;
+    const double q_bytes = c.tokens_cp * heads * m.QkHeadDim() * kActivationBytes;
+    const double o_bytes = c.tokens_cp * heads * m.v_head_dim * kActivationBytes;
+    kc->cp_merge_f = cm.MemoryBound(CpForwardMergeBytes(c.cp, o_bytes, chunk));
+    kc->cp_merge_b = cm.MemoryBound(CpBackwardMergeBytes(c.cp, q_bytes, chunk));
+    kc->cp_kernels_f = CpForwardExtraKernels(c.cp);
+    kc->cp_kernels_b = CpBackwardExtraKernels(c.cp);
   }
 }
 
@@ -645,6 +666,9 @@ double StaticHostSeconds(const LayerKindTables& k, const Context& c) {
   const double attn_ops = AttentionForwardKernels(m);
   const bool attn_captured = graphs && f.graph_attn;
   if (!attn_captured) {
+    // Context parallelism's extra kernels, one light op each (a lower
+    // bound: its ring's c10d calls and stream waits cost more).
+    if (c.cp > 1) host += (CpForwardExtraKernels(c.cp) + CpBackwardExtraKernels(c.cp)) * op_s;
     host += passes * attn_ops * op_s +
             QuantizationsHostSeconds(c, f, mla ? kMlaQuantizedInputs : kGqaQuantizedInputs,
                                      mla ? kMlaQuantizedAfterNorm : kGqaQuantizedAfterNorm);
@@ -980,15 +1004,31 @@ void AddTpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g,
 
 // CP ring: K and V of every other CP rank pass by (forward: 1 ring), K, V and
 // their gradients in backward (2 rings); each overlapped with the attention
-// chunks: exposed = max(0, ring - attention) per direction.
+// chunks: exposed = max(0, ring - attention) per direction. The hidden part
+// slows the attention by the SMs its NCCL kernels hold (overlap_slowdown, as
+// TP's and EP's). Beyond the ring, the split attention's merges run as
+// memory-bound kernels after it (forward) or between its steps (backward),
+// and every extra kernel pays a launch (CpForwardExtraKernels,
+// CpBackwardExtraKernels; their host side is in StaticHostSeconds).
 void AddCpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g, Slots* l) {
   if (c.cp <= 1) return;
   const Cost ring = kc.cp_ring;
   const double fwd_exposed = std::max(0.0, ring.seconds - g.attn_f.seconds);
   const double bwd_exposed = std::max(0.0, 2 * ring.seconds - g.attn_b.seconds);
+  const double hidden = 3 * ring.seconds - fwd_exposed - bwd_exposed;
   l->AddSeconds(kSCpExposed, fwd_exposed + bwd_exposed, SourceBit(ring.source));
-  l->AddSeconds(kSCpHidden, 3 * ring.seconds - fwd_exposed - bwd_exposed,
-                SourceBit(ring.source));
+  l->AddSeconds(kSCpHidden, hidden, SourceBit(ring.source));
+  l->AddSeconds(kSOverlapSlowdown, hidden * (c.overlap_slowdown - 1.0), SourceBit(ring.source));
+  l->Add(kSMemBound, kc.cp_merge_f);
+  l->Add(kSMemBound, kc.cp_merge_b);
+  l->AddSeconds(kSLaunch, (kc.cp_kernels_f + kc.cp_kernels_b) * c.launch_s, kPriorBit);
+}
+
+// What a recompute of core attention repeats of the CP attention's forward
+// beyond its attention kernels: the merges (launches of recomputed kernels
+// are not priced, as nowhere in RecomputeSeconds).
+double CpForwardMergeSeconds(const Context& c, const KindCosts& kc) {
+  return c.cp > 1 ? kc.cp_merge_f.seconds : 0.0;
 }
 
 // EP dispatch/combine under Megatron-Core's combined-1F1B overlap. Per layer
@@ -1081,15 +1121,15 @@ int LayerNormsRecomputed(const LayerKindTables& k, const Context& c) {
 // nullopt: no recompute term (no recompute, or full recompute of another
 // layer).
 std::optional<double> RecomputeSeconds(const LayerKindTables& k, const Context& c,
-                                       bool recompute_this_layer, const GemmTerms& g,
-                                       const Cost& mb_f, const Slots& l) {
+                                       const KindCosts& kc, bool recompute_this_layer,
+                                       const GemmTerms& g, const Cost& mb_f, const Slots& l) {
   const ModelSpec& m = *c.model;
   const Recompute& rc = c.knobs->recompute;
   const double fwd_bwd = 1.0 + c.bwd_gemm_factor;
   if (rc.mode == RecomputeMode::kFull && recompute_this_layer) {
     double fwd = 0;
     for (int i = kSAttnProj; i <= kSLogits; ++i) fwd += l.s[i] / fwd_bwd;
-    fwd += g.attn_f.seconds + mb_f.seconds + g.ep_fwd_s;
+    fwd += g.attn_f.seconds + CpForwardMergeSeconds(c, kc) + mb_f.seconds + g.ep_fwd_s;
     return fwd;
   }
   if (rc.mode != RecomputeMode::kSelective) return std::nullopt;
@@ -1097,7 +1137,7 @@ std::optional<double> RecomputeSeconds(const LayerKindTables& k, const Context& 
   double t = 0;
   const double mb_per_elem =
       mb_f.seconds / std::max(1.0, k.mb_attn_elems + k.mb_mlp_elems + k.mb_topk_elems);
-  if (rc.modules & kRecomputeCoreAttn) t += g.attn_f.seconds;
+  if (rc.modules & kRecomputeCoreAttn) t += g.attn_f.seconds + CpForwardMergeSeconds(c, kc);
   if ((rc.modules & kRecomputeMlaUpProj) && m.attention == AttentionType::kMla) {
     // The up projections' share of the QKV GEMM time (their MACs over the
     // projections' h x qkv_out_dim), and the re-run's memory-bound traffic
@@ -1178,7 +1218,7 @@ Slots LayerCost(const LayerKindTables& k, const Context& c, bool recompute_this_
   AddTpTerms(c, kc, g, ep_overlap_schedule && c.ep > 1, &l);
   AddCpTerms(c, kc, g, &l);
   AddEpTerms(k, c, kc, g, ep_overlap_schedule, &l);
-  const std::optional<double> recompute = RecomputeSeconds(k, c, recompute_this_layer, g, mb_f, l);
+  const std::optional<double> recompute = RecomputeSeconds(k, c, kc, recompute_this_layer, g, mb_f, l);
   if (recompute.has_value()) l.AddSeconds(kSRecompute, *recompute, kPriorBit);
   AddOffloadTerms(k, c, &l);
   return l;

@@ -403,6 +403,60 @@ TEST(StepModelRelativeTest, PipelineAndPrecision) {
   EXPECT_LT(plain->peak_memory_bytes, tp4->peak_memory_bytes);
 }
 
+TEST(StepModelTest, ContextParallelExtrasByHand) {
+  using step_model_internal::CpBackwardExtraKernels;
+  using step_model_internal::CpBackwardMergeBytes;
+  using step_model_internal::CpForwardExtraKernels;
+  using step_model_internal::CpForwardMergeBytes;
+  // Forward 4P - 2, backward 3 (P - 1) + 4P + 2 kernels.
+  EXPECT_EQ(CpForwardExtraKernels(2), 6.0);
+  EXPECT_EQ(CpForwardExtraKernels(4), 14.0);
+  EXPECT_EQ(CpBackwardExtraKernels(2), 13.0);
+  EXPECT_EQ(CpBackwardExtraKernels(4), 27.0);
+  // TinyDense at cp 2, 4,096 tokens per rank (seq 4,096 x mbs 2 / cp 2),
+  // tp 1, BF16: o = q = 4,096 x 8 heads x 128 x 2 B = 8,388,608 B; the K/V
+  // chunk 4,096 x 2 x 8 x 128 x 2 B = 16,777,216 B. Forward: 2 kv +
+  // (2 + 2.25) o = 33,554,432 + 35,651,584; backward 3 x 2 x (q + kv).
+  EXPECT_EQ(CpForwardMergeBytes(2, 8388608.0, 16777216.0), 69206016.0);
+  EXPECT_EQ(CpBackwardMergeBytes(2, 8388608.0, 16777216.0), 150994944.0);
+
+  // The same job at cp 1 / 2 / 4 with the same tokens per rank and
+  // micro-batch (mbs = cp) and the same 4 micro-batches (gbs 16 over dp x
+  // mbs = 4): the GEMMs, attention FLOPs, memory and gradient traffic are the
+  // same, so the differences are the CP terms alone. Under CUDA graphs
+  // (attention captured: no host ops) the launches differ by the extra
+  // kernels x 1.5 us x 4 layers x 4 micro-batches, the memory-bound time by
+  // the merges' bytes through the cost model.
+  const ModelSpec m = TinyDense();
+  const ClusterSpec cluster = Cluster("h100-sxm");
+  const DatasheetCostModel cost(cluster);
+  const StepModel sm = Make(m, "h100-sxm", {4, 4096, 16});
+  Knobs k;
+  k.cuda_graphs = true;
+  auto term = [](const Prediction& p, const std::string& name) {
+    double s = 0;
+    for (const Term& t : p.breakdown) {
+      if (t.name == name) s += t.seconds;
+    }
+    return s;
+  };
+  absl::StatusOr<Prediction> cp1 = sm.Predict(Layout(1, 1, 1, 1, 1, 1), k);
+  absl::StatusOr<Prediction> cp2 = sm.Predict(Layout(1, 1, 1, 1, 2, 2), k);
+  absl::StatusOr<Prediction> cp4 = sm.Predict(Layout(1, 1, 1, 1, 4, 4), k);
+  ASSERT_TRUE(cp1.ok() && cp2.ok() && cp4.ok());
+  const double per_step = 4.0 * 4.0;  // layers x micro-batches
+  EXPECT_NEAR(term(*cp2, "kernel_launches") - term(*cp1, "kernel_launches"),
+              per_step * (6.0 + 13.0) * cost.KernelLaunchSeconds(true), 1e-12);
+  EXPECT_NEAR(term(*cp2, "memory_bound_kernels") - term(*cp1, "memory_bound_kernels"),
+              per_step * (cost.MemoryBound(69206016.0).seconds +
+                          cost.MemoryBound(150994944.0).seconds),
+              1e-12);
+  EXPECT_EQ(cp2->peak_memory_bytes, cp1->peak_memory_bytes);
+  // So where CP buys nothing (no memory to save), more of it ranks lower.
+  EXPECT_GT(cp1->tokens_per_sec_per_gpu, cp2->tokens_per_sec_per_gpu);
+  EXPECT_GT(cp2->tokens_per_sec_per_gpu, cp4->tokens_per_sec_per_gpu);
+}
+
 TEST(StepModelRelativeTest, MoreGpusSameBatchNeverMoreTokensPerGpu) {
   // Strong scaling: the same global batch over more data-parallel GPUs
   // leaves fewer micro-batches to amortise the same fixed costs.

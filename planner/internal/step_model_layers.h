@@ -210,6 +210,34 @@ double MoeActRecomputeHostSeconds(double launch_s, double host_factor);
 // projections and latent norms 6 more, Qwen3's per-head q and k norms
 // (GQA with qk_layernorm) 2 more.
 double AttentionForwardKernels(const ModelSpec& m);
+// Context parallelism as Transformer Engine runs it for Megatron-Core
+// (AttnFuncWithCPAndKVP2P: cp_comm_type p2p, causal, each rank holding 2 of
+// 2P load-balanced sequence chunks; P = cp > 1; read at TransformerEngine
+// d0067d0da6cb). Per layer and micro-batch, beyond the ring's traffic
+// (KindCosts::cp_ring) and one attention call per direction:
+//   forward kernels: P - 1 more attention calls, the K/V concatenation, P - 1
+//   softmax-LSE merges, P output corrections after the ring and one NCCL
+//   send/recv per ring round (P - 1; two where isend and irecv go apart):
+//   4P - 2;
+double CpForwardExtraKernels(int cp);
+//   backward kernels: P - 1 more attention-backward calls of
+//   kCudnnAttnBwdKernels each, a send/recv per step (P), the dQ accumulation
+//   (P) and the dK, dV accumulations (2P), two setup copies:
+//   kCudnnAttnBwdKernels (P - 1) + 4P + 2;
+double CpBackwardExtraKernels(int cp);
+//   forward HBM bytes: the K/V concatenation (read and write the K/V chunk,
+//   2 kv) and the output corrections (the first reads out_0 and writes out,
+//   2 o; rank r merges r full-width partial outputs at 3 o each and P - 1 - r
+//   half-width ones at 1.5 o; at the ranks' mean r = (P - 1) / 2):
+//   2 kv + (2 + 2.25 (P - 1)) o;
+double CpForwardMergeBytes(int cp, double o_bytes, double kv_bytes);
+//   backward HBM bytes: each of the P steps accumulates dQ (read, read,
+//   write: 3 q) and dK, dV (3 kv), counted at full width (the steps on
+//   half-width chunks move half: within a quarter): 3P (q + kv).
+double CpBackwardMergeBytes(int cp, double q_bytes, double kv_bytes);
+// cuDNN kernels of one fused attention backward call: the dO.O
+// preprocessing, the main kernel and the dQ conversion to BF16.
+inline constexpr double kCudnnAttnBwdKernels = 3;
 // Norms of one layer that recompute_modules "layernorm" checkpoints:
 // Megatron-Core recomputes a norm only where it is a module of its own
 // (transformer_layer.py: not an IdentityOp; gpt_layer_specs.py): MLA's
