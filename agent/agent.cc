@@ -35,9 +35,24 @@ std::string Describe(const grpc::Status& s) {
 
 }  // namespace
 
+namespace {
+
+// The options with AgentInfo.instance_id set (random per Agent, unless the
+// caller chose one): the server tells two live processes with one agent id
+// apart by it.
+AgentOptions WithInstanceId(AgentOptions options) {
+  if (options.info.instance_id().empty()) {
+    absl::BitGen gen;
+    options.info.set_instance_id(absl::StrFormat("%016x", absl::Uniform<uint64_t>(gen)));
+  }
+  return options;
+}
+
+}  // namespace
+
 Agent::Agent(AgentOptions options, std::shared_ptr<v1::AgentService::StubInterface> stub,
              std::unique_ptr<ResultSpool> spool, ProbeRunner runner)
-    : options_(std::move(options)),
+    : options_(WithInstanceId(std::move(options))),
       stub_(std::move(stub)),
       spool_(std::move(spool)),
       runner_(std::move(runner)),

@@ -36,7 +36,9 @@
 namespace moetune::agent {
 
 struct AgentOptions {
-  moetune::v1::AgentInfo info;  // from Discover()
+  // From Discover(). The Agent sets info.instance_id (random per Agent) when
+  // it is empty: the server refuses a second live process under one agent id.
+  moetune::v1::AgentInfo info;
   moetune::kernels::Backend backend = moetune::kernels::Backend::kCpu;
   absl::Duration rpc_timeout = absl::Seconds(10);
   absl::Duration pull_wait = absl::Seconds(5);

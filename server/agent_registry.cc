@@ -62,8 +62,20 @@ absl::StatusOr<AgentRegistry::Session> AgentRegistry::Register(const v1::AgentIn
   info.set_last_seen_unix_ms(UnixMs(now));
   info.clear_current_task_id();
   info.clear_stragglers();
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    if (absl::Status st = CheckNoOtherLiveInstance(info.agent_id(), info.instance_id(), now);
+        !st.ok()) {
+      return st;
+    }
+  }
   if (absl::Status st = store_->PutAgent(info); !st.ok()) return st;
   absl::MutexLock lock(&mu_);
+  // Again: another instance may have registered during the store write.
+  if (absl::Status st = CheckNoOtherLiveInstance(info.agent_id(), info.instance_id(), now);
+      !st.ok()) {
+    return st;
+  }
   Entry& e = agents_[info.agent_id()];
   // Keep straggler flags computed from stored results.
   *info.mutable_stragglers() = e.info.stragglers();
@@ -71,6 +83,25 @@ absl::StatusOr<AgentRegistry::Session> AgentRegistry::Register(const v1::AgentIn
   e.session_id = absl::StrFormat("s%d-%016x", next_session_++, absl::Uniform<uint64_t>(absl::BitGen()));
   e.last_seen = now;
   return Session{e.info.agent_id(), e.session_id};
+}
+
+absl::Status AgentRegistry::CheckNoOtherLiveInstance(const std::string& id,
+                                                     const std::string& instance_id,
+                                                     absl::Time now) const {
+  auto it = agents_.find(id);
+  if (it == agents_.end() || instance_id.empty()) return absl::OkStatus();
+  const Entry& e = it->second;
+  const std::string& live_instance = e.info.instance_id();
+  if (e.session_id.empty() || e.info.state() != v1::AGENT_STATE_LIVE || live_instance.empty() ||
+      live_instance == instance_id || now - e.last_seen > options_.liveness_timeout) {
+    return absl::OkStatus();
+  }
+  return absl::AlreadyExistsError(absl::StrCat(
+      "agent '", id, "' is live as another process (instance ", live_instance, ", last seen ",
+      absl::FormatDuration(now - e.last_seen),
+      " ago): give each agent of a node its own --node name, or stop the other one; an agent "
+      "that restarted registers once its predecessor's session expires (liveness timeout ",
+      absl::FormatDuration(options_.liveness_timeout), ")"));
 }
 
 absl::StatusOr<std::string> AgentRegistry::Touch(const std::string& agent_id, const std::string& session_id,

@@ -40,7 +40,12 @@ class AgentRegistry {
     std::string session_id;
   };
   // InvalidArgument naming the field when node or cluster is empty or not a
-  // plain name ([A-Za-z0-9._-], at most 128 characters).
+  // plain name ([A-Za-z0-9._-], at most 128 characters). AlreadyExists when
+  // the agent id has a live session (seen within the liveness timeout) of
+  // another instance (AgentInfo.instance_id): a second process with the
+  // same node name, or a restarted one before its predecessor's session
+  // expired -- it may register once that session is lost. The same instance
+  // registers again at any time (a new session).
   absl::StatusOr<Session> Register(const moetune::v1::AgentInfo& info);
   // Marks the agent seen and returns its cluster. NotFound when the session
   // is unknown.
@@ -68,6 +73,10 @@ class AgentRegistry {
     std::string session_id;  // empty: not connected since the last restart
     absl::Time last_seen = absl::InfinitePast();
   };
+  // AlreadyExists when `id`'s live session belongs to an instance other
+  // than `instance_id` (see Register).
+  absl::Status CheckNoOtherLiveInstance(const std::string& id, const std::string& instance_id,
+                                        absl::Time now) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::map<std::string, Entry> agents_ ABSL_GUARDED_BY(mu_);
   uint64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
 };

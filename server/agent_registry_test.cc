@@ -13,6 +13,7 @@ namespace v1 = ::moetune::v1;
 using ::moetune::server::testing::FakeClock;
 using ::moetune::testing::StatusIs;
 using ::moetune::server::testing::TempDbPath;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -47,6 +48,45 @@ TEST(AgentRegistryTest, HeartbeatsKeepAnAgentLiveUntilTheTimeout) {
   ASSERT_TRUE(s2.ok());
   EXPECT_NE(s2->session_id, s->session_id);
   EXPECT_TRUE(reg.IsLive("ci/n1"));
+}
+
+TEST(AgentRegistryTest, ASecondLiveProcessUnderOneAgentIdIsRefusedUntilTheFirstIsLost) {
+  auto store = SqliteStore::Open(TempDbPath("reg.db"));
+  ASSERT_TRUE(store.ok());
+  FakeClock clock;
+  AgentRegistry reg(store->get(), [&] { return clock.Now(); },
+                    {absl::Seconds(10), absl::Seconds(2)});
+  v1::AgentInfo a = Info("n1"), b = Info("n1");
+  a.set_instance_id("aaaa");
+  b.set_instance_id("bbbb");
+  auto sa = reg.Register(a);
+  ASSERT_TRUE(sa.ok()) << sa.status();
+  clock.Advance(absl::Seconds(3));
+  EXPECT_THAT(reg.Register(b),
+              StatusIs(absl::StatusCode::kAlreadyExists,
+                       AllOf(HasSubstr("'ci/n1' is live as another process (instance aaaa, last "
+                                       "seen 3s ago)"),
+                             HasSubstr("its own --node name"))));
+  // The refusal changed nothing: a's session holds, and the store still
+  // describes a.
+  EXPECT_TRUE(reg.Touch("ci/n1", sa->session_id).ok());
+  auto stored = (*store)->ListAgents();
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ((*stored)[0].instance_id(), "aaaa");
+  // The same process registers again whenever it likes (a new session).
+  auto sa2 = reg.Register(a);
+  ASSERT_TRUE(sa2.ok()) << sa2.status();
+  EXPECT_NE(sa2->session_id, sa->session_id);
+  // Once a's session has gone quiet past the liveness timeout, b may take
+  // the id (a restarted agent), even before ExpireLost ran.
+  clock.Advance(absl::Seconds(11));
+  auto sb = reg.Register(b);
+  ASSERT_TRUE(sb.ok()) << sb.status();
+  EXPECT_THAT(reg.Touch("ci/n1", sa2->session_id),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("register again")));
+  // An agent that sends no instance id is not checked.
+  EXPECT_TRUE(reg.Register(Info("n1")).ok());
 }
 
 TEST(AgentRegistryTest, AgentsFromBeforeARestartAreListedAsLost) {

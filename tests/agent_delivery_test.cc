@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
@@ -171,6 +172,56 @@ TEST(AgentDeliveryTest, SpooledResultDeliveredProbesRunAndAgentReturnsAfterResta
 
   stop = true;
   runner.join();
+}
+
+// Two agent processes started with one node name (a misconfigured launch):
+// the second is refused while the first is live, so the first keeps its
+// session and its tasks and the campaign completes on it. (Before, each
+// registration took the session from the other, and each pull released the
+// other's running task.)
+TEST(AgentDeliveryTest, ASecondAgentWithTheSameNodeNameIsRefusedAndTheFirstWorksOn) {
+  auto store = server::SqliteStore::Open(Tmp("twins.db"));
+  ASSERT_TRUE(store.ok());
+  ServerInstance server(store->get(), 0);
+  ASSERT_GT(server.port, 0);
+  std::vector<std::unique_ptr<agent::Agent>> twins;
+  for (const std::string spool : {"twin-a.spool", "twin-b.spool"}) {
+    auto s = agent::ResultSpool::Open(Tmp(spool));
+    ASSERT_TRUE(s.ok());
+    twins.push_back(std::make_unique<agent::Agent>(
+        TestAgentOptions("n1"), TestStub(server.port), std::move(*s),
+        [](const kernels::ProbeRequest& r) { return kernels::RunProbe(r); }));
+  }
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> runners;
+  for (auto& a : twins) runners.emplace_back([&stop, a = a.get()] { a->Run(&stop); });
+
+  auto live_instance = [&]() -> std::string {
+    for (const v1::AgentInfo& a : server.registry->Live("ci")) return a.instance_id();
+    return "";
+  };
+  ASSERT_TRUE(WaitFor([&] { return !live_instance().empty(); }, absl::Seconds(20)));
+  auto campaign = server.scheduler->StartCampaign("ci", v1::CAMPAIGN_PROFILE_QUICK,
+                                                  server.registry->Live("ci"));
+  ASSERT_TRUE(campaign.ok()) << campaign.status();
+  std::set<std::string> instances;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        const std::string now = live_instance();
+        if (!now.empty()) instances.insert(now);
+        auto c = server.scheduler->GetCampaign(campaign->campaign_id(), false);
+        return c.ok() && c->state() != v1::CAMPAIGN_STATE_RUNNING;
+      },
+      absl::Seconds(120)));
+  EXPECT_EQ(instances.size(), 1u) << "the agent id changed hands during the campaign";
+  auto done = server.scheduler->GetCampaign(campaign->campaign_id(), true);
+  ASSERT_TRUE(done.ok());
+  EXPECT_EQ(done->state(), v1::CAMPAIGN_STATE_SUCCEEDED);
+  for (const auto& t : done->tasks()) {
+    EXPECT_EQ(t.attempts(), 1) << t.task_id() << " ran more than once: " << t.last_error();
+  }
+  stop = true;
+  for (auto& t : runners) t.join();
 }
 
 // The server restarts while two agents run the ranks of one probe. The
