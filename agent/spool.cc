@@ -1,6 +1,7 @@
 #include "agent/spool.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -37,15 +38,9 @@ absl::Status WriteAll(int fd, const std::string& data, const std::string& path) 
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ResultSpool>> ResultSpool::Open(const std::string& path) {
-  std::unique_ptr<ResultSpool> spool(new ResultSpool(path));
-  if (::access(path.c_str(), F_OK) != 0) return spool;  // nothing left over
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Errno("open spool", path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  const std::string data = buf.str();
-  absl::MutexLock lock(&spool->mu_);
+absl::StatusOr<std::vector<moetune::v1::ProbeResult>> ResultSpool::Parse(const std::string& data,
+                                                                const std::string& path) {
+  std::vector<moetune::v1::ProbeResult> out;
   size_t off = 0;
   while (off < data.size()) {
     if (data.size() - off < 4) {
@@ -59,9 +54,42 @@ absl::StatusOr<std::unique_ptr<ResultSpool>> ResultSpool::Open(const std::string
       return absl::DataLossError(absl::StrCat("spool '", path, "' holds a corrupt record at byte ", off));
     }
     off += len;
-    spool->pending_[spool->next_seq_++] = std::move(r);
+    out.push_back(std::move(r));
   }
+  return out;
+}
+
+absl::StatusOr<std::vector<moetune::v1::ProbeResult>> ResultSpool::ReadPending(const std::string& path) {
+  if (::access(path.c_str(), F_OK) != 0) return std::vector<moetune::v1::ProbeResult>();  // none yet
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Errno("open spool", path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return Parse(buf.str(), path);
+}
+
+absl::StatusOr<std::unique_ptr<ResultSpool>> ResultSpool::Open(const std::string& path) {
+  std::unique_ptr<ResultSpool> spool(new ResultSpool(path));
+  const std::string lock_path = path + ".lock";
+  spool->lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (spool->lock_fd_ < 0) return Errno("open spool lock", lock_path);
+  if (::flock(spool->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "spool '", path, "' is in use by another agent (", lock_path,
+          " is locked): give each agent on a host its own --spool (or --node)"));
+    }
+    return Errno("lock", lock_path);
+  }
+  absl::StatusOr<std::vector<moetune::v1::ProbeResult>> left = ReadPending(path);
+  if (!left.ok()) return left.status();
+  absl::MutexLock lock(&spool->mu_);
+  for (moetune::v1::ProbeResult& r : *left) spool->pending_[spool->next_seq_++] = std::move(r);
   return spool;
+}
+
+ResultSpool::~ResultSpool() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
 }
 
 absl::Status ResultSpool::WriteLocked() {

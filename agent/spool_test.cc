@@ -112,6 +112,31 @@ TEST(ResultSpoolTest, CorruptDeadLetterLineIsDataLossNamingFileAndLine) {
   EXPECT_TRUE(ResultSpool::ReadDeadLetters(TempPath("none.dead"))->empty());
 }
 
+TEST(ResultSpoolTest, OneSpoolOneHolder) {
+  const std::string path = TempPath("held.spool");
+  auto first = ResultSpool::Open(path);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE((*first)->Add(Result("r1")).ok());
+  // A second holder (another agent given the same --spool) is refused, and
+  // the holder's results stay as they were.
+  auto second = ResultSpool::Open(path);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(second.status().message()),
+              ::testing::AllOf(::testing::HasSubstr(path + ".lock is locked"),
+                               ::testing::HasSubstr("its own --spool")));
+  // Reading does not take it.
+  auto read = ResultSpool::ReadPending(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->size(), 1u);
+  EXPECT_EQ((*read)[0].result_id(), "r1");
+  // Once the holder is gone the spool opens again, with what it left.
+  first->reset();
+  auto again = ResultSpool::Open(path);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->size(), 1u);
+  EXPECT_TRUE(ResultSpool::ReadPending(TempPath("none-read.spool"))->empty());
+}
+
 TEST(ResultSpoolTest, MissingFileIsAnEmptySpool) {
   auto spool = ResultSpool::Open(TempPath("none.spool"));
   ASSERT_TRUE(spool.ok());

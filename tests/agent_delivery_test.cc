@@ -131,8 +131,8 @@ TEST(AgentDeliveryTest, SpooledResultDeliveredProbesRunAndAgentReturnsAfterResta
   EXPECT_TRUE(WaitFor([&] { return *(*store)->CountResults({}) == 1; }, absl::Seconds(20)));
   EXPECT_TRUE(WaitFor(
       [&] {
-        auto s = agent::ResultSpool::Open(spool_path);
-        return s.ok() && (*s)->size() == 0;
+        auto s = agent::ResultSpool::ReadPending(spool_path);  // the agent holds the spool
+        return s.ok() && s->empty();
       },
       absl::Seconds(20)));
 
