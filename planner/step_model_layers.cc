@@ -1218,7 +1218,8 @@ Slots LayerCost(const LayerKindTables& k, const Context& c, bool recompute_this_
   AddTpTerms(c, kc, g, ep_overlap_schedule && c.ep > 1, &l);
   AddCpTerms(c, kc, g, &l);
   AddEpTerms(k, c, kc, g, ep_overlap_schedule, &l);
-  const std::optional<double> recompute = RecomputeSeconds(k, c, kc, recompute_this_layer, g, mb_f, l);
+  const std::optional<double> recompute =
+      RecomputeSeconds(k, c, kc, recompute_this_layer, g, mb_f, l);
   if (recompute.has_value()) l.AddSeconds(kSRecompute, *recompute, kPriorBit);
   AddOffloadTerms(k, c, &l);
   return l;
