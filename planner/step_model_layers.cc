@@ -24,6 +24,8 @@ double CpBackwardExtraKernels(int cp) {
   return kCudnnAttnBwdKernels * (cp - 1) + 4.0 * cp + 2.0;
 }
 
+double CpExtraKernels(int cp) { return CpForwardExtraKernels(cp) + CpBackwardExtraKernels(cp); }
+
 double CpForwardMergeBytes(int cp, double o_bytes, double kv_bytes) {
   return 2.0 * kv_bytes + (2.0 + 2.25 * (cp - 1)) * o_bytes;
 }
@@ -294,8 +296,6 @@ void LayoutKindCosts(const LayerKindTables& k, const Context& c,
     const double o_bytes = c.tokens_cp * heads * m.v_head_dim * kActivationBytes;
     kc->cp_merge_f = cm.MemoryBound(CpForwardMergeBytes(c.cp, o_bytes, chunk));
     kc->cp_merge_b = cm.MemoryBound(CpBackwardMergeBytes(c.cp, q_bytes, chunk));
-    kc->cp_kernels_f = CpForwardExtraKernels(c.cp);
-    kc->cp_kernels_b = CpBackwardExtraKernels(c.cp);
   }
 }
 
@@ -668,7 +668,7 @@ double StaticHostSeconds(const LayerKindTables& k, const Context& c) {
   if (!attn_captured) {
     // Context parallelism's extra kernels, one light op each (a lower
     // bound: its ring's c10d calls and stream waits cost more).
-    if (c.cp > 1) host += (CpForwardExtraKernels(c.cp) + CpBackwardExtraKernels(c.cp)) * op_s;
+    if (c.cp > 1) host += CpExtraKernels(c.cp) * op_s;
     host += passes * attn_ops * op_s +
             QuantizationsHostSeconds(c, f, mla ? kMlaQuantizedInputs : kGqaQuantizedInputs,
                                      mla ? kMlaQuantizedAfterNorm : kGqaQuantizedAfterNorm);
@@ -1021,7 +1021,7 @@ void AddCpTerms(const Context& c, const KindCosts& kc, const GemmTerms& g, Slots
   l->AddSeconds(kSOverlapSlowdown, hidden * (c.overlap_slowdown - 1.0), SourceBit(ring.source));
   l->Add(kSMemBound, kc.cp_merge_f);
   l->Add(kSMemBound, kc.cp_merge_b);
-  l->AddSeconds(kSLaunch, (kc.cp_kernels_f + kc.cp_kernels_b) * c.launch_s, kPriorBit);
+  l->AddSeconds(kSLaunch, CpExtraKernels(c.cp) * c.launch_s, kPriorBit);
 }
 
 // What a recompute of core attention repeats of the CP attention's forward

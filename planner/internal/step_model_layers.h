@@ -225,6 +225,8 @@ double CpForwardExtraKernels(int cp);
 //   (P) and the dK, dV accumulations (2P), two setup copies:
 //   kCudnnAttnBwdKernels (P - 1) + 4P + 2;
 double CpBackwardExtraKernels(int cp);
+//   both directions: CpForwardExtraKernels + CpBackwardExtraKernels.
+double CpExtraKernels(int cp);
 //   forward HBM bytes: the K/V concatenation (read and write the K/V chunk,
 //   2 kv) and the output corrections (the first reads out_0 and writes out,
 //   2 o; rank r merges r full-width partial outputs at 3 o each and P - 1 - r

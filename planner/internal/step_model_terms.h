@@ -280,12 +280,10 @@ struct KindCosts {
   // (TpOverlapChunkingSeconds; precision, tp > 1).
   Cost tp_overlap_chunking;
   Cost cp_ring;           // cp > 1 (layout only)
-  // What the CP attention does beyond its ring and one attention call per
-  // direction (cp > 1, layout only; CpForwardExtraKernels and the others in
-  // step_model_layers.cc): memory-bound merges and the launches they and the
-  // split attention calls add, forward and backward.
+  // The CP attention's memory-bound merges beyond its ring, forward and
+  // backward (cp > 1, layout only; CpForwardMergeBytes and
+  // CpBackwardMergeBytes in step_model_layers.h).
   Cost cp_merge_f, cp_merge_b;
-  double cp_kernels_f = 0, cp_kernels_b = 0;
 };
 
 // Sum of two costs; calibrated only when both parts are.
